@@ -1,0 +1,2 @@
+//! stoat-cli
+pub fn main() -> i32 { 0 }
