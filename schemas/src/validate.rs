@@ -1,5 +1,5 @@
 //! The optional validator (feature `validate`): compiles every embedded schema once with
-//! `jsonschema`, resolving `$ref`s from the embedded files through [`EmbeddedRetriever`], which
+//! `jsonschema`, resolving `$ref`s from the embedded files through `EmbeddedRetriever`, which
 //! never touches the network or the file system, and checks values and whole `--json` lines.
 //!
 //! Messages name the schema file and the JSON pointer of the offending value, e.g.

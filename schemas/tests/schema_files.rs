@@ -200,3 +200,31 @@ fn codes_json_is_an_enum_that_a_producer_can_check_against() {
     let error = serde_json::json!({"code": "no_such_code_yet", "message": "from the future"});
     assert!(validator.validate("error.json", &error).is_empty());
 }
+
+#[test]
+fn every_list_schema_says_type_array_so_null_fails() {
+    /// Checks one schema object, then its subschemas; `properties` and `$defs` are maps of
+    /// schemas (a property may be called "items").
+    fn check_schema(path: &str, node: &Value) {
+        let Value::Object(map) = node else { return };
+        if map.contains_key("items") || map.contains_key("prefixItems") {
+            assert_eq!(
+                map.get("type"),
+                Some(&Value::from("array")),
+                "{path}: items without type array: {node}"
+            );
+        }
+        for (key, child) in map {
+            match (key.as_str(), child) {
+                ("properties" | "$defs" | "dependentSchemas", Value::Object(schemas)) => schemas
+                    .values()
+                    .for_each(|schema| check_schema(path, schema)),
+                (_, Value::Array(items)) => items.iter().for_each(|item| check_schema(path, item)),
+                (_, child) => check_schema(path, child),
+            }
+        }
+    }
+    for file in files() {
+        check_schema(file.path, &serde_json::from_str(file.text).unwrap());
+    }
+}
