@@ -77,7 +77,7 @@ pub struct VmConfig {
 impl VmConfig {
     /// Parses vm.toml text; the error text says where and why.
     pub fn parse(text: &str) -> Result<VmConfig, String> {
-        let config: VmConfig = toml::from_str(text).map_err(|e| e.to_string().trim().replace('\n', " "))?;
+        let config: VmConfig = toml::from_str(text).map_err(|e| describe_toml_error(text, &e))?;
         if let Some(level) = &config.agent_access {
             if AgentAccess::parse(level).is_none() {
                 return Err(format!("agent_access {level:?} is not one of none, observe, manage, exec"));
@@ -122,6 +122,20 @@ impl VmConfig {
             .iter()
             .map(|f| Forward { host_port: f.hostport, guest_port: f.guestport })
             .collect()
+    }
+}
+
+/// Returns a one-line description of a TOML error: `line L, column C: message`.
+pub fn describe_toml_error(text: &str, err: &toml::de::Error) -> String {
+    let message = err.message().trim();
+    match err.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+            format!("line {line}, column {column}: {message}")
+        }
+        None => message.to_owned(),
     }
 }
 

@@ -163,7 +163,8 @@ impl Vm {
     }
 
     /// Returns the DTO of a VM whose vm.toml does not parse: its name, `state:"broken"`,
-    /// the parse error, and zero values elsewhere (`agent_access` falls back to `none`).
+    /// the parse error, and zero values elsewhere. `allow_exec` and `agent_access` follow the
+    /// absent-key rule (true and `manage`), not Go's zero values.
     pub fn broken(name: &str, error: impl Into<String>) -> Vm {
         Vm {
             name: name.to_owned(),
@@ -180,8 +181,8 @@ impl Vm {
             ssh_user: String::new(),
             installed: false,
             forwards: Vec::new(),
-            allow_exec: false,
-            agent_access: AgentAccess::None,
+            allow_exec: true,
+            agent_access: AgentAccess::Manage,
             display: Display::Unknown,
             error: Some(error.into()),
             project: String::new(),
