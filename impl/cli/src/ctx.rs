@@ -28,8 +28,19 @@ impl Ctx {
         stream: Option<Stream>,
         cmd: &'static str,
     ) -> Ctx {
-        let sink = Sink { stream, quiet: quiet || json };
-        Ctx { json, quiet: quiet || json, env, cancel, cmd, sink, root: OnceLock::new() }
+        let sink = Sink {
+            stream,
+            quiet: quiet || json,
+        };
+        Ctx {
+            json,
+            quiet: quiet || json,
+            env,
+            cancel,
+            cmd,
+            sink,
+            root: OnceLock::new(),
+        }
     }
 
     /// Returns the data root, creating its directories the first time.
@@ -69,7 +80,14 @@ impl EventSink for Sink {
                 let _ = stream.event(EventType::Progress, data);
             }
             None if !self.quiet => {
-                let _ = write!(std::io::stderr(), "\r{}  {:>3}%  {} / {}", data.id, data.percent, data.done, data.total);
+                let _ = write!(
+                    std::io::stderr(),
+                    "\r{}  {:>3}%  {} / {}",
+                    data.id,
+                    data.percent,
+                    data.done,
+                    data.total
+                );
                 if data.percent >= 100 {
                     let _ = writeln!(std::io::stderr());
                 }

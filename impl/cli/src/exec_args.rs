@@ -48,7 +48,9 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Parsed>, String> {
         command.remove(0);
     }
     if command.is_empty() {
-        return Err(format!("exec: missing command: stoat exec {vm} [--] <cmd>..."));
+        return Err(format!(
+            "exec: missing command: stoat exec {vm} [--] <cmd>..."
+        ));
     }
     Ok(Some(Parsed::Exec(ExecArgs { vm, command, quiet })))
 }
@@ -71,7 +73,9 @@ mod tests {
     fn verbatim_guest_argv() {
         let parsed = exec(&["exec", "work", "-la"]).unwrap().unwrap();
         assert_eq!(parsed.command, vec!["-la"]);
-        let parsed = exec(&["-q", "exec", "work", "--", "--quiet", "--"]).unwrap().unwrap();
+        let parsed = exec(&["-q", "exec", "work", "--", "--quiet", "--"])
+            .unwrap()
+            .unwrap();
         assert_eq!(parsed.command, vec!["--quiet", "--"]);
         assert!(parsed.quiet);
     }

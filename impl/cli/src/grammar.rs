@@ -13,7 +13,12 @@ use clap::{ArgAction, Args, Parser, Subcommand};
 )]
 pub struct Cli {
     /// Suppress progress chatter; never prompt
-    #[arg(short = 'q', long = "quiet", visible_alias = "no-interactive", global = true)]
+    #[arg(
+        short = 'q',
+        long = "quiet",
+        visible_alias = "no-interactive",
+        global = true
+    )]
     pub quiet: bool,
     /// Print the version
     #[arg(short = 'V', long = "version", global = true)]
@@ -432,7 +437,8 @@ pub struct McpInstallArgs {
 
 /// Parses a Go-style duration (`30s`, `2m`, `1h30m`, `500ms`) that must be positive.
 fn parse_positive_duration(text: &str) -> Result<std::time::Duration, String> {
-    let duration = humantime::parse_duration(text).map_err(|e| format!("{text:?}: {e} (use e.g. 30s, 2m)"))?;
+    let duration =
+        humantime::parse_duration(text).map_err(|e| format!("{text:?}: {e} (use e.g. 30s, 2m)"))?;
     if duration.is_zero() {
         return Err("--timeout must be positive".into());
     }

@@ -48,16 +48,23 @@ pub fn main() -> i32 {
         .find(|a| !a.starts_with('-'))
         .map(|t| grammar::wire_name_of_token(t))
         .unwrap_or_default();
-    let emitter = scanned.json.then(|| {
-        Emitter::new(Box::new(std::io::stdout()), first_token.clone())
-    });
+    let emitter = scanned
+        .json
+        .then(|| Emitter::new(Box::new(std::io::stdout()), first_token.clone()));
     if let Some(emitter) = &emitter {
         install_json_panic_hook(emitter.terminator());
     }
     signals::install(cancel.clone(), emitter.as_ref().map(Emitter::terminator));
 
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-        run(scanned.json, &scanned.args, env, cancel, emitter, &first_token)
+        run(
+            scanned.json,
+            &scanned.args,
+            env,
+            cancel,
+            emitter,
+            &first_token,
+        )
     }));
     outcome.unwrap_or(1)
 }
@@ -73,7 +80,12 @@ fn run(
     let parsed = match parse(args) {
         Ok(parsed) => parsed,
         Err(message) => {
-            return output::finish(emitter, first_token, Err(stoat_core::Error::Usage(message)), json)
+            return output::finish(
+                emitter,
+                first_token,
+                Err(stoat_core::Error::Usage(message)),
+                json,
+            )
         }
     };
     let (cmd, quiet) = match &parsed {
@@ -84,7 +96,14 @@ fn run(
     if let Some(emitter) = &emitter {
         emitter.set_cmd(cmd);
     }
-    let ctx = ctx::Ctx::new(json, quiet, env, cancel, emitter.as_ref().map(Emitter::stream), cmd);
+    let ctx = ctx::Ctx::new(
+        json,
+        quiet,
+        env,
+        cancel,
+        emitter.as_ref().map(Emitter::stream),
+        cmd,
+    );
     let result = match parsed {
         Parsed::Help(usage) => Ok(commands::info::help(usage)),
         Parsed::Exec(exec) => commands::lifecycle::exec(&ctx, exec),

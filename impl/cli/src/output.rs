@@ -24,7 +24,11 @@ impl Reply {
     pub fn new<T: Serialize>(data: &T, human: impl Into<String>) -> Reply {
         let data = serde_json::to_value(data)
             .unwrap_or_else(|e| panic!("wire DTOs always serialise: {e}"));
-        Reply { data, human: human.into(), human_exit: 0 }
+        Reply {
+            data,
+            human: human.into(),
+            human_exit: 0,
+        }
     }
 
     /// Sets the human-mode exit status.
@@ -35,7 +39,12 @@ impl Reply {
 }
 
 /// Writes the answer and returns the exit status.
-pub fn finish(emitter: Option<Emitter>, cmd: &str, result: Result<Reply, Error>, json: bool) -> i32 {
+pub fn finish(
+    emitter: Option<Emitter>,
+    cmd: &str,
+    result: Result<Reply, Error>,
+    json: bool,
+) -> i32 {
     let exit = match &result {
         Ok(reply) if json => {
             let _ = reply;

@@ -26,7 +26,9 @@ pub fn split_json_flag(args: Vec<String>) -> Scanned {
     for token in iter.by_ref() {
         if token == "--json" {
             json = true;
-        } else if GLOBAL_FLAGS.contains(&token.as_str()) || (command.is_none() && token.starts_with('-') && token != "--") {
+        } else if GLOBAL_FLAGS.contains(&token.as_str())
+            || (command.is_none() && token.starts_with('-') && token != "--")
+        {
             kept.push(token);
         } else {
             command = Some(token.clone());
@@ -77,12 +79,24 @@ mod tests {
     fn upstream_table() {
         assert_eq!(scan(&["--json", "ls"]), (true, strings(&["ls"])));
         assert_eq!(scan(&["ls", "--json"]), (true, strings(&["ls"])));
-        assert_eq!(scan(&["--json", "exec", "work", "ls", "-la"]), (true, strings(&["exec", "work", "ls", "-la"])));
-        assert_eq!(scan(&["exec", "--json", "work", "ls", "-la"]), (true, strings(&["exec", "work", "ls", "-la"])));
-        assert_eq!(scan(&["exec", "work", "ls", "--json"]), (false, strings(&["exec", "work", "ls", "--json"])));
+        assert_eq!(
+            scan(&["--json", "exec", "work", "ls", "-la"]),
+            (true, strings(&["exec", "work", "ls", "-la"]))
+        );
+        assert_eq!(
+            scan(&["exec", "--json", "work", "ls", "-la"]),
+            (true, strings(&["exec", "work", "ls", "-la"]))
+        );
+        assert_eq!(
+            scan(&["exec", "work", "ls", "--json"]),
+            (false, strings(&["exec", "work", "ls", "--json"]))
+        );
         assert_eq!(
             scan(&["exec", "work", "ls", "-la", "--json", "/tmp"]),
-            (false, strings(&["exec", "work", "ls", "-la", "--json", "/tmp"]))
+            (
+                false,
+                strings(&["exec", "work", "ls", "-la", "--json", "/tmp"])
+            )
         );
     }
 
@@ -96,13 +110,19 @@ mod tests {
             scan(&["--json", "exec", "work", "echo", "--json"]),
             (true, strings(&["exec", "work", "echo", "--json"]))
         );
-        assert_eq!(scan(&["exec", "-q", "--json", "w", "x"]), (true, strings(&["exec", "-q", "w", "x"])));
+        assert_eq!(
+            scan(&["exec", "-q", "--json", "w", "x"]),
+            (true, strings(&["exec", "-q", "w", "x"]))
+        );
     }
 
     #[test]
     fn bare_json_and_flags_everywhere() {
         assert_eq!(scan(&["--json"]), (true, vec![]));
-        assert_eq!(scan(&["rm", "--json", "w", "-y", "--json"]), (true, strings(&["rm", "w", "-y"])));
+        assert_eq!(
+            scan(&["rm", "--json", "w", "-y", "--json"]),
+            (true, strings(&["rm", "w", "-y"]))
+        );
     }
 
     proptest::proptest! {

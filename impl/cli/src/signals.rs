@@ -20,9 +20,15 @@ pub fn install(cancel: Cancel, terminator: Option<Terminator>) {
         return;
     };
     std::thread::spawn(move || {
-        let Some(signal) = signals.forever().next() else { return };
+        let Some(signal) = signals.forever().next() else {
+            return;
+        };
         cancel.cancel();
-        let name = if signal == SIGINT { "SIGINT" } else { "SIGTERM" };
+        let name = if signal == SIGINT {
+            "SIGINT"
+        } else {
+            "SIGTERM"
+        };
         // A second signal, or the grace period running out, ends the process now.
         let deadline = std::time::Instant::now() + GRACE;
         while std::time::Instant::now() < deadline {

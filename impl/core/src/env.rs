@@ -8,14 +8,26 @@ use std::path::PathBuf;
 pub const VARS: &[(&str, &str)] = &[
     ("STOAT_HOME", "the data root; default $HOME/.stoat"),
     ("HOME", "the user's home: default data root, `~` expansion"),
-    ("PATH", "where qemu, qemu-img, ssh, scp, ssh-keygen, xorriso and git are found"),
+    (
+        "PATH",
+        "where qemu, qemu-img, ssh, scp, ssh-keygen, xorriso and git are found",
+    ),
     ("STOAT_ACCEL", "kvm (default) or tcg"),
-    ("STOAT_GRAPHICAL", "1 or 0: overrides graphical-session detection"),
+    (
+        "STOAT_GRAPHICAL",
+        "1 or 0: overrides graphical-session detection",
+    ),
     ("DISPLAY", "an X11 session: VMs get a window"),
     ("WAYLAND_DISPLAY", "a Wayland session: VMs get a window"),
     ("XDG_RUNTIME_DIR", "where wayland-0 is looked for"),
-    ("STOAT_CATALOG", "a TOML file that replaces the built-in image catalog"),
-    ("STOAT_RECIPE_INDEX", "path or URL of the index `recipe search` reads"),
+    (
+        "STOAT_CATALOG",
+        "a TOML file that replaces the built-in image catalog",
+    ),
+    (
+        "STOAT_RECIPE_INDEX",
+        "path or URL of the index `recipe search` reads",
+    ),
     ("NO_COLOR", "no colour in human output"),
 ];
 
@@ -28,17 +40,29 @@ pub struct Env {
 impl Env {
     /// Captures the process environment (the CLI does this once, at start).
     pub fn capture() -> Env {
-        Env { vars: std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect() }
+        Env {
+            vars: std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+        }
     }
 
     /// Returns an environment holding exactly `pairs` (for tests).
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Env {
-        Env { vars: pairs.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect() }
+        Env {
+            vars: pairs
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        }
     }
 
     /// Returns a variable's value when it is set and not empty.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.vars.get(name).map(String::as_str).filter(|v| !v.is_empty())
+        self.vars
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
     }
 
     /// Returns the user's home directory.
@@ -59,9 +83,14 @@ impl Env {
     pub fn which(&self, tool: &str) -> Option<PathBuf> {
         use std::os::unix::fs::PermissionsExt;
         let path = self.get("PATH")?;
-        std::env::split_paths(path).map(|dir| dir.join(tool)).find(|candidate| {
-            candidate.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
-        })
+        std::env::split_paths(path)
+            .map(|dir| dir.join(tool))
+            .find(|candidate| {
+                candidate
+                    .metadata()
+                    .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                    .unwrap_or(false)
+            })
     }
 
     /// Returns the PATH value to give child processes.

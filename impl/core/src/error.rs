@@ -34,7 +34,11 @@ pub enum Error {
     #[error("immutable field: {0}")]
     ImmutableField(String),
     #[error("disk shrink: {name}'s disk is {current}; it can only grow, not become {requested}")]
-    DiskShrink { name: String, current: String, requested: String },
+    DiskShrink {
+        name: String,
+        current: String,
+        requested: String,
+    },
     #[error("cannot reach: {0}")]
     CannotReach(String),
     #[error("unknown log: {0:?}; use console or apply")]
@@ -83,7 +87,10 @@ pub enum Error {
     HostUnsupported(String),
     /// A host I/O failure: what was being done, and the OS error.
     #[error("{context}: {source}")]
-    Io { context: String, source: std::io::Error },
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
     /// A host tool (qemu-img, ssh-keygen, scp...) failed.
     #[error("{tool}: {message}")]
     Tool { tool: String, message: String },
@@ -145,7 +152,10 @@ impl Error {
 
     /// Wraps an I/O error with what was being done.
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Error {
-        Error::Io { context: context.into(), source }
+        Error::Io {
+            context: context.into(),
+            source,
+        }
     }
 }
 
@@ -156,6 +166,9 @@ pub trait IoContext<T> {
 
 impl<T> IoContext<T> for std::io::Result<T> {
     fn context(self, what: impl FnOnce() -> String) -> Result<T> {
-        self.map_err(|source| Error::Io { context: what(), source })
+        self.map_err(|source| Error::Io {
+            context: what(),
+            source,
+        })
     }
 }

@@ -11,8 +11,16 @@ use crate::Root;
 pub fn append(root: &Root, level: &str, message: &str) {
     let path = root.logs().join("stoat.log");
     let _ = std::fs::create_dir_all(root.logs());
-    if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
-        let line = format!("{} {level} {}\n", humanish_now(), message.replace('\n', " "));
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let line = format!(
+            "{} {level} {}\n",
+            humanish_now(),
+            message.replace('\n', " ")
+        );
         let _ = file.write_all(line.as_bytes());
     }
 }

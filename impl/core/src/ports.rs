@@ -37,7 +37,9 @@ fn broken_ssh_port(dir: &std::path::Path) -> Option<u16> {
     let text = std::fs::read_to_string(dir.join("vm.toml")).ok()?;
     text.lines().find_map(|line| {
         let (key, value) = line.split_once('=')?;
-        (key.trim() == "sshport").then(|| value.trim().parse().ok()).flatten()
+        (key.trim() == "sshport")
+            .then(|| value.trim().parse().ok())
+            .flatten()
     })
 }
 

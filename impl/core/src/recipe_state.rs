@@ -14,14 +14,21 @@ use crate::vm::VmConfig;
 pub fn detail(config: &VmConfig, name: &str) -> RecipeDetail {
     let applied = config.applied.get(name);
     let to_values = |map: &BTreeMap<String, String>| -> BTreeMap<String, Value> {
-        map.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect()
+        map.iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect()
     };
     RecipeDetail {
         name: name.to_owned(),
         applied: applied.is_some(),
         version: applied.map(|a| a.version.clone()).unwrap_or_default(),
-        at: applied.and_then(|a| a.at.as_ref()).map(at_text).unwrap_or_default(),
-        health: applied.map(|a| health_of(&a.health)).unwrap_or(Health::Unknown),
+        at: applied
+            .and_then(|a| a.at.as_ref())
+            .map(at_text)
+            .unwrap_or_default(),
+        health: applied
+            .map(|a| health_of(&a.health))
+            .unwrap_or(Health::Unknown),
         params: applied.map(|a| to_values(&a.params)).unwrap_or_default(),
         outputs: applied.map(|a| to_values(&a.outputs)).unwrap_or_default(),
     }

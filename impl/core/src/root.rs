@@ -24,13 +24,17 @@ impl Root {
             (Some(dir), _) => PathBuf::from(dir),
             (None, Some(home)) => home.join(".stoat"),
             (None, None) => {
-                return Err(Error::InvalidSpec("neither STOAT_HOME nor HOME is set".into()))
+                return Err(Error::InvalidSpec(
+                    "neither STOAT_HOME nor HOME is set".into(),
+                ))
             }
         };
         let dir = if dir.is_absolute() {
             dir
         } else {
-            std::env::current_dir().context(|| "resolve the data root".into())?.join(dir)
+            std::env::current_dir()
+                .context(|| "resolve the data root".into())?
+                .join(dir)
         };
         Ok(Root { dir })
     }

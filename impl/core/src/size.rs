@@ -5,7 +5,11 @@ use crate::{Error, Result};
 /// Parses `8G`, `1.5g`, `512M` or `1048576` into bytes; refuses signs and unknown suffixes.
 pub fn parse_size(text: &str) -> Result<u64> {
     let upper = text.trim().to_ascii_uppercase();
-    let invalid = || Error::InvalidSpec(format!("size {text:?}: want a positive number with an optional K, M, G or T suffix"));
+    let invalid = || {
+        Error::InvalidSpec(format!(
+            "size {text:?}: want a positive number with an optional K, M, G or T suffix"
+        ))
+    };
     if upper.starts_with('+') || upper.starts_with('-') {
         return Err(invalid());
     }

@@ -10,8 +10,14 @@ use crate::{Reply, VERSION};
 
 /// `version`.
 pub fn version() -> Reply {
-    let data = VersionData { version: VERSION.to_owned(), contract: CONTRACT_VERSION };
-    Reply::new(&data, format!("stoat {VERSION} (contract {CONTRACT_VERSION})"))
+    let data = VersionData {
+        version: VERSION.to_owned(),
+        contract: CONTRACT_VERSION,
+    };
+    Reply::new(
+        &data,
+        format!("stoat {VERSION} (contract {CONTRACT_VERSION})"),
+    )
 }
 
 /// Returns the root usage text.
@@ -21,7 +27,9 @@ pub fn usage_text() -> String {
 
 /// `help`, or `-h`/`--help` anywhere.
 pub fn help(usage: String) -> Reply {
-    let data = HelpData { usage: usage.clone() };
+    let data = HelpData {
+        usage: usage.clone(),
+    };
     Reply::new(&data, usage)
 }
 
@@ -37,10 +45,15 @@ pub fn schema(args: &crate::grammar::SchemaArgs) -> Result<Reply> {
             let path = stoat_schemas::get(name)
                 .map(|_| name.as_str())
                 .or_else(|| stoat_schemas::data_schema_path(name))
-                .ok_or_else(|| Error::InvalidSpec(format!("no schema called {name:?}; run `stoat schema` for the list")))?;
+                .ok_or_else(|| {
+                    Error::InvalidSpec(format!(
+                        "no schema called {name:?}; run `stoat schema` for the list"
+                    ))
+                })?;
             let text = stoat_schemas::get(path).unwrap_or_default();
-            let schema: serde_json::Value = serde_json::from_str(text)
-                .map_err(|e| Error::Internal(format!("embedded schema {path} does not parse: {e}")))?;
+            let schema: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+                Error::Internal(format!("embedded schema {path} does not parse: {e}"))
+            })?;
             let data = serde_json::json!({ "path": path, "schema": schema });
             Ok(Reply::new(&data, text))
         }

@@ -7,5 +7,8 @@ use crate::{ExecArgs, Reply};
 
 /// `exec`.
 pub fn exec(_ctx: &Ctx, args: ExecArgs) -> Result<Reply> {
-    Err(Error::Internal(format!("`stoat exec {}` is not implemented in this build yet", args.vm)))
+    Err(Error::Internal(format!(
+        "`stoat exec {}` is not implemented in this build yet",
+        args.vm
+    )))
 }

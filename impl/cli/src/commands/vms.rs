@@ -12,7 +12,10 @@ use crate::Reply;
 /// `ls`.
 pub fn ls(ctx: &Ctx, _args: &LsArgs) -> Result<Reply> {
     let root = ctx.root()?;
-    let vms: Vec<Vm> = vm::list(root)?.iter().map(|loaded| loaded.to_wire(&ctx.env)).collect();
+    let vms: Vec<Vm> = vm::list(root)?
+        .iter()
+        .map(|loaded| loaded.to_wire(&ctx.env))
+        .collect();
     let human = ls_human(&vms);
     Ok(Reply::new(&LsData { vms }, human))
 }
@@ -37,7 +40,11 @@ fn ls_human(vms: &[Vm]) -> String {
         .collect();
     let mut out = human::table(&["NAME", "MODE", "STATE", "CPUS", "RAM", "SSH"], &rows);
     for v in broken {
-        out.push_str(&format!("{}  broken: {}\n", v.name, v.error.as_deref().unwrap_or("")));
+        out.push_str(&format!(
+            "{}  broken: {}\n",
+            v.name,
+            v.error.as_deref().unwrap_or("")
+        ));
     }
     out
 }
@@ -63,7 +70,11 @@ pub fn get(ctx: &Ctx, name: &str) -> Result<Reply> {
 pub fn vm_status(ctx: &Ctx, loaded: &Loaded) -> VmStatus {
     let vm = loaded.to_wire(&ctx.env);
     let Loaded::Ok(stored) = loaded else {
-        return VmStatus { vm, health: Health::Unknown, recipes_detail: Vec::new() };
+        return VmStatus {
+            vm,
+            health: Health::Unknown,
+            recipes_detail: Vec::new(),
+        };
     };
     let details: Vec<RecipeDetail> = stored
         .config
@@ -72,12 +83,20 @@ pub fn vm_status(ctx: &Ctx, loaded: &Loaded) -> VmStatus {
         .map(|name| stoat_core::recipe_state::detail(&stored.config, name))
         .collect();
     let health = stoat_core::recipe_state::aggregate_health(&details);
-    VmStatus { vm, health, recipes_detail: details }
+    VmStatus {
+        vm,
+        health,
+        recipes_detail: details,
+    }
 }
 
 fn get_human(status: &VmStatus) -> String {
     let v = &status.vm;
-    let forwards: Vec<String> = v.forwards.iter().map(|f| format!("{}:{}", f.host_port, f.guest_port)).collect();
+    let forwards: Vec<String> = v
+        .forwards
+        .iter()
+        .map(|f| format!("{}:{}", f.host_port, f.guest_port))
+        .collect();
     let mut out = String::new();
     let mut line = |k: &str, val: String| out.push_str(&format!("{k}: {val}\n"));
     line("name", v.name.clone());
@@ -100,7 +119,11 @@ fn get_human(status: &VmStatus) -> String {
     line("forwards", forwards.join(", "));
     line("agent access", v.agent_access.as_str().into());
     for detail in &status.recipes_detail {
-        let state = if detail.applied { format!("applied {}", detail.version) } else { "not applied".into() };
+        let state = if detail.applied {
+            format!("applied {}", detail.version)
+        } else {
+            "not applied".into()
+        };
         line(&format!("recipe {}", detail.name), state);
     }
     out

@@ -80,7 +80,9 @@ impl VmConfig {
         let config: VmConfig = toml::from_str(text).map_err(|e| describe_toml_error(text, &e))?;
         if let Some(level) = &config.agent_access {
             if AgentAccess::parse(level).is_none() {
-                return Err(format!("agent_access {level:?} is not one of none, observe, manage, exec"));
+                return Err(format!(
+                    "agent_access {level:?} is not one of none, observe, manage, exec"
+                ));
             }
         }
         Ok(config)
@@ -120,7 +122,10 @@ impl VmConfig {
     pub fn wire_forwards(&self) -> Vec<Forward> {
         self.forwards
             .iter()
-            .map(|f| Forward { host_port: f.hostport, guest_port: f.guestport })
+            .map(|f| Forward {
+                host_port: f.hostport,
+                guest_port: f.guestport,
+            })
             .collect()
     }
 }
@@ -166,12 +171,23 @@ mod tests {
 
     #[test]
     fn round_trips_with_forwards_and_applied() {
-        let mut config = VmConfig { name: "w".into(), sshport: 2200, ..VmConfig::default() };
-        config.forwards.push(ForwardConfig { hostport: 8080, guestport: 80 });
+        let mut config = VmConfig {
+            name: "w".into(),
+            sshport: 2200,
+            ..VmConfig::default()
+        };
+        config.forwards.push(ForwardConfig {
+            hostport: 8080,
+            guestport: 80,
+        });
         config.allow_exec = Some(false);
         config.applied.insert(
             "xfce".into(),
-            AppliedRecipe { version: "1".into(), hash: "ab".into(), ..AppliedRecipe::default() },
+            AppliedRecipe {
+                version: "1".into(),
+                hash: "ab".into(),
+                ..AppliedRecipe::default()
+            },
         );
         let text = config.to_toml();
         assert_eq!(VmConfig::parse(&text).unwrap(), config);

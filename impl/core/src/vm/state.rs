@@ -22,5 +22,8 @@ pub fn pid_if_running(vm_dir: &Path, pidfile_text: &str) -> Option<i32> {
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let mut needle = vm_dir.as_os_str().as_encoded_bytes().to_vec();
     needle.push(b'/');
-    cmdline.windows(needle.len()).any(|w| w == needle.as_slice()).then_some(pid)
+    cmdline
+        .windows(needle.len())
+        .any(|w| w == needle.as_slice())
+        .then_some(pid)
 }

@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use stoat_wire::dto::{AgentAccess, Forward, Vm, VmLiveFacts, VmFacts};
+use stoat_wire::dto::{AgentAccess, Forward, Vm, VmFacts, VmLiveFacts};
 
 use super::config::VmConfig;
 use super::state::running_pid;
@@ -27,7 +27,11 @@ pub struct StoredVm {
 #[derive(Debug, Clone)]
 pub enum Loaded {
     Ok(StoredVm),
-    Broken { name: String, dir: PathBuf, reason: String },
+    Broken {
+        name: String,
+        dir: PathBuf,
+        reason: String,
+    },
 }
 
 impl Loaded {
@@ -150,14 +154,24 @@ pub fn check_name(name: &str) -> Result<()> {
 
 /// Loads one VM; `not_found` when there is no such VM.
 pub fn load(root: &Root, name: &str) -> Result<Loaded> {
-    let not_found = || Error::NotFound { name: name.to_owned() };
-    if name.is_empty() || name.contains('/') || name == "." || name == ".." || Root::is_reserved(name) {
+    let not_found = || Error::NotFound {
+        name: name.to_owned(),
+    };
+    if name.is_empty()
+        || name.contains('/')
+        || name == "."
+        || name == ".."
+        || Root::is_reserved(name)
+    {
         return Err(not_found());
     }
     let dir = root.vm_dir(name);
     let text = match std::fs::read(dir.join("vm.toml")) {
         Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound || e.kind() == std::io::ErrorKind::NotADirectory => {
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                || e.kind() == std::io::ErrorKind::NotADirectory =>
+        {
             return Err(not_found())
         }
         Err(e) => return Err(Error::io(format!("read {name}/vm.toml"), e)),
@@ -166,8 +180,16 @@ pub fn load(root: &Root, name: &str) -> Result<Loaded> {
         .map_err(|_| "vm.toml is not UTF-8".to_owned())
         .and_then(|text| VmConfig::parse(&text));
     Ok(match parsed {
-        Ok(config) => Loaded::Ok(StoredVm { name: name.to_owned(), dir, config }),
-        Err(reason) => Loaded::Broken { name: name.to_owned(), dir, reason },
+        Ok(config) => Loaded::Ok(StoredVm {
+            name: name.to_owned(),
+            dir,
+            config,
+        }),
+        Err(reason) => Loaded::Broken {
+            name: name.to_owned(),
+            dir,
+            reason,
+        },
     })
 }
 
@@ -215,11 +237,17 @@ pub fn save_new(root: &Root, name: &str, config: VmConfig) -> Result<StoredVm> {
     match std::fs::create_dir(&dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            return Err(Error::NameTaken { name: name.to_owned() })
+            return Err(Error::NameTaken {
+                name: name.to_owned(),
+            })
         }
         Err(e) => return Err(Error::io(format!("create {name}/"), e)),
     }
-    let vm = StoredVm { name: name.to_owned(), dir, config };
+    let vm = StoredVm {
+        name: name.to_owned(),
+        dir,
+        config,
+    };
     if let Err(e) = save(&vm) {
         let _ = std::fs::remove_dir_all(&vm.dir);
         return Err(e);
@@ -234,9 +262,13 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
         .prefix(".vm.toml.")
         .tempfile_in(dir)
         .context(|| format!("write {}", path.display()))?;
-    temp.write_all(bytes).context(|| format!("write {}", path.display()))?;
-    temp.as_file().sync_all().context(|| format!("sync {}", path.display()))?;
-    temp.persist(path).map_err(|e| Error::io(format!("replace {}", path.display()), e.error))?;
+    temp.write_all(bytes)
+        .context(|| format!("write {}", path.display()))?;
+    temp.as_file()
+        .sync_all()
+        .context(|| format!("sync {}", path.display()))?;
+    temp.persist(path)
+        .map_err(|e| Error::io(format!("replace {}", path.display()), e.error))?;
     if let Ok(dir_handle) = std::fs::File::open(dir) {
         let _ = dir_handle.sync_all();
     }
