@@ -109,11 +109,9 @@ pub fn act(
     match action {
         Action::Save => {
             // Like QEMU's savevm, a tag names one snapshot: the new one replaces the old.
-            // Create first, then delete the old ids, so a failure never loses both.
+            // Create first, then delete the old ones, so a failure never loses both.
             qemu_img(env, &["-c", tag], &disk)?;
-            for row in existing {
-                qemu_img(env, &["-d", &row.id], &disk)?;
-            }
+            delete_oldest(env, tag, existing.len(), &disk)?;
         }
         Action::Restore | Action::Delete if existing.is_empty() => {
             return Err(Error::InvalidSpec(format!(
@@ -125,9 +123,7 @@ pub fn act(
             qemu_img(env, &["-a", tag], &disk)?;
         }
         Action::Delete => {
-            for row in existing {
-                qemu_img(env, &["-d", &row.id], &disk)?;
-            }
+            delete_oldest(env, tag, existing.len(), &disk)?;
         }
     }
     Ok(SnapshotActData {
@@ -135,6 +131,15 @@ pub fn act(
         tag: tag.to_owned(),
         action: action.as_str().to_owned(),
     })
+}
+
+/// Deletes the `count` oldest snapshots named `tag`: `qemu-img snapshot -d` addresses a
+/// snapshot by name only and removes the first (oldest) match.
+fn delete_oldest(env: &Env, tag: &str, count: usize, disk: &Path) -> Result<()> {
+    for _ in 0..count {
+        qemu_img(env, &["-d", tag], disk)?;
+    }
+    Ok(())
 }
 
 /// The seam for a running VM: online snapshots go through QEMU's monitor, which the runtime
