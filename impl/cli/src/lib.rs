@@ -1,2 +1,4 @@
 //! stoat-cli
-pub fn main() -> i32 { 0 }
+pub fn main() -> i32 {
+    0
+}

@@ -1,1 +1,3 @@
 //! stoat-core
+
+pub mod qemu;
