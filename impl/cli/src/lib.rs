@@ -1,4 +1,2 @@
 //! stoat-cli
-pub fn main() -> i32 {
-    0
-}
+pub fn main() -> i32 { 0 }

@@ -1,3 +1,1 @@
-fn main() {
-    std::process::exit(stoat_cli::main())
-}
+fn main() { std::process::exit(stoat_cli::main()) }
