@@ -7,8 +7,9 @@
 //! 10.0.2 (greeting, qmp_capabilities, query-status, screendump png,
 //! human-monitor-command, system_powerdown, quit) and both work; the CLI is
 //! synchronous, so the sync API avoids a runtime. Two things qapi does not do
-//! are done here: deadlines (socket read/write timeouts) and a clean error
-//! when QEMU closes the socket before its greeting (qapi would panic there).
+//! are done here: deadlines (a connect that cannot hang on a full backlog,
+//! socket read/write timeouts) and a clean error when QEMU closes the socket
+//! before its greeting (qapi would panic there).
 //! See docs/decisions/qmp-client.md.
 
 use std::io::{self, BufRead, BufReader, ErrorKind, Write};
@@ -76,7 +77,13 @@ impl Qmp {
             socket: socket.to_path_buf(),
             reason,
         };
-        let stream = UnixStream::connect(socket).map_err(|error| unreachable(error.to_string()))?;
+        let stream = connect_within(socket, timeout).map_err(|error| match error.kind() {
+            ErrorKind::TimedOut => QemuError::MonitorTimeout {
+                command: "connect".into(),
+                after: timeout,
+            },
+            _ => unreachable(error.to_string()),
+        })?;
         let setup = |stream: &UnixStream| -> io::Result<UnixStream> {
             stream.set_read_timeout(Some(timeout))?;
             stream.set_write_timeout(Some(timeout))?;
@@ -213,6 +220,32 @@ impl Qmp {
         self.session
             .execute(command)
             .map_err(|error| map_execute(&self.socket, name, self.timeout, error))
+    }
+}
+
+/// `UnixStream::connect` blocks without limit when the listener's backlog is
+/// full (QEMU listens with a backlog of 1 and serves one client at a time).
+/// A non-blocking connect says EAGAIN instead, and is retried until `timeout`.
+fn connect_within(socket: &Path, timeout: Duration) -> io::Result<UnixStream> {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    let address = SockAddr::unix(socket)?;
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let attempt = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+        attempt.set_nonblocking(true)?;
+        match attempt.connect(&address) {
+            Ok(()) => {
+                attempt.set_nonblocking(false)?;
+                return Ok(UnixStream::from(std::os::fd::OwnedFd::from(attempt)));
+            }
+            Err(error) if error.kind() == ErrorKind::WouldBlock => {
+                if std::time::Instant::now() >= deadline {
+                    return Err(ErrorKind::TimedOut.into());
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(error) => return Err(error),
+        }
     }
 }
 
@@ -468,6 +501,31 @@ mod tests {
             matches!(result, Err(QemuError::MonitorTimeout { .. })),
             "{result:?}"
         );
+    }
+
+    #[test]
+    fn a_full_backlog_is_a_timeout_not_a_hang() {
+        use socket2::{Domain, SockAddr, Socket, Type};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = dir.path().join("qmp.sock");
+        let listener = Socket::new(Domain::UNIX, Type::STREAM, None).expect("socket");
+        listener
+            .bind(&SockAddr::unix(&socket).expect("addr"))
+            .expect("bind");
+        listener.listen(0).expect("listen");
+        // Never accepted: fill the queue with plain connections first.
+        let mut fillers = Vec::new();
+        while let Ok(stream) = connect_within(&socket, Duration::from_millis(10)) {
+            fillers.push(stream);
+            assert!(fillers.len() < 64, "backlog never filled");
+        }
+        let started = std::time::Instant::now();
+        let result = Qmp::connect(&socket, Duration::from_millis(200));
+        assert!(
+            matches!(result, Err(QemuError::MonitorTimeout { .. })),
+            "{result:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(2));
     }
 
     #[test]
