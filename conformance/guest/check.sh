@@ -46,27 +46,29 @@ r = cmd(sys.argv[2], json.loads(sys.argv[3]) if len(sys.argv) > 3 else None)
 print(r["error"]["desc"] if "error" in r else json.dumps(r["return"]))
 PY
 }
+# Both waits run in $(...): their die ends only that subshell, so callers
+# assign the result (ms=$(...)), which makes set -e stop the script.
+BOOT_TIMEOUT_MS=180000   # a loaded 2-core machine has needed 34 s; keep a wide margin
 wait_ready() {  # CONSOLE START_MS: until STOAT-GUEST-READY, then prints ms
-  local i
-  for i in $(seq 1 1800); do
+  while [ $(($(now_ms) - $2)) -lt $BOOT_TIMEOUT_MS ]; do
     grep -qa STOAT-GUEST-READY "$1" 2> /dev/null && { echo $(($(now_ms) - $2)); return 0; }
     kill -0 "$QPID" 2> /dev/null || { cat "$1" >&2; die "QEMU exited during boot"; }
     sleep 0.05
   done
-  cat "$1" >&2; die "guest not ready after 90 s"
+  cat "$1" >&2; die "guest not ready after $((BOOT_TIMEOUT_MS / 1000)) s"
 }
 wait_ssh() {  # START_MS SSH...: until ssh true works, then prints ms
-  local start=$1 i; shift
-  for i in $(seq 1 100); do
+  local start=$1; shift
+  for _ in $(seq 1 100); do
     "$@" true 2> /dev/null && { echo $(($(now_ms) - start)); return 0; }
     sleep 0.1
   done
   die "ssh did not answer"
 }
 power_off() {  # SOCKET: system_powerdown, then wait for the PID to go
-  local t0 i; t0=$(now_ms)
+  local t0; t0=$(now_ms)
   qmp "$1" system_powerdown > /dev/null
-  for i in $(seq 1 200); do kill -0 "$QPID" 2> /dev/null || break; sleep 0.05; done
+  for _ in $(seq 1 200); do kill -0 "$QPID" 2> /dev/null || break; sleep 0.05; done
   kill -0 "$QPID" 2> /dev/null && die "guest ignored system_powerdown"
   QPID=
   echo "  powerdown to QEMU exit: $(($(now_ms) - t0)) ms"
@@ -127,8 +129,8 @@ qemu-system-x86_64 -accel tcg -cpu max -m 256 -smp 1 -daemonize -pidfile "$V/qem
   -drive file="$V/disk.qcow2",if=virtio -drive file="$V/ovl/seed.iso",media=cdrom
 QPID=$(cat "$V/qemu.pid")
 echo "  QEMU started (pid $QPID) in $(($(now_ms) - B0)) ms"
-echo "  STOAT-GUEST-READY on serial: $(wait_ready "$V/console.log" "$B0") ms"
-echo "  boot-to-ssh: $(wait_ssh "$B0" "${SSH[@]}") ms"
+ms=$(wait_ready "$V/console.log" "$B0"); echo "  STOAT-GUEST-READY on serial: $ms ms"
+ms=$(wait_ssh "$B0" "${SSH[@]}"); echo "  boot-to-ssh: $ms ms"
 expect "id + binary stdout (hex)" \
   "$(printf 'uid=1000(stoat) gid=1000(stoat) groups=1000(stoat)\n\377\376' | od -An -tx1 | tr -d ' \n')" \
   "$("${SSH[@]}" 'id; printf "\xff\xfe"' | od -An -tx1 | tr -d ' \n')"
@@ -156,8 +158,8 @@ qemu-system-x86_64 -accel tcg -cpu max -m 256 -smp 1 -daemonize -pidfile "$F/qem
   -netdev user,id=n0,hostfwd=tcp:127.0.0.1:"$PORT"-:22 -device virtio-net,netdev=n0 \
   -virtfs local,path="$C/shared/vm",mount_tag=work,security_model=mapped-xattr
 QPID=$(cat "$F/qemu.pid")
-echo "  STOAT-GUEST-READY on serial: $(wait_ready "$F/console.log" "$B0") ms"
-echo "  boot-to-ssh: $(wait_ssh "$B0" "${SSH[@]}") ms"
+ms=$(wait_ready "$F/console.log" "$B0"); echo "  STOAT-GUEST-READY on serial: $ms ms"
+ms=$(wait_ssh "$B0" "${SSH[@]}"); echo "  boot-to-ssh: $ms ms"
 expect "9p tag mounted at /mnt/work" from-guest "$("${SSH[@]}" 'cat /mnt/work/guest.txt')"
 power_off "$F/qmp.sock"
 
