@@ -14,6 +14,7 @@ pub mod keys;
 pub mod lock;
 pub mod log;
 pub mod ports;
+pub mod qemu;
 pub mod recipe_state;
 pub mod root;
 pub mod size;
