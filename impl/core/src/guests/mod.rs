@@ -235,14 +235,23 @@ fn user_files(dir: &Path) -> Result<Vec<(String, std::path::PathBuf)>> {
 
 /// Parses TOML text into a table, with a one-line `line L, column C: ...` reason.
 fn toml_table(text: &str) -> std::result::Result<toml::Table, String> {
-    toml::from_str::<toml::Table>(text).map_err(|e| describe_toml_error(text, &e))
+    toml::from_str::<toml::Table>(text).map_err(|e| one_line(&describe_toml_error(text, &e)))
+}
+
+/// Joins a multi-line parser message into one line.
+pub(crate) fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Builds a definition from a (merged) table whose file is called `<file_name>.toml`.
 fn parse_def(file_name: &str, table: &toml::Table) -> std::result::Result<GuestDef, String> {
     let mut def: GuestDef = toml::Value::Table(table.clone())
         .try_into()
-        .map_err(|e: toml::de::Error| e.message().trim().to_owned())?;
+        .map_err(|e: toml::de::Error| one_line(e.message()))?;
     if def.name.is_empty() {
         def.name = file_name.to_owned();
     }

@@ -124,14 +124,16 @@ pub fn refresh_bundled(root: &Root) -> Result<Vec<RecipeRefreshed>> {
 }
 
 fn to_wire(statuses: &[(String, Status)]) -> Vec<RecipeRefreshed> {
-    statuses
+    let mut list: Vec<RecipeRefreshed> = statuses
         .iter()
         .filter(|(_, status)| *status != Status::KeptEdit)
         .map(|(path, status)| RecipeRefreshed {
             path: path.clone(),
             status: status.as_str().to_owned(),
         })
-        .collect()
+        .collect();
+    list.sort_by(|a, b| a.path.cmp(&b.path));
+    list
 }
 
 /// The one install pass; `force` overwrites user edits (after a backup) and retires orphans.

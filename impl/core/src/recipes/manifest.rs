@@ -14,7 +14,7 @@ use serde::Deserialize;
 use stoat_wire::dto::{RecipeHealth, RecipeOutput, RecipeParam, RecipeSchema};
 
 use crate::error::IoContext;
-use crate::guests::GuestDef;
+use crate::guests::{one_line, GuestDef};
 use crate::vm::describe_toml_error;
 use crate::{Error, Result};
 
@@ -254,8 +254,10 @@ pub const DEFAULT_HEALTH_TIMEOUT: &str = "30s";
 impl Manifest {
     /// Parses and validates manifest text; the error is the reason alone (no file name).
     pub fn parse(text: &str) -> std::result::Result<Manifest, String> {
-        let table: toml::Table = toml::from_str(text).map_err(|e| describe_toml_error(text, &e))?;
-        let raw: RawManifest = toml::from_str(text).map_err(|e| describe_toml_error(text, &e))?;
+        let table: toml::Table =
+            toml::from_str(text).map_err(|e| one_line(&describe_toml_error(text, &e)))?;
+        let raw: RawManifest =
+            toml::from_str(text).map_err(|e| one_line(&describe_toml_error(text, &e)))?;
         let schema = match raw.schema {
             None => 2,
             Some(n @ 2..=3) => n as u32,

@@ -41,7 +41,7 @@ pub fn new_recipe(
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             return Err(Error::NameTaken {
-                name: format!("{}; edit it instead", dir.display()),
+                name: format!("recipe directory {}", dir.display()),
             })
         }
         Err(e) => return Err(Error::io(format!("create {}", dir.display()), e)),
