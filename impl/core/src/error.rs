@@ -11,6 +11,16 @@ use stoat_wire::{ErrorCode, WireError};
 pub enum Error {
     #[error("not found: {name}")]
     NotFound { name: String },
+    /// A named thing other than a VM (a recipe, a guest OS) does not exist.
+    #[error("no {kind} called {name:?}; known: {known}")]
+    UnknownName {
+        kind: &'static str,
+        name: String,
+        known: String,
+    },
+    /// A recipe manifest or guest definition file that does not parse or validate.
+    #[error("{file}: {reason}")]
+    BadManifest { file: String, reason: String },
     #[error("broken vm.toml: {name}: {reason}")]
     Broken { name: String, reason: String },
     #[error("name taken: {name} already exists")]
@@ -105,7 +115,8 @@ impl Error {
     /// Returns the contract code of this failure: THE one table.
     pub fn code(&self) -> ErrorCode {
         match self {
-            Error::NotFound { .. } => ErrorCode::NotFound,
+            Error::NotFound { .. } | Error::UnknownName { .. } => ErrorCode::NotFound,
+            Error::BadManifest { .. } => ErrorCode::Broken,
             Error::Broken { .. } => ErrorCode::Broken,
             Error::NameTaken { .. } => ErrorCode::NameTaken,
             Error::InvalidSpec(_) => ErrorCode::InvalidSpec,

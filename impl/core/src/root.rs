@@ -1,7 +1,8 @@
 //! The data root: where it is, what lives in it, and which names are reserved.
 //!
 //! `$STOAT_HOME`, else `$HOME/.stoat`. VMs live directly under it as `<root>/<name>/vm.toml`;
-//! `isos recipes shared logs` are reserved (DESIGN.md "data root").
+//! `isos recipes shared logs guests` are reserved (DESIGN.md "data root"; `guests` holds user
+//! guest OS definitions).
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +10,7 @@ use crate::error::IoContext;
 use crate::{Env, Error, Result};
 
 /// Directory names under the root that are never VMs.
-pub const RESERVED: &[&str] = &["isos", "recipes", "shared", "logs"];
+pub const RESERVED: &[&str] = &["isos", "recipes", "shared", "logs", "guests"];
 
 /// The resolved data root.
 #[derive(Debug, Clone)]
@@ -64,6 +65,10 @@ impl Root {
     }
     pub fn logs(&self) -> PathBuf {
         self.dir.join("logs")
+    }
+    /// User guest OS definitions, `<name>.toml` each (made by the user, never by stoat).
+    pub fn guests(&self) -> PathBuf {
+        self.dir.join("guests")
     }
     /// The writable 9p `work` export of one VM.
     pub fn shared(&self, name: &str) -> PathBuf {

@@ -3,6 +3,7 @@
 pub mod host;
 pub mod info;
 pub mod lifecycle;
+pub mod recipes;
 pub mod vms;
 
 use stoat_core::{Error, Result};
@@ -19,6 +20,10 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Reply> {
         Command::Schema(args) => info::schema(&args),
         Command::Ls(args) => vms::ls(ctx, &args),
         Command::Get(args) => vms::get(ctx, &args.vm),
+        Command::Recipes(args) => recipes::recipes(ctx, &args),
+        Command::CheckRecipes(args) => recipes::check_recipes(ctx, &args),
+        Command::Recipe(sub) => recipes::recipe(ctx, &sub),
+        Command::Guest(sub) => recipes::guest(ctx, &sub),
         Command::Ssh(_) if ctx.json => Err(Error::Usage(
             "ssh replaces the stoat process, so it cannot answer in JSON; use `stoat exec <vm> <cmd>` or `stoat ssh-command <vm>`".into(),
         )),

@@ -1,0 +1,200 @@
+//! Recipe and guest commands: `recipes`, `check-recipes`, `recipe list|show|new|refresh`,
+//! `guest ls|show` (stoat-json-v3 "Per-command data", the recipe and guest rows). The remote
+//! subcommands (add, lock, sync, update, rm, search) belong to the remote-recipes work.
+
+use stoat_core::guests;
+use stoat_core::recipes::{self, scaffold, Catalog};
+use stoat_core::{Error, Result};
+use stoat_wire::dto::{
+    CheckRecipesData, Guest, GuestListData, GuestShowData, RecipeListData, RecipeNewData,
+    RecipeRefreshData, RecipeSchema, RecipeShowData, RecipesData,
+};
+
+use crate::ctx::Ctx;
+use crate::grammar::{CheckRecipesArgs, GuestCommand, RecipeCommand, RecipesArgs};
+use crate::human;
+use crate::Reply;
+
+/// `recipes [--os OS] [--backend B]`: what is offered (the backend does not change it).
+pub fn recipes(ctx: &Ctx, args: &RecipesArgs) -> Result<Reply> {
+    let root = ctx.root()?;
+    let registry = guests::registry(root)?;
+    let catalog = recipes::load_catalog(root)?;
+    let list = recipes::offered_schemas(&catalog, &registry, args.os.as_deref());
+    let human = schemas_human(&list);
+    Ok(Reply::new(&RecipesData { recipes: list }, human))
+}
+
+fn schemas_human(list: &[RecipeSchema]) -> String {
+    if list.is_empty() {
+        return "no recipes offered\n".into();
+    }
+    let rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|r| vec![r.name.clone(), r.description.clone()])
+        .collect();
+    human::table(&["NAME", "DESCRIPTION"], &rows)
+}
+
+/// `check-recipes NAMES --os OS [--backend B]`: always succeeds; `applicable` is the answer.
+pub fn check_recipes(ctx: &Ctx, args: &CheckRecipesArgs) -> Result<Reply> {
+    let root = ctx.root()?;
+    let registry = guests::registry(root)?;
+    let catalog = recipes::load_catalog(root)?;
+    let backend = args.backend.as_deref().unwrap_or("");
+    let issues = recipes::issues(&catalog, &registry, &args.os, backend, &args.names);
+    let applicable = issues.is_empty();
+    let human = if applicable {
+        format!("{}: applicable to {}\n", args.names.join(", "), args.os)
+    } else {
+        issues.iter().map(|i| format!("{}\n", i.reason)).collect()
+    };
+    let data = CheckRecipesData { applicable, issues };
+    Ok(Reply::new(&data, human).with_human_exit(if applicable { 0 } else { 1 }))
+}
+
+/// `recipe <subcommand>`.
+pub fn recipe(ctx: &Ctx, command: &RecipeCommand) -> Result<Reply> {
+    match command {
+        RecipeCommand::List => list(ctx),
+        RecipeCommand::Show(args) => show(ctx, &args.name),
+        RecipeCommand::New(args) => new(ctx, &args.name, args.os.as_deref()),
+        RecipeCommand::Refresh => refresh(ctx),
+        other => Err(Error::Internal(format!(
+            "`stoat recipe {}` is not implemented in this build yet",
+            subcommand_name(other)
+        ))),
+    }
+}
+
+fn subcommand_name(command: &RecipeCommand) -> &'static str {
+    match command {
+        RecipeCommand::List => "list",
+        RecipeCommand::Show(_) => "show",
+        RecipeCommand::New(_) => "new",
+        RecipeCommand::Add(_) => "add",
+        RecipeCommand::Lock(_) => "lock",
+        RecipeCommand::Sync(_) => "sync",
+        RecipeCommand::Update(_) => "update",
+        RecipeCommand::Rm(_) => "rm",
+        RecipeCommand::Refresh => "refresh",
+        RecipeCommand::Search(_) => "search",
+    }
+}
+
+fn list(ctx: &Ctx) -> Result<Reply> {
+    let catalog = recipes::load_catalog(ctx.root()?)?;
+    let data = RecipeListData {
+        roots: catalog.wire_roots(),
+        recipes: catalog.wire_entries(),
+    };
+    Ok(Reply::new(&data, list_human(&catalog, &data)))
+}
+
+fn list_human(catalog: &Catalog, data: &RecipeListData) -> String {
+    let mut out = String::from("search order:\n");
+    for root in &data.roots {
+        out.push_str(&format!("  {:<8} {}\n", root.scope, root.path));
+    }
+    out.push('\n');
+    let rows: Vec<Vec<String>> = data
+        .recipes
+        .iter()
+        .map(|r| vec![r.name.clone(), r.scope.clone(), r.description.clone()])
+        .collect();
+    out.push_str(&human::table(&["NAME", "SCOPE", "DESCRIPTION"], &rows));
+    for found in catalog.found.iter().filter(|f| f.manifest.is_err()) {
+        if let Err(err) = &found.manifest {
+            out.push_str(&format!("{}  invalid: {err}\n", found.key));
+        }
+    }
+    out
+}
+
+fn show(ctx: &Ctx, name: &str) -> Result<Reply> {
+    let catalog = recipes::load_catalog(ctx.root()?)?;
+    let schema = recipes::show(&catalog, name)?.to_schema();
+    let human = show_human(&schema);
+    Ok(Reply::new(&RecipeShowData { recipe: schema }, human))
+}
+
+fn show_human(r: &RecipeSchema) -> String {
+    let mut out = format!(
+        "{}  {}\nschema {}, runtime {}, reboot {}\n",
+        r.name, r.description, r.schema, r.runtime, r.reboot
+    );
+    if !r.depends.is_empty() {
+        out.push_str(&format!("depends: {}\n", r.depends.join(", ")));
+    }
+    for p in &r.params {
+        let default = match (&p.default_from, p.default.as_str()) {
+            (Some(from), _) => format!(" (default from {from})"),
+            (None, "") => String::new(),
+            (None, value) => format!(" (default {value})"),
+        };
+        let required = if p.required { " required" } else { "" };
+        out.push_str(&format!(
+            "param {} {}{required}{default}  {}\n",
+            p.name, p.kind, p.help
+        ));
+    }
+    for o in &r.outputs {
+        out.push_str(&format!("output {}  {}\n", o.name, o.help));
+    }
+    if let Some(h) = &r.health {
+        out.push_str(&format!("health: {} (timeout {})\n", h.check, h.timeout));
+    }
+    out
+}
+
+fn new(ctx: &Ctx, name: &str, os: Option<&str>) -> Result<Reply> {
+    let root = ctx.root()?;
+    let registry = guests::registry(root)?;
+    let catalog = recipes::load_catalog(root)?;
+    let dir = scaffold::new_recipe(root, &registry, &catalog, name, os)?;
+    let path = format!("{}/", dir.display());
+    let human = format!("created {path}\nedit recipe.toml and install.sh there\n");
+    Ok(Reply::new(&RecipeNewData { path }, human))
+}
+
+fn refresh(ctx: &Ctx) -> Result<Reply> {
+    let files = recipes::refresh_bundled(ctx.root()?)?;
+    let rows: Vec<Vec<String>> = files
+        .iter()
+        .map(|f| vec![f.path.clone(), f.status.clone()])
+        .collect();
+    let human = human::table(&["FILE", "STATUS"], &rows);
+    Ok(Reply::new(&RecipeRefreshData { files }, human))
+}
+
+/// `guest <subcommand>`.
+pub fn guest(ctx: &Ctx, command: &GuestCommand) -> Result<Reply> {
+    let registry = guests::registry(ctx.root()?)?;
+    match command {
+        GuestCommand::Ls => {
+            let list: Vec<Guest> = registry.all().iter().map(|g| g.to_wire()).collect();
+            let rows: Vec<Vec<String>> = list
+                .iter()
+                .map(|g| {
+                    vec![
+                        g.name.clone(),
+                        g.init.clone(),
+                        g.default_backend.clone(),
+                        g.capabilities.join(","),
+                        g.source.clone(),
+                    ]
+                })
+                .collect();
+            let human = human::table(
+                &["NAME", "INIT", "BACKEND", "CAPABILITIES", "SOURCE"],
+                &rows,
+            );
+            Ok(Reply::new(&GuestListData { guests: list }, human))
+        }
+        GuestCommand::Show(args) => {
+            let guest = registry.require(&args.name)?.to_wire();
+            let human = serde_json::to_string_pretty(&guest).unwrap_or_default();
+            Ok(Reply::new(&GuestShowData { guest }, human))
+        }
+    }
+}
