@@ -84,9 +84,8 @@ pub fn load(env: &Env) -> Result<Catalog> {
 
 /// Reads a catalog file.
 pub fn load_file(path: &Path) -> Result<Catalog> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::InvalidSpec(format!("catalog {}: cannot read: {e}", path.display()))
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::InvalidSpec(format!("catalog {}: cannot read: {e}", path.display())))?;
     parse(&text).map_err(|e| Error::InvalidSpec(format!("catalog {}: {e}", path.display())))
 }
 
@@ -331,7 +330,10 @@ mod tests {
             catalog.get("debian-13").unwrap().file,
             "debian-13-genericcloud-amd64.qcow2"
         );
-        assert_eq!(catalog.get("alpine-cloud").unwrap().checksum, Checksum::None);
+        assert_eq!(
+            catalog.get("alpine-cloud").unwrap().checksum,
+            Checksum::None
+        );
         assert_eq!(catalog.get("alpine-virt").unwrap().ssh_user, "root");
     }
 
@@ -384,8 +386,14 @@ sha256 = "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855"
 
     #[test]
     fn url_file_names() {
-        assert_eq!(file_name_of_url("http://h/a/b.qcow2"), Some("b.qcow2".into()));
-        assert_eq!(file_name_of_url("http://h/a/b.img?x=/y"), Some("b.img".into()));
+        assert_eq!(
+            file_name_of_url("http://h/a/b.qcow2"),
+            Some("b.qcow2".into())
+        );
+        assert_eq!(
+            file_name_of_url("http://h/a/b.img?x=/y"),
+            Some("b.img".into())
+        );
         assert_eq!(file_name_of_url("http://h/"), None);
         assert_eq!(file_name_of_url("http://h"), None);
     }

@@ -36,7 +36,10 @@ mod tests {
 
     #[test]
     fn follows_upstream_rules() {
-        assert_eq!(infer("alpine-virt-3.24.1-x86_64.iso"), pair("alpine", "apkovl"));
+        assert_eq!(
+            infer("alpine-virt-3.24.1-x86_64.iso"),
+            pair("alpine", "apkovl")
+        );
         assert_eq!(infer("ALPINE-VIRT.ISO"), pair("alpine", "apkovl"));
         assert_eq!(
             infer("generic_alpine-3.24.1-x86_64-bios-cloudinit-r0.qcow2"),
@@ -46,7 +49,10 @@ mod tests {
             infer("ubuntu-24.04-server-cloudimg-amd64.img"),
             pair("ubuntu", "cloudinit")
         );
-        assert_eq!(infer("debian-13-genericcloud-amd64.raw"), pair("debian", "cloudinit"));
+        assert_eq!(
+            infer("debian-13-genericcloud-amd64.raw"),
+            pair("debian", "cloudinit")
+        );
         assert_eq!(infer("mystery.qcow2"), pair("", "cloudinit"));
         assert_eq!(infer("research.iso"), pair("arch", "ssh"));
         assert_eq!(infer("freebsd.iso"), pair("", "ssh"));

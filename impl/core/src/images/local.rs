@@ -159,7 +159,10 @@ mod tests {
             "ubuntu-24.04-server-cloudimg-amd64.img"
         );
         let local = files(&["foo-ubuntu.qcow2"]);
-        assert_eq!(match_local(ubuntu, &local).unwrap().name, "foo-ubuntu.qcow2");
+        assert_eq!(
+            match_local(ubuntu, &local).unwrap().name,
+            "foo-ubuntu.qcow2"
+        );
     }
 
     #[test]

@@ -294,7 +294,8 @@ fn transfer(file: &mut File, source: &Source, id: &str, cx: &PullContext) -> Res
         }
         _ => return Err(status_error(head, &source.url)),
     };
-    file.set_len(offset).context(|| "truncate the part file".into())?;
+    file.set_len(offset)
+        .context(|| "truncate the part file".into())?;
     file.seek(SeekFrom::Start(offset))
         .context(|| "seek the part file".into())?;
     let mut hasher = source.expected.as_ref().map(|e| e.algorithm.hasher());
@@ -470,7 +471,9 @@ impl<'a> Request<'a> {
             Msg::Head(head) => request.head = head,
             Msg::Failed(err) => return Err(err),
             Msg::Data(_) | Msg::End => {
-                return Err(Error::Internal("download thread answered out of order".into()))
+                return Err(Error::Internal(
+                    "download thread answered out of order".into(),
+                ))
             }
         }
         Ok(request)
@@ -572,7 +575,7 @@ fn run_request(url: &str, offset: u64, socket_timeout: Duration, tx: &SyncSender
 fn describe_transport(transport: &ureq::Transport) -> String {
     let text = transport.to_string();
     if text.contains("Connection refused") {
-        format!("connection refused ({text})")
+        "connection refused".into()
     } else {
         text
     }
