@@ -11,6 +11,7 @@ pub mod error;
 pub mod events;
 pub mod host;
 pub mod guests;
+pub mod images;
 pub mod keys;
 pub mod lock;
 pub mod log;

@@ -1,6 +1,7 @@
 //! Dispatch: one match arm per command, each calling `commands::<area>::<cmd>`.
 
 pub mod host;
+pub mod images;
 pub mod info;
 pub mod lifecycle;
 pub mod recipes;
@@ -24,6 +25,8 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Reply> {
         Command::CheckRecipes(args) => recipes::check_recipes(ctx, &args),
         Command::Recipe(sub) => recipes::recipe(ctx, &sub),
         Command::Guest(sub) => recipes::guest(ctx, &sub),
+        Command::Images => images::images(ctx),
+        Command::Pull(args) => images::pull(ctx, &args.id),
         Command::Ssh(_) if ctx.json => Err(Error::Usage(
             "ssh replaces the stoat process, so it cannot answer in JSON; use `stoat exec <vm> <cmd>` or `stoat ssh-command <vm>`".into(),
         )),

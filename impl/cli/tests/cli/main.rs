@@ -6,3 +6,4 @@ mod common;
 mod test_basics;
 mod test_host;
 mod test_recipes;
+mod test_images;
