@@ -23,6 +23,13 @@ cleanup() {
   rm -rf "$C"
 }
 trap cleanup EXIT
+# A QEMU that exited stays a zombie until PID 1 reaps it, which on these
+# machines takes ~1.6 s: kill -0 still succeeds then. Alive means "not a zombie".
+alive() {
+  local state
+  state=$(sed 's/.*) //' "/proc/$1/stat" 2> /dev/null | cut -d' ' -f1)
+  [ -n "$state" ] && [ "$state" != Z ]
+}
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 FAILS=0
 expect() {  # description expected actual
@@ -52,7 +59,7 @@ BOOT_TIMEOUT_MS=180000   # a loaded 2-core machine has needed 34 s; keep a wide 
 wait_ready() {  # CONSOLE START_MS: until STOAT-GUEST-READY, then prints ms
   while [ $(($(now_ms) - $2)) -lt $BOOT_TIMEOUT_MS ]; do
     grep -qa STOAT-GUEST-READY "$1" 2> /dev/null && { echo $(($(now_ms) - $2)); return 0; }
-    kill -0 "$QPID" 2> /dev/null || { cat "$1" >&2; die "QEMU exited during boot"; }
+    alive "$QPID" || { cat "$1" >&2; die "QEMU exited during boot"; }
     sleep 0.05
   done
   cat "$1" >&2; die "guest not ready after $((BOOT_TIMEOUT_MS / 1000)) s"
@@ -68,8 +75,8 @@ wait_ssh() {  # START_MS SSH...: until ssh true works, then prints ms
 power_off() {  # SOCKET: system_powerdown, then wait for the PID to go
   local t0; t0=$(now_ms)
   qmp "$1" system_powerdown > /dev/null
-  for _ in $(seq 1 200); do kill -0 "$QPID" 2> /dev/null || break; sleep 0.05; done
-  kill -0 "$QPID" 2> /dev/null && die "guest ignored system_powerdown"
+  for _ in $(seq 1 400); do alive "$QPID" || break; sleep 0.025; done
+  alive "$QPID" && die "guest ignored system_powerdown"
   QPID=
   echo "  powerdown to QEMU exit: $(($(now_ms) - t0)) ms"
 }

@@ -318,6 +318,11 @@ mod tests {
             .expect("spawn sh");
         let pid = sleeper.id();
         std::fs::write(vm_dir.join("qemu.pid"), pid.to_string()).expect("write");
+        // Until the child has exec'd, its cmdline is still the test binary's.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !is_qemu_of(pid, &vm_dir) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         assert_eq!(running(&vm_dir), Some(pid));
         // "web" must not match a sibling "we".
         assert!(!is_qemu_of(pid, &dir.path().join("we")));

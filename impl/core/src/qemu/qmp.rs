@@ -490,12 +490,15 @@ mod tests {
         let socket = dir.path().join("qmp.sock");
         let listener = UnixListener::bind(&socket).expect("bind");
         // Accepts and says nothing, like QEMU while another client holds QMP.
+        // It holds the connection until the client has given up.
+        let (client_done, wait_for_client) = std::sync::mpsc::channel::<()>();
         let server = std::thread::spawn(move || {
             let accepted = listener.accept();
-            std::thread::sleep(Duration::from_millis(400));
+            let _ = wait_for_client.recv();
             drop(accepted);
         });
         let result = Qmp::connect(&socket, Duration::from_millis(100));
+        let _ = client_done.send(());
         server.join().expect("server");
         assert!(
             matches!(result, Err(QemuError::MonitorTimeout { .. })),
