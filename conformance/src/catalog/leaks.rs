@@ -40,14 +40,20 @@ fn sweep_commands(
     Ok(())
 }
 
-fn sweep(case: &mut Case<'_>) -> Result<(), HarnessError> {
+/// `work` (live) and `disky` (disk, with a forward), both with the planted password.
+fn planted(case: &Case<'_>) -> Result<crate::sandbox::Sandbox, HarnessError> {
     let sandbox = with_work(case)?;
     sandbox.write_vm(&VmFixture::disk("disky").sshport(2201).forward(8080, 80))?;
+    Ok(sandbox)
+}
+
+fn sweep(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = planted(case)?;
     sweep_commands(case, &sandbox)
 }
 
 fn password_not_logged(case: &mut Case<'_>) -> Result<(), HarnessError> {
-    let sandbox = with_work(case)?;
+    let sandbox = planted(case)?;
     sweep_commands(case, &sandbox)?;
     let mut files = Vec::new();
     collect(&sandbox.data.join("logs"), &mut files);
@@ -64,7 +70,7 @@ fn password_not_logged(case: &mut Case<'_>) -> Result<(), HarnessError> {
 }
 
 fn home_untouched(case: &mut Case<'_>) -> Result<(), HarnessError> {
-    let sandbox = with_work(case)?;
+    let sandbox = planted(case)?;
     sweep_commands(case, &sandbox)?;
     let entries = sandbox.home_entries();
     case.ensure(
