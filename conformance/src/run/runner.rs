@@ -62,12 +62,15 @@ pub fn run(
         .collect();
     let wants_oracle = selected.iter().any(|d| d.kind == Kind::Oracle);
     let tiers = config.selection.tiers();
-    // Oracle rules need invocations: when one is selected, every scenario of the tiers runs.
+    // Oracle rules are judged over the invocations of the selected scenarios; when only
+    // oracle rules are selected, every scenario of the selected tiers runs to feed them.
+    let any_scenario_selected = selected.iter().any(|d| d.kind == Kind::Scenario);
     let scenarios: Vec<&'static CheckDef> = defs
         .iter()
         .filter(|d| d.kind == Kind::Scenario)
         .filter(|d| {
-            selected.iter().any(|s| s.id == d.id) || (wants_oracle && tiers.contains(&d.tier))
+            selected.iter().any(|s| s.id == d.id)
+                || (wants_oracle && !any_scenario_selected && tiers.contains(&d.tier))
         })
         .collect();
     let env = RunEnv {
