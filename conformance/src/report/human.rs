@@ -82,7 +82,7 @@ impl<W: Write> Reporter for Human<W> {
                 let painted = self.paint(result.status, &text);
                 writeln!(self.out, "{painted}")
             }
-            Event::Finished { summary, .. } => {
+            Event::Finished { summary, smoke_failed } => {
                 let overhead = if summary.duration_ms > 0 {
                     format!(", {} invocations, {} ms in the SUT of {} ms", summary.invocations, summary.sut_ms, summary.duration_ms)
                 } else {
@@ -97,7 +97,7 @@ impl<W: Write> Reporter for Human<W> {
                     summary.stale_baseline,
                     summary.errored,
                     overhead,
-                    closing_line(summary)
+                    closing_line(summary, *smoke_failed)
                 )
             }
         };

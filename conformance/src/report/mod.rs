@@ -116,11 +116,17 @@ impl Report {
 }
 
 /// The closing line every human-facing summary ends with.
-pub fn closing_line(summary: &Summary) -> String {
+///
+/// A failed smoke stage counts as one failure, so CI never reads "0 failed" for it.
+pub fn closing_line(summary: &Summary, smoke_failed: bool) -> String {
     format!(
         "{} passed, {} failed, {} skipped",
         summary.passed + summary.warned + summary.expected_failures,
-        summary.failed + summary.crashed + summary.stale_baseline + summary.errored,
+        summary.failed
+            + summary.crashed
+            + summary.stale_baseline
+            + summary.errored
+            + usize::from(smoke_failed),
         summary.skipped
     )
 }
