@@ -31,7 +31,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run the suite against a SUT: `run [options] -- <stoat argv...>`.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the check catalog.
     List(ListArgs),
     /// Judge a captured JSON-lines transcript (a file, or - for stdin) offline.
@@ -189,7 +189,7 @@ pub fn main() -> ExitCode {
         }
     };
     let code = match cli.command {
-        Command::Run(args) => run_command(args),
+        Command::Run(args) => run_command(*args),
         Command::List(args) => list_command(args),
         Command::Check(args) => check_command(args),
         Command::Report(args) => report_command(args),

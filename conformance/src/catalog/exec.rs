@@ -84,13 +84,13 @@ fn round_trip(
         match decode_stream(&data, name) {
             Ok(bytes) if bytes == expected => {}
             Ok(bytes) => case.fail(
-                &format!("/data/{name}"),
+                format!("/data/{name}"),
                 format!(
                     "{name} decodes to {:02x?}, the guest wrote {:02x?}",
                     bytes, expected
                 ),
             ),
-            Err(why) => case.fail(&format!("/data/{name}"), why),
+            Err(why) => case.fail(format!("/data/{name}"), why),
         }
     }
     Ok(Some(data))

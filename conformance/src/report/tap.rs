@@ -68,8 +68,6 @@ impl Reporter for Tap {
                 };
                 let word = if ok && result.status != Status::ExpectedFailure {
                     "ok"
-                } else if result.status == Status::ExpectedFailure {
-                    "not ok"
                 } else {
                     "not ok"
                 };
