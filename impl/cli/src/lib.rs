@@ -1,2 +1,150 @@
-//! stoat-cli
-pub fn main() -> i32 { 0 }
+//! The `stoat` binary: scan `--json`, parse, dispatch to a command, and answer, in prose or
+//! in contract v3 JSON lines.
+//!
+//! The exit status is decided in exactly one place ([`output::finish`]). Under `--json` every
+//! path ends with exactly one result line: usage errors, SIGINT/SIGTERM (`canceled`) and
+//! panics (`internal`) included.
+
+mod commands;
+mod ctx;
+mod exec_args;
+mod grammar;
+mod human;
+mod output;
+mod scan;
+mod signals;
+
+use std::io::Write;
+use std::panic::{self, AssertUnwindSafe};
+
+use clap::Parser;
+use stoat_core::{Cancel, Env};
+use stoat_wire::{Emitter, WireError};
+
+pub use output::Reply;
+
+/// The build version stoat reports.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What the command line asked for once parsed.
+enum Parsed {
+    Command(grammar::Command),
+    Exec(exec_args::ExecArgs),
+    Help(String),
+}
+
+/// Runs stoat with the process's argv and environment; returns the exit status.
+pub fn main() -> i32 {
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    let scanned = scan::split_json_flag(args);
+    let env = Env::capture();
+    let cancel = Cancel::default();
+    let first_token = scanned
+        .args
+        .iter()
+        .find(|a| !a.starts_with('-'))
+        .map(|t| grammar::wire_name_of_token(t))
+        .unwrap_or_default();
+    let emitter = scanned
+        .json
+        .then(|| Emitter::new(Box::new(std::io::stdout()), first_token.clone()));
+    if let Some(emitter) = &emitter {
+        install_json_panic_hook(emitter.terminator());
+    }
+    signals::install(cancel.clone(), emitter.as_ref().map(Emitter::terminator));
+
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+        run(
+            scanned.json,
+            &scanned.args,
+            env,
+            cancel,
+            emitter,
+            &first_token,
+        )
+    }));
+    outcome.unwrap_or(1)
+}
+
+fn run(
+    json: bool,
+    args: &[String],
+    env: Env,
+    cancel: Cancel,
+    emitter: Option<Emitter>,
+    first_token: &str,
+) -> i32 {
+    let parsed = match parse(args) {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            return output::finish(
+                emitter,
+                first_token,
+                Err(stoat_core::Error::Usage(message)),
+                json,
+            )
+        }
+    };
+    let (cmd, quiet) = match &parsed {
+        Parsed::Command(command) => (command.wire_name(), false),
+        Parsed::Exec(exec) => ("exec", exec.quiet),
+        Parsed::Help(_) => ("help", false),
+    };
+    if let Some(emitter) = &emitter {
+        emitter.set_cmd(cmd);
+    }
+    let ctx = ctx::Ctx::new(
+        json,
+        quiet,
+        env,
+        cancel,
+        emitter.as_ref().map(Emitter::stream),
+        cmd,
+    );
+    let result = match parsed {
+        Parsed::Help(usage) => Ok(commands::info::help(usage)),
+        Parsed::Exec(exec) => commands::lifecycle::exec(&ctx, exec),
+        Parsed::Command(command) => commands::dispatch(&ctx, command),
+    };
+    output::finish(emitter, cmd, result, json)
+}
+
+fn parse(args: &[String]) -> Result<Parsed, String> {
+    if let Some(exec) = exec_args::parse(args)? {
+        return Ok(exec);
+    }
+    let argv = std::iter::once("stoat".to_owned()).chain(args.iter().cloned());
+    match grammar::Cli::try_parse_from(argv) {
+        Ok(cli) if cli.version => Ok(Parsed::Command(grammar::Command::Version)),
+        Ok(cli) => match cli.command {
+            Some(grammar::Command::Help) => Ok(Parsed::Help(commands::info::usage_text())),
+            Some(command) => Ok(Parsed::Command(command)),
+            None if args.is_empty() => Err("no command given; run `stoat help`".into()),
+            None => Err("no command given".into()),
+        },
+        Err(err) if err.kind() == clap::error::ErrorKind::DisplayHelp => {
+            Ok(Parsed::Help(err.render().to_string()))
+        }
+        Err(err) => Err(clap_message(&err)),
+    }
+}
+
+/// Returns clap's error as one plain line, without its `error:` prefix and usage footer.
+fn clap_message(err: &clap::Error) -> String {
+    let rendered = err.render().to_string();
+    let first = rendered.lines().next().unwrap_or("invalid arguments");
+    first.trim_start_matches("error: ").trim().to_owned()
+}
+
+fn install_json_panic_hook(terminator: stoat_wire::Terminator) {
+    panic::set_hook(Box::new(move |info| {
+        let message = format!("panic: {info}");
+        let _ = writeln!(std::io::stderr(), "{message}");
+        terminator.terminate(&WireError::internal(message));
+    }));
+}
+
+pub(crate) use exec_args::ExecArgs;

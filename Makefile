@@ -1,0 +1,45 @@
+# The verbs people type. `make test` and `make conformance` work on a fresh Debian 12 machine:
+# they install what is missing first (apt packages need root; sudo is used when not root).
+
+GUEST_DIR ?= $(CURDIR)/.guest
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+CARGO ?= cargo
+STOAT := $(CURDIR)/target/debug/stoat
+CONFORMANCE := $(CURDIR)/target/debug/stoat-conformance
+
+.PHONY: setup host-deps guest build test test-fast conformance golden fuzz bench docs clean
+
+## setup: host packages (QEMU 10 from bookworm-backports, xorriso, ssh) and the test guest
+setup: host-deps guest
+
+host-deps:
+	$(SUDO) conformance/guest/install-host-deps.sh
+
+guest: host-deps
+	$(SUDO) conformance/guest/build.sh $(GUEST_DIR)
+
+## build: every binary (stoat, stoat-conformance, stoat-fake)
+build:
+	$(CARGO) build --workspace --bins
+
+## test: every tier: pure and fake everywhere, real with the built guest
+test: setup
+	STOAT_REAL_GUEST=$(GUEST_DIR) $(CARGO) test --workspace
+
+## test-fast: pure and fake tiers only (no apt, no guest)
+test-fast:
+	$(CARGO) test --workspace
+
+## conformance: the suite against the reference stoat
+conformance: setup build
+	STOAT_REAL_GUEST=$(GUEST_DIR) $(CONFORMANCE) run --report-json target/conformance-report.json -- $(STOAT)
+
+## bench: fixed costs of stoat, printed as ratios against named baselines
+bench:
+	$(CARGO) bench -p stoat-cli --bench invocation
+
+docs:
+	$(CONFORMANCE) list --format md > docs/checks.md
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,210 @@
+//! Host-side commands: ssh-command, ssh, logs, doctor, prune, snapshot, capabilities
+//! (stoat-json-v3 per-command data; the work lives in `stoat_core::host`).
+
+use std::os::unix::process::CommandExt;
+
+use stoat_core::host::{capabilities, doctor, logs, prune, snapshot, ssh_argv};
+use stoat_core::{keys, vm, Error, Result};
+use stoat_wire::dto::{
+    CapabilityEntry, CapabilityReport, DoctorData, LogsData, PruneData, SnapshotListData,
+    SshCommandData,
+};
+
+use crate::ctx::Ctx;
+use crate::grammar::{LogsArgs, PruneArgs, SnapshotArgs};
+use crate::{human, Reply, VERSION};
+
+/// `ssh-command <vm>`: the argv to run yourself. It does not check that the VM runs.
+pub fn ssh_command(ctx: &Ctx, name: &str) -> Result<Reply> {
+    let root = ctx.root()?;
+    let stored = vm::load_ok(root, name)?;
+    let key = keys::ensure(root, &ctx.env)?;
+    let argv = ssh_argv::ssh_argv(&key, &stored);
+    let human = argv.join(" ");
+    Ok(Reply::new(&SshCommandData { argv }, human))
+}
+
+/// `ssh <vm>` (human mode only): replaces stoat with ssh. Returns only on failure.
+pub fn ssh(ctx: &Ctx, name: &str) -> Result<Reply> {
+    let root = ctx.root()?;
+    let stored = vm::load_ok(root, name)?;
+    if stored.running_pid().is_none() {
+        return Err(Error::NotRunning { name: stored.name });
+    }
+    let key = keys::ensure(root, &ctx.env)?;
+    let program = ctx.env.which("ssh").ok_or_else(|| Error::Tool {
+        tool: "ssh".into(),
+        message: "not found on PATH; `stoat doctor` says how to install it".into(),
+    })?;
+    let err = std::process::Command::new(program)
+        .arg0("ssh")
+        .args(ssh_argv::ssh_args(&key, &stored))
+        .exec();
+    Err(Error::io("run ssh", err))
+}
+
+/// `logs [<vm>] [-n N] [--which console|apply]`.
+pub fn logs(ctx: &Ctx, args: &LogsArgs) -> Result<Reply> {
+    let root = ctx.root()?;
+    let data: LogsData = match &args.vm {
+        Some(name) => logs::vm_log(root, name, &args.which, args.lines)?,
+        None => logs::stoat_log(root, args.lines)?,
+    };
+    let human = data.lines.join("\n");
+    Ok(Reply::new(&data, human))
+}
+
+/// `doctor`: under --json exit 0 even when unhealthy; in human mode exit 1 then.
+pub fn doctor(ctx: &Ctx) -> Result<Reply> {
+    let root = ctx.root()?;
+    let data = doctor::run(&ctx.env, root)?;
+    let human = doctor_human(&data);
+    let exit = if data.healthy { 0 } else { 1 };
+    Ok(Reply::new(&data, human).with_human_exit(exit))
+}
+
+fn doctor_human(data: &DoctorData) -> String {
+    let mut out = String::new();
+    for check in data.checks.iter().filter(|c| !c.ok) {
+        let label = if check.optional { "note" } else { "FAIL" };
+        out.push_str(&format!("{label}: {}: {}\n", check.name, check.detail));
+        if !check.fix.is_empty() {
+            out.push_str(&format!("      try: {}\n", check.fix.join(" ")));
+        }
+    }
+    if data.healthy {
+        out.push_str("ok\n");
+    }
+    out
+}
+
+/// `prune [--apply] [--broken] [--images]`.
+pub fn prune(ctx: &Ctx, args: &PruneArgs) -> Result<Reply> {
+    let root = ctx.root()?;
+    let data = prune::prune(
+        root,
+        prune::PruneOptions {
+            apply: args.apply,
+            broken: args.broken,
+            images: args.images,
+        },
+    )?;
+    let human = prune_human(&data);
+    Ok(Reply::new(&data, human))
+}
+
+fn prune_human(data: &PruneData) -> String {
+    if data.items.is_empty() {
+        return "nothing to prune".into();
+    }
+    let mut out: String = data
+        .items
+        .iter()
+        .map(|item| {
+            let prefix = item.class.replace('_', " ");
+            format!("{prefix}: {}\n", item.path)
+        })
+        .collect();
+    if data.dry_run {
+        out.push_str("\n(dry run: nothing was deleted; re-run with --apply)\n");
+    }
+    out
+}
+
+/// `snapshot <vm> [tag] [--restore|--delete]`.
+pub fn snapshot(ctx: &Ctx, args: &SnapshotArgs) -> Result<Reply> {
+    let action = match (args.restore, args.delete) {
+        (true, _) => Some(snapshot::Action::Restore),
+        (_, true) => Some(snapshot::Action::Delete),
+        _ => None,
+    };
+    let root = ctx.root()?;
+    match (&args.tag, action) {
+        (None, None) => {
+            let data = snapshot::list(root, &ctx.env, &args.vm)?;
+            let human = snapshot_list_human(&data);
+            Ok(Reply::new(&data, human))
+        }
+        (None, Some(action)) => Err(Error::Usage(format!(
+            "snapshot --{} needs a tag: stoat snapshot {} <tag> --{}",
+            action.as_str(),
+            args.vm,
+            action.as_str()
+        ))),
+        (Some(tag), action) => {
+            let action = action.unwrap_or(snapshot::Action::Save);
+            let data = snapshot::act(root, &ctx.env, &args.vm, tag, action)?;
+            let human = match action {
+                snapshot::Action::Save => format!("saved {}", data.tag),
+                snapshot::Action::Restore => format!("{} restored to {}", data.vm, data.tag),
+                snapshot::Action::Delete => format!("deleted {}", data.tag),
+            };
+            Ok(Reply::new(&data, human))
+        }
+    }
+}
+
+fn snapshot_list_human(data: &SnapshotListData) -> String {
+    if data.snapshots.is_empty() {
+        return format!("{} has no snapshots", data.vm);
+    }
+    let rows: Vec<Vec<String>> = data
+        .snapshots
+        .iter()
+        .map(|s| {
+            vec![
+                s.tag.clone(),
+                s.size_display.clone(),
+                s.created_display.clone(),
+                if s.vm_state { "yes" } else { "no" }.into(),
+            ]
+        })
+        .collect();
+    human::table(&["TAG", "SIZE", "CREATED", "VM STATE"], &rows)
+}
+
+/// `capabilities [VM]`: reads, never starts or touches a VM.
+pub fn capabilities(ctx: &Ctx, target: Option<&str>) -> Result<Reply> {
+    let root = ctx.root()?;
+    let cwd = std::env::current_dir().ok();
+    let report = capabilities::report(&capabilities::Request {
+        env: &ctx.env,
+        root,
+        cwd: cwd.as_deref(),
+        target,
+        stoat_version: VERSION,
+    })?;
+    let human = capabilities_human(&report);
+    Ok(Reply::new(&report, human))
+}
+
+fn capabilities_human(report: &CapabilityReport) -> String {
+    let mut out = format!(
+        "stoat {} on {}/{} (project: {})\n",
+        report.stoat_version, report.host.os, report.host.arch, report.host.project_state
+    );
+    if let Some(target) = &report.target {
+        out.push_str(&format!(
+            "target {}: mode {}, agent_access {}\n",
+            target.name, target.mode, target.agent_access
+        ));
+    }
+    let row = |entry: &CapabilityEntry| {
+        let why: Vec<&str> = entry
+            .limits
+            .iter()
+            .chain(entry.reason.iter())
+            .map(|c| c.code.as_str())
+            .collect();
+        vec![entry.name.clone(), entry.status.clone(), why.join(", ")]
+    };
+    let rows: Vec<Vec<String>> = report
+        .profiles
+        .iter()
+        .chain(&report.capabilities)
+        .chain(&report.unavailable)
+        .map(row)
+        .collect();
+    out.push_str(&human::table(&["NAME", "STATUS", "WHY"], &rows));
+    out
+}

@@ -1,0 +1,37 @@
+//! Dispatch: one match arm per command, each calling `commands::<area>::<cmd>`.
+
+pub mod host;
+pub mod info;
+pub mod lifecycle;
+pub mod vms;
+
+use stoat_core::{Error, Result};
+
+use crate::ctx::Ctx;
+use crate::grammar::Command;
+use crate::Reply;
+
+/// Runs one parsed command.
+pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Reply> {
+    match command {
+        Command::Version => Ok(info::version()),
+        Command::Help => Ok(info::help(info::usage_text())),
+        Command::Schema(args) => info::schema(&args),
+        Command::Ls(args) => vms::ls(ctx, &args),
+        Command::Get(args) => vms::get(ctx, &args.vm),
+        Command::Ssh(_) if ctx.json => Err(Error::Usage(
+            "ssh replaces the stoat process, so it cannot answer in JSON; use `stoat exec <vm> <cmd>` or `stoat ssh-command <vm>`".into(),
+        )),
+        Command::Ssh(args) => host::ssh(ctx, &args.vm),
+        Command::SshCommand(args) => host::ssh_command(ctx, &args.vm),
+        Command::Logs(args) => host::logs(ctx, &args),
+        Command::Doctor => host::doctor(ctx),
+        Command::Prune(args) => host::prune(ctx, &args),
+        Command::Snapshot(args) => host::snapshot(ctx, &args),
+        Command::Capabilities(args) => host::capabilities(ctx, args.vm.as_deref()),
+        other => Err(Error::Internal(format!(
+            "`stoat {}` is not implemented in this build yet",
+            other.wire_name()
+        ))),
+    }
+}

@@ -1,0 +1,130 @@
+//! Read-only VM commands: ls and get.
+
+use stoat_core::vm::{self, Loaded};
+use stoat_core::Result;
+use stoat_wire::dto::{GetData, Health, LsData, RecipeDetail, Vm, VmState, VmStatus};
+
+use crate::ctx::Ctx;
+use crate::grammar::LsArgs;
+use crate::human;
+use crate::Reply;
+
+/// `ls`.
+pub fn ls(ctx: &Ctx, _args: &LsArgs) -> Result<Reply> {
+    let root = ctx.root()?;
+    let vms: Vec<Vm> = vm::list(root)?
+        .iter()
+        .map(|loaded| loaded.to_wire(&ctx.env))
+        .collect();
+    let human = ls_human(&vms);
+    Ok(Reply::new(&LsData { vms }, human))
+}
+
+fn ls_human(vms: &[Vm]) -> String {
+    if vms.is_empty() {
+        return "no VMs; create one with `stoat create <name> --image <id>`".into();
+    }
+    let (good, broken): (Vec<&Vm>, Vec<&Vm>) = vms.iter().partition(|v| v.state != VmState::Broken);
+    let rows: Vec<Vec<String>> = good
+        .iter()
+        .map(|v| {
+            vec![
+                v.name.clone(),
+                v.mode.clone(),
+                state_word(v.state).into(),
+                v.cpus.to_string(),
+                format!("{}M", v.ram_mb),
+                format!(":{}", v.ssh_port),
+            ]
+        })
+        .collect();
+    let mut out = human::table(&["NAME", "MODE", "STATE", "CPUS", "RAM", "SSH"], &rows);
+    for v in broken {
+        out.push_str(&format!(
+            "{}  broken: {}\n",
+            v.name,
+            v.error.as_deref().unwrap_or("")
+        ));
+    }
+    out
+}
+
+fn state_word(state: VmState) -> &'static str {
+    match state {
+        VmState::Stopped => "stopped",
+        VmState::Running => "running",
+        VmState::Broken => "broken",
+    }
+}
+
+/// `get`.
+pub fn get(ctx: &Ctx, name: &str) -> Result<Reply> {
+    let root = ctx.root()?;
+    let loaded = vm::load(root, name)?;
+    let status = vm_status(ctx, &loaded);
+    let human = get_human(&status);
+    Ok(Reply::new(&GetData { vm: status }, human))
+}
+
+/// Returns the VMStatus of a loaded VM: its DTO plus stored recipe state.
+pub fn vm_status(ctx: &Ctx, loaded: &Loaded) -> VmStatus {
+    let vm = loaded.to_wire(&ctx.env);
+    let Loaded::Ok(stored) = loaded else {
+        return VmStatus {
+            vm,
+            health: Health::Unknown,
+            recipes_detail: Vec::new(),
+        };
+    };
+    let details: Vec<RecipeDetail> = stored
+        .config
+        .recipes
+        .iter()
+        .map(|name| stoat_core::recipe_state::detail(&stored.config, name))
+        .collect();
+    let health = stoat_core::recipe_state::aggregate_health(&details);
+    VmStatus {
+        vm,
+        health,
+        recipes_detail: details,
+    }
+}
+
+fn get_human(status: &VmStatus) -> String {
+    let v = &status.vm;
+    let forwards: Vec<String> = v
+        .forwards
+        .iter()
+        .map(|f| format!("{}:{}", f.host_port, f.guest_port))
+        .collect();
+    let mut out = String::new();
+    let mut line = |k: &str, val: String| out.push_str(&format!("{k}: {val}\n"));
+    line("name", v.name.clone());
+    if v.state == VmState::Broken {
+        line("state", "broken".into());
+        line("error", v.error.clone().unwrap_or_default());
+        return out;
+    }
+    line("os", v.os.clone());
+    line("mode", v.mode.clone());
+    line("backend", v.backend.clone());
+    line("state", state_word(v.state).into());
+    line("cpus", v.cpus.to_string());
+    line("ram", format!("{} MB", v.ram_mb));
+    line("disk", v.disk.clone());
+    line("share", v.share.clone());
+    line("ssh port", v.ssh_port.to_string());
+    line("ssh user", v.ssh_user.clone());
+    line("recipes", v.recipes.join(", "));
+    line("forwards", forwards.join(", "));
+    line("agent access", v.agent_access.as_str().into());
+    for detail in &status.recipes_detail {
+        let state = if detail.applied {
+            format!("applied {}", detail.version)
+        } else {
+            "not applied".into()
+        };
+        line(&format!("recipe {}", detail.name), state);
+    }
+    out
+}

@@ -1,0 +1,122 @@
+//! What every command gets: the output mode, the environment, the cancel flag, the event
+//! sink, and the data root (resolved lazily: help, version and schema never touch it).
+
+use std::io::Write;
+use std::sync::OnceLock;
+
+use stoat_core::{Cancel, Env, EventSink, Result, Root};
+use stoat_wire::dto::{LogData, ProgressData, StageData};
+use stoat_wire::{EventType, Stream};
+
+/// The context of one invocation.
+pub struct Ctx {
+    pub json: bool,
+    pub quiet: bool,
+    pub env: Env,
+    pub cancel: Cancel,
+    cmd: &'static str,
+    sink: Sink,
+    root: OnceLock<Root>,
+}
+
+impl Ctx {
+    pub fn new(
+        json: bool,
+        quiet: bool,
+        env: Env,
+        cancel: Cancel,
+        stream: Option<Stream>,
+        cmd: &'static str,
+    ) -> Ctx {
+        let sink = Sink {
+            stream,
+            quiet: quiet || json,
+        };
+        Ctx {
+            json,
+            quiet: quiet || json,
+            env,
+            cancel,
+            cmd,
+            sink,
+            root: OnceLock::new(),
+        }
+    }
+
+    /// Returns the data root, creating its directories the first time.
+    pub fn root(&self) -> Result<&Root> {
+        if let Some(root) = self.root.get() {
+            return Ok(root);
+        }
+        let root = Root::resolve(&self.env)?;
+        root.ensure()?;
+        stoat_core::log::append(&root, "info", &format!("cli cmd={}", self.cmd));
+        Ok(self.root.get_or_init(|| root))
+    }
+
+    /// Returns where long operations send their events.
+    pub fn sink(&self) -> &dyn EventSink {
+        &self.sink
+    }
+
+    /// Says something to a human (stderr), unless quiet or under --json.
+    pub fn note(&self, text: &str) {
+        if !self.quiet {
+            let _ = writeln!(std::io::stderr(), "{text}");
+        }
+    }
+}
+
+/// JSON lines under --json; prose on stderr otherwise.
+struct Sink {
+    stream: Option<Stream>,
+    quiet: bool,
+}
+
+impl EventSink for Sink {
+    fn progress(&self, data: &ProgressData) {
+        match &self.stream {
+            Some(stream) => {
+                let _ = stream.event(EventType::Progress, data);
+            }
+            None if !self.quiet => {
+                let _ = write!(
+                    std::io::stderr(),
+                    "\r{}  {:>3}%  {} / {}",
+                    data.id,
+                    data.percent,
+                    data.done,
+                    data.total
+                );
+                if data.percent >= 100 {
+                    let _ = writeln!(std::io::stderr());
+                }
+            }
+            None => {}
+        }
+    }
+
+    fn stage(&self, data: &StageData) {
+        match &self.stream {
+            Some(stream) => {
+                let _ = stream.event(EventType::Stage, data);
+            }
+            None if !self.quiet => {
+                let _ = writeln!(std::io::stderr(), "==> {}", data.recipe);
+            }
+            None => {}
+        }
+    }
+
+    fn log(&self, data: &LogData) {
+        match &self.stream {
+            Some(stream) => {
+                let _ = stream.event(EventType::Log, data);
+            }
+            None if !self.quiet => {
+                let _ = writeln!(std::io::stderr(), "{}", data.line);
+            }
+            None => {}
+        }
+    }
+}

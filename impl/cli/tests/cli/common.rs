@@ -1,0 +1,224 @@
+//! Test helpers: a hermetic environment for the real `stoat` binary, and a JSON run that
+//! applies the contract's rules to every invocation (lines, one result last, schemas, no
+//! planted console password, exit status).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::OnceLock;
+
+use assert_cmd::Command;
+use serde_json::Value;
+use stoat_schemas::validate::Validator;
+
+/// A console password planted in fixtures; it must never appear in any output.
+pub const PLANTED_PASSWORD: &str = "planted-hunter2-c0ffee";
+
+fn validator() -> &'static Validator {
+    static VALIDATOR: OnceLock<Validator> = OnceLock::new();
+    VALIDATOR.get_or_init(Validator::new)
+}
+
+/// A temporary HOME, STOAT_HOME and bin directory; removed on drop, even when a test fails.
+pub struct TestEnv {
+    temp: tempfile::TempDir,
+    extra_env: Vec<(String, String)>,
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        let temp = tempfile::Builder::new()
+            .prefix("stoat-test-")
+            .tempdir()
+            .unwrap();
+        for dir in ["home", "stoat", "bin", "tmp"] {
+            std::fs::create_dir_all(temp.path().join(dir)).unwrap();
+        }
+        TestEnv {
+            temp,
+            extra_env: Vec::new(),
+        }
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.temp.path().join("home")
+    }
+    pub fn root(&self) -> PathBuf {
+        self.temp.path().join("stoat")
+    }
+    pub fn bin(&self) -> PathBuf {
+        self.temp.path().join("bin")
+    }
+    pub fn tmp(&self) -> PathBuf {
+        self.temp.path().join("tmp")
+    }
+
+    /// Sets an extra environment variable for every later run.
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.extra_env.push((key.to_owned(), value.to_owned()));
+    }
+
+    /// Returns the stoat command with a cleared, pinned environment.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::cargo_bin("stoat").unwrap();
+        cmd.env_clear()
+            .env("HOME", self.home())
+            .env("STOAT_HOME", self.root())
+            .env("PATH", format!("{}:/usr/bin:/bin", self.bin().display()))
+            .env("STOAT_ACCEL", "tcg")
+            .env("STOAT_GRAPHICAL", "0")
+            .env("TMPDIR", self.tmp())
+            .env("LANG", "C.UTF-8")
+            .env("TZ", "UTC")
+            .current_dir(self.home())
+            .args(args);
+        for (k, v) in &self.extra_env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// Runs stoat in human mode.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    /// Runs stoat with `--json` appended and checks the contract on the output.
+    pub fn json(&self, args: &[&str]) -> JsonRun {
+        let mut all: Vec<&str> = args.to_vec();
+        all.push("--json");
+        JsonRun::check(self.cmd(&all).output().unwrap())
+    }
+
+    /// Runs stoat with exactly `args` (place `--json` yourself) and checks the contract.
+    pub fn json_raw(&self, args: &[&str]) -> JsonRun {
+        JsonRun::check(self.cmd(args).output().unwrap())
+    }
+
+    /// Writes `<root>/<name>/vm.toml`.
+    pub fn write_vm(&self, name: &str, toml: &str) {
+        let dir = self.root().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("vm.toml"), toml).unwrap();
+    }
+
+    /// Writes a typical stopped VM with a planted console password.
+    pub fn write_basic_vm(&self, name: &str, port: u16) {
+        self.write_vm(
+            name,
+            &format!(
+                "name = \"{name}\"\nmode = \"cloud\"\nos = \"debian\"\nbackend = \"cloudinit\"\nram = 1024\ncpus = 1\ndisk = \"8G\"\nsshport = {port}\nsshuser = \"stoat\"\nconsole_password = \"{PLANTED_PASSWORD}\"\nbase = \"{}/isos/base.qcow2\"\n",
+                self.root().display()
+            ),
+        );
+    }
+
+    /// Writes a vm.toml that does not parse.
+    pub fn write_broken_vm(&self, name: &str) {
+        self.write_vm(name, "name = \"x\"\nmode = \"disk\n");
+    }
+
+    pub fn vm_toml(&self, name: &str) -> String {
+        std::fs::read_to_string(self.root().join(name).join("vm.toml")).unwrap()
+    }
+
+    pub fn path_str(&self, path: &Path) -> String {
+        path.display().to_string()
+    }
+}
+
+/// One `--json` invocation, already checked against the contract.
+#[derive(Debug)]
+pub struct JsonRun {
+    pub lines: Vec<Value>,
+    pub result: Value,
+    pub exit: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl JsonRun {
+    /// Parses and checks: JSON lines only, exactly one result and it is last, schemas hold,
+    /// the exit status follows the result, no planted password anywhere.
+    pub fn check(output: Output) -> JsonRun {
+        let stdout = String::from_utf8(output.stdout).expect("stdout is UTF-8");
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        let exit = output.status.code().expect("exited normally");
+        assert!(
+            !stdout.contains(PLANTED_PASSWORD),
+            "console password leaked: {stdout}"
+        );
+        assert!(
+            !stdout.contains('\u{1b}'),
+            "ANSI escape on stdout: {stdout}"
+        );
+        let lines: Vec<Value> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l:?}")))
+            .collect();
+        let results = lines.iter().filter(|l| l["type"] == "result").count();
+        assert_eq!(
+            results, 1,
+            "exactly one result line: {stdout}\nstderr: {stderr}"
+        );
+        let result = lines.last().unwrap().clone();
+        assert_eq!(result["type"], "result", "result is last: {stdout}");
+        for line in &lines {
+            let problems = validator().validate_line(line);
+            assert!(problems.is_empty(), "schema: {problems:?}\nline: {line}");
+        }
+        let expected_exit = if result["ok"] == true {
+            0
+        } else if result["error"]["code"] == "usage" {
+            2
+        } else {
+            1
+        };
+        assert_eq!(
+            exit, expected_exit,
+            "exit status vs result: {stdout}\nstderr: {stderr}"
+        );
+        JsonRun {
+            lines,
+            result,
+            exit,
+            stdout,
+            stderr,
+        }
+    }
+
+    pub fn ok(&self) -> bool {
+        self.result["ok"] == true
+    }
+
+    pub fn data(&self) -> &Value {
+        assert!(
+            self.ok(),
+            "expected ok: {}\nstderr: {}",
+            self.stdout,
+            self.stderr
+        );
+        &self.result["data"]
+    }
+
+    /// Asserts the run failed with `code` and returns the message.
+    pub fn error(&self, code: &str) -> String {
+        assert_eq!(
+            self.result["ok"], false,
+            "expected failure: {}",
+            self.stdout
+        );
+        assert_eq!(self.result["error"]["code"], code, "{}", self.stdout);
+        self.result["error"]["message"].as_str().unwrap().to_owned()
+    }
+
+    /// Asserts that `path` (a host path that must not leak) is absent from stdout.
+    pub fn assert_absent(&self, text: &str) {
+        assert!(
+            !self.stdout.contains(text),
+            "{text:?} leaked: {}",
+            self.stdout
+        );
+    }
+}

@@ -1,0 +1,7 @@
+//! The one integration-test binary of `stoat`: every test runs the real binary in a hermetic
+//! data root (see `common`). Add a file per command area and its `mod` line here.
+
+mod common;
+
+mod test_basics;
+mod test_host;

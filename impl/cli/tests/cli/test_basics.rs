@@ -1,0 +1,149 @@
+//! Version, help, usage errors, the --json scan, ls and get over fixtures, broken VMs, leaks.
+
+use crate::common::{TestEnv, PLANTED_PASSWORD};
+
+#[test]
+fn version_names_contract_3_without_a_data_root() {
+    let env = TestEnv::new();
+    let run = env.json(&["version"]);
+    assert_eq!(run.data()["contract"], 3);
+    assert!(
+        !env.root().join("isos").exists(),
+        "version must not touch the data root"
+    );
+}
+
+#[test]
+fn help_answers_in_the_contract_anywhere() {
+    let env = TestEnv::new();
+    for args in [&["help"][..], &["ls", "-h"], &["--help"]] {
+        let run = env.json(args);
+        assert_eq!(run.result["cmd"], "help");
+        assert!(run.data()["usage"].as_str().unwrap().contains("Usage"));
+    }
+    let usage = env.json(&["help"]).data()["usage"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for command in [
+        "ls",
+        "get",
+        "create",
+        "update",
+        "up",
+        "down",
+        "wait",
+        "rm",
+        "clone",
+        "exec",
+        "ssh",
+        "ssh-command",
+        "cp",
+        "forward",
+        "images",
+        "pull",
+        "snapshot",
+        "prune",
+        "apply",
+        "recipes",
+        "check-recipes",
+        "recipe",
+        "logs",
+        "doctor",
+        "version",
+        "help",
+    ] {
+        assert!(usage.contains(command), "help mentions {command}");
+    }
+    assert!(!usage.contains("provision"));
+}
+
+#[test]
+fn usage_errors_exit_2_with_the_raw_command() {
+    let env = TestEnv::new();
+    let run = env.json(&["frobnicate"]);
+    run.error("usage");
+    assert_eq!(run.result["cmd"], "frobnicate");
+    assert!(run.stderr.is_empty());
+    env.json(&["get"]).error("usage");
+    env.json(&["wait", "w", "--timeout", "0s"]).error("usage");
+    env.json(&["wait", "w", "--until", "sideways"])
+        .error("usage");
+    env.json_raw(&["--json", "exec", "w"]).error("usage");
+    env.json(&["ssh", "w"]).error("usage");
+    let bare = env.json_raw(&["--json"]);
+    bare.error("usage");
+    assert_eq!(bare.result["cmd"], "");
+}
+
+#[test]
+fn json_flag_is_found_anywhere() {
+    let env = TestEnv::new();
+    for args in [
+        &["--json", "ls"][..],
+        &["ls", "--json"],
+        &["-q", "--json", "ls"],
+        &["ls", "-q", "--json"],
+    ] {
+        let run = env.json_raw(args);
+        assert_eq!(run.data()["vms"], serde_json::json!([]));
+    }
+}
+
+#[test]
+fn empty_root_lists_an_empty_array() {
+    let env = TestEnv::new();
+    assert_eq!(env.json(&["ls"]).data()["vms"], serde_json::json!([]));
+}
+
+#[test]
+fn broken_vm_lists_and_gets_but_never_crashes() {
+    let env = TestEnv::new();
+    env.write_broken_vm("bad");
+    env.write_basic_vm("good", 2201);
+    let ls = env.json(&["ls"]);
+    let vms = ls.data()["vms"].as_array().unwrap();
+    assert_eq!(vms.len(), 2);
+    assert_eq!(vms[0]["name"], "bad");
+    assert_eq!(vms[0]["state"], "broken");
+    assert!(vms[0]["error"].as_str().unwrap().contains("line 2"));
+    assert_eq!(vms[1]["state"], "stopped");
+    assert!(vms[1].get("error").is_none());
+    let get = env.json(&["get", "bad"]);
+    assert_eq!(get.data()["vm"]["state"], "broken");
+    assert_eq!(get.data()["vm"]["recipes_detail"], serde_json::json!([]));
+    let human = env.run(&["ls"]);
+    assert_eq!(human.status.code(), Some(0));
+}
+
+#[test]
+fn get_reports_vm_status_and_not_found() {
+    let env = TestEnv::new();
+    env.write_basic_vm("work", 2200);
+    let run = env.json(&["get", "work"]);
+    let vm = &run.data()["vm"];
+    assert_eq!(vm["name"], "work");
+    assert_eq!(vm["ssh_user"], "stoat");
+    assert_eq!(vm["allow_exec"], true);
+    assert_eq!(vm["agent_access"], "manage");
+    assert_eq!(vm["health"], "unknown");
+    assert_eq!(vm["display"], "vnc");
+    env.json(&["get", "ghost"]).error("not_found");
+    env.json(&["get", "isos"]).error("not_found");
+}
+
+#[test]
+fn no_host_path_or_password_in_vm_output() {
+    let env = TestEnv::new();
+    env.write_basic_vm("work", 2200);
+    let root = env.root().display().to_string();
+    for args in [&["ls"][..], &["get", "work"]] {
+        let run = env.json(args);
+        run.assert_absent(&root);
+        run.assert_absent(PLANTED_PASSWORD);
+        run.assert_absent("console_password");
+        run.assert_absent("qemu.pid");
+    }
+    let human = env.run(&["get", "work"]);
+    assert!(!String::from_utf8_lossy(&human.stdout).contains(PLANTED_PASSWORD));
+}

@@ -1,0 +1,622 @@
+//! Host commands through the real binary: ssh-command, ssh, logs, doctor, prune, snapshot
+//! (real qemu-img on a real qcow2) and capabilities.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Child, Command};
+
+use serde_json::{json, Value};
+
+use crate::common::{TestEnv, PLANTED_PASSWORD};
+
+/// A process whose command line names `<vm dir>/`, so stoat sees the VM as running.
+struct FakeQemu(Child);
+
+impl FakeQemu {
+    fn start(env: &TestEnv, vm: &str) -> FakeQemu {
+        let dir = env.root().join(vm);
+        let child = Command::new("/bin/sh")
+            .args(["-c", "sleep 30; :"])
+            .arg(dir.join("disk.qcow2"))
+            .spawn()
+            .unwrap();
+        std::fs::write(dir.join("qemu.pid"), child.id().to_string()).unwrap();
+        // Wait until /proc shows the argv (exec has happened).
+        for _ in 0..100 {
+            let cmdline =
+                std::fs::read(format!("/proc/{}/cmdline", child.id())).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains("sleep 30") {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        FakeQemu(child)
+    }
+}
+
+impl Drop for FakeQemu {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn write_script(path: &Path, body: &str) {
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn write_mode_vm(env: &TestEnv, name: &str, mode: &str, port: u16) {
+    env.write_vm(
+        name,
+        &format!("name = \"{name}\"\nmode = \"{mode}\"\nos = \"alpine\"\nsshport = {port}\nconsole_password = \"{PLANTED_PASSWORD}\"\n"),
+    );
+}
+
+// ---- ssh-command and ssh ----
+
+#[test]
+fn ssh_command_gives_the_full_argv_and_makes_the_key() {
+    let env = TestEnv::new();
+    env.write_basic_vm("work", 2203);
+    let run = env.json(&["ssh-command", "work"]);
+    let key = env.root().join("id_stoat").display().to_string();
+    assert_eq!(
+        strings(&run.data()["argv"]),
+        [
+            "ssh",
+            "-p",
+            "2203",
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+            "-o",
+            "LogLevel=ERROR",
+            "-o",
+            "ConnectTimeout=5",
+            "-o",
+            "BatchMode=yes",
+            "-i",
+            &key,
+            "stoat@127.0.0.1",
+        ]
+    );
+    assert!(env.root().join("id_stoat").is_file());
+    assert!(env.root().join("id_stoat.pub").is_file());
+    let human = env.run(&["ssh-command", "work"]);
+    assert_eq!(human.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(human.stdout).unwrap().trim_end(),
+        strings(&run.data()["argv"]).join(" ")
+    );
+}
+
+#[test]
+fn ssh_command_defaults_to_root_and_reports_errors() {
+    let env = TestEnv::new();
+    write_mode_vm(&env, "bare", "disk", 2204);
+    let argv = strings(&env.json(&["ssh-command", "bare"]).data()["argv"]);
+    assert_eq!(argv.last().unwrap(), "root@127.0.0.1");
+    env.json(&["ssh-command", "ghost"]).error("not_found");
+    env.write_broken_vm("bad");
+    env.json(&["ssh-command", "bad"]).error("broken");
+    env.json(&["ssh-command"]).error("usage");
+}
+
+#[test]
+fn ssh_refuses_json_and_checks_before_exec() {
+    let env = TestEnv::new();
+    env.write_basic_vm("work", 2205);
+    env.write_broken_vm("bad");
+    env.json(&["ssh", "work"]).error("usage");
+    for (vm, word) in [
+        ("ghost", "not found"),
+        ("bad", "broken"),
+        ("work", "not running"),
+    ] {
+        let out = env.run(&["ssh", vm]);
+        assert_eq!(out.status.code(), Some(1), "{vm}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(word), "{vm}");
+    }
+}
+
+#[test]
+fn ssh_replaces_stoat_with_ssh_and_the_same_argv() {
+    let env = TestEnv::new();
+    env.write_basic_vm("work", 2206);
+    let record = env.tmp().join("ssh-args");
+    write_script(
+        &env.bin().join("ssh"),
+        &format!(
+            "printf '%s\\n' \"$0\" \"$@\" > '{}'\nexit 7",
+            record.display()
+        ),
+    );
+    let expected = strings(&env.json(&["ssh-command", "work"]).data()["argv"]);
+    let _qemu = FakeQemu::start(&env, "work");
+    let out = env.run(&["ssh", "work"]);
+    assert_eq!(out.status.code(), Some(7), "ssh's own status: {out:?}");
+    let seen: Vec<String> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert!(seen[0].ends_with("ssh"));
+    assert_eq!(seen[1..], expected[1..]);
+}
+
+// ---- logs ----
+
+#[test]
+fn vm_logs_tail_and_redact_a_planted_password() {
+    let env = TestEnv::new();
+    env.write_basic_vm("work", 2207);
+    let console = env.root().join("work/console.log");
+    std::fs::write(
+        &console,
+        format!("boot 1\nboot 2\r\nlogin: stoat password {PLANTED_PASSWORD}\nlast\n\n"),
+    )
+    .unwrap();
+    let run = env.json(&["logs", "work", "-n", "0"]);
+    let data = run.data();
+    assert_eq!(data["vm"], "work");
+    assert_eq!(data["which"], "console");
+    assert_eq!(
+        strings(&data["lines"]),
+        [
+            "boot 1",
+            "boot 2",
+            "login: stoat password <redacted>",
+            "last"
+        ]
+    );
+    assert_eq!(
+        strings(&env.json(&["logs", "work", "-n", "2"]).data()["lines"]).len(),
+        2
+    );
+    assert_eq!(
+        strings(&env.json(&["logs", "work", "-n", "-5"]).data()["lines"]).len(),
+        4
+    );
+    assert_eq!(
+        strings(&env.json(&["logs", "work", "-n", "1"]).data()["lines"]),
+        ["last"]
+    );
+    let human = env.run(&["logs", "work"]);
+    let text = String::from_utf8(human.stdout).unwrap();
+    assert!(!text.contains(PLANTED_PASSWORD) && text.contains("<redacted>"));
+}
+
+#[test]
+fn apply_log_missing_files_and_broken_vms() {
+    let env = TestEnv::new();
+    env.write_basic_vm("work", 2208);
+    let run = env.json(&["logs", "work", "--which", "apply"]);
+    assert_eq!(run.data()["which"], "apply");
+    assert_eq!(run.data()["lines"], json!([]));
+    std::fs::write(env.root().join("work/last-provision.log"), "step\ndone\n").unwrap();
+    assert_eq!(
+        strings(&env.json(&["logs", "work", "--which", "apply"]).data()["lines"]),
+        ["step", "done"]
+    );
+    env.write_broken_vm("bad");
+    std::fs::write(env.root().join("bad/console.log"), "still readable\n").unwrap();
+    assert_eq!(
+        strings(&env.json(&["logs", "bad"]).data()["lines"]),
+        ["still readable"]
+    );
+    env.json(&["logs", "ghost"]).error("not_found");
+    let bad = env.json(&["logs", "work", "--which", "dmesg"]);
+    bad.error("unknown_log");
+    assert_eq!(
+        env.run(&["logs", "work", "--which", "dmesg"]).status.code(),
+        Some(1)
+    );
+}
+
+#[test]
+fn stoat_log_has_no_vm_key_and_logs_this_run() {
+    let env = TestEnv::new();
+    let run = env.json(&["logs"]);
+    assert!(run.data().get("vm").is_none() && run.data().get("which").is_none());
+    let lines = strings(&run.data()["lines"]);
+    assert!(lines.last().unwrap().ends_with("cli cmd=logs"), "{lines:?}");
+}
+
+// ---- doctor ----
+
+#[test]
+fn doctor_on_an_empty_path_is_unhealthy_but_answers() {
+    let mut env = TestEnv::new();
+    let empty = env.tmp().join("empty-bin");
+    std::fs::create_dir_all(&empty).unwrap();
+    env.set_env("PATH", &empty.display().to_string());
+    let run = env.json(&["doctor"]);
+    assert_eq!(run.exit, 0);
+    let data = run.data();
+    assert_eq!(data["healthy"], false);
+    let names: Vec<&str> = data["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "qemu-system-x86_64",
+            "qemu-img",
+            "ssh",
+            "scp",
+            "ssh-keygen",
+            "xorriso",
+            "/dev/kvm",
+            "git",
+            "xattr"
+        ]
+    );
+    let qemu_img = &data["checks"][1];
+    assert_eq!(qemu_img["ok"], false);
+    assert_eq!(qemu_img["optional"], false);
+    let git = &data["checks"][7];
+    assert_eq!(
+        (git["ok"].clone(), git["optional"].clone()),
+        (json!(false), json!(true))
+    );
+    let kvm = &data["checks"][6];
+    assert_eq!(
+        kvm["optional"], true,
+        "STOAT_ACCEL=tcg makes /dev/kvm optional"
+    );
+    assert!(kvm["detail"].as_str().unwrap().contains("STOAT_ACCEL=tcg"));
+
+    let human = env.run(&["doctor"]);
+    assert_eq!(human.status.code(), Some(1));
+    let text = String::from_utf8(human.stdout).unwrap();
+    assert!(text.contains("FAIL: qemu-img: not found"), "{text}");
+    if std::fs::read_to_string("/etc/os-release")
+        .unwrap_or_default()
+        .contains("debian")
+    {
+        assert!(
+            text.contains("try: sudo apt-get install -y qemu-utils"),
+            "{text}"
+        );
+        assert_eq!(
+            strings(&qemu_img["fix"]),
+            ["sudo", "apt-get", "install", "-y", "qemu-utils"]
+        );
+    }
+}
+
+#[test]
+fn doctor_with_every_tool_is_healthy_under_tcg() {
+    let mut env = TestEnv::new();
+    let tools = env.tmp().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    for tool in [
+        "qemu-system-x86_64",
+        "qemu-img",
+        "ssh",
+        "scp",
+        "ssh-keygen",
+        "xorriso",
+    ] {
+        write_script(&tools.join(tool), "exit 0");
+    }
+    env.set_env("PATH", &tools.display().to_string());
+    let run = env.json(&["doctor"]);
+    assert_eq!(run.data()["healthy"], true, "{}", run.stdout);
+    assert_eq!(
+        run.data()["checks"][0]["detail"],
+        tools.display().to_string()
+    );
+    assert_eq!(run.data()["checks"][7]["ok"], false, "git stays optional");
+    let human = env.run(&["doctor"]);
+    assert_eq!(human.status.code(), Some(0));
+    assert!(String::from_utf8(human.stdout).unwrap().ends_with("ok\n"));
+}
+
+// ---- prune ----
+
+fn age(path: &Path, minutes: u32) {
+    let status = Command::new("touch")
+        .arg("-d")
+        .arg(format!("{minutes} minutes ago"))
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn prune_dry_run_lists_and_apply_deletes_in_order() {
+    let env = TestEnv::new();
+    env.write_basic_vm("good", 2210); // base = <root>/isos/base.qcow2
+    env.write_broken_vm("bad");
+    std::fs::write(
+        env.root().join("bad/vm.toml"),
+        "iso = \"alpine.iso\"\nmode = \"disk\n",
+    )
+    .unwrap();
+    let isos = env.root().join("isos");
+    std::fs::create_dir_all(&isos).unwrap();
+    for file in [
+        "base.qcow2",
+        "alpine.iso",
+        "old.iso",
+        "stale.iso.part",
+        "fresh.iso.part",
+        ".manifest",
+    ] {
+        std::fs::write(isos.join(file), "x").unwrap();
+    }
+    age(&isos.join("stale.iso.part"), 5);
+    std::fs::write(env.root().join("id_stoat"), "key").unwrap();
+    std::fs::create_dir_all(env.root().join("recipes/mine")).unwrap();
+
+    let root = env.root().display().to_string();
+    let expect = json!([
+        {"class": "broken_vm", "path": format!("{root}/bad")},
+        {"class": "orphaned_image", "path": format!("{root}/isos/old.iso")},
+        {"class": "partial_download", "path": format!("{root}/isos/stale.iso.part")},
+    ]);
+    let plain = env.json(&["prune"]);
+    assert_eq!(plain.data()["dry_run"], true);
+    assert_eq!(plain.data()["items"], json!([expect[2]]));
+    let dry = env.json(&["prune", "--broken", "--images"]);
+    assert_eq!(dry.data()["items"], expect);
+    assert!(isos.join("old.iso").exists() && env.root().join("bad").exists());
+    let human = String::from_utf8(env.run(&["prune", "--broken"]).stdout).unwrap();
+    assert!(human.contains(&format!("broken vm: {root}/bad")), "{human}");
+    assert!(human.contains("(dry run: nothing was deleted; re-run with --apply)"));
+
+    let applied = env.json(&["prune", "--broken", "--images", "--apply"]);
+    assert_eq!(applied.data()["dry_run"], false);
+    assert_eq!(applied.data()["items"], expect);
+    assert!(!isos.join("old.iso").exists());
+    assert!(!isos.join("stale.iso.part").exists());
+    assert!(!env.root().join("bad").exists());
+    // alpine.iso was referenced only by the broken VM just deleted: a second run finds it.
+    for kept in ["base.qcow2", "fresh.iso.part", ".manifest"] {
+        assert!(isos.join(kept).exists(), "{kept}");
+    }
+    assert!(env.root().join("id_stoat").exists());
+    assert!(env.root().join("recipes/mine").exists());
+    assert!(env.root().join("good/vm.toml").exists());
+    let again = env.json(&["prune", "--images"]);
+    assert_eq!(
+        again.data()["items"][0]["path"],
+        format!("{root}/isos/alpine.iso")
+    );
+    assert_eq!(
+        String::from_utf8(env.run(&["prune"]).stdout)
+            .unwrap()
+            .trim(),
+        "nothing to prune"
+    );
+}
+
+#[test]
+fn prune_keeps_a_running_broken_vm() {
+    let env = TestEnv::new();
+    env.write_broken_vm("bad");
+    let _qemu = FakeQemu::start(&env, "bad");
+    let run = env.json(&["prune", "--broken", "--apply"]);
+    assert_eq!(run.data()["items"], json!([]));
+    assert!(env.root().join("bad/vm.toml").exists());
+}
+
+// ---- snapshot ----
+
+fn make_disk(env: &TestEnv, vm: &str) {
+    let status = Command::new("qemu-img")
+        .args(["create", "-q", "-f", "qcow2"])
+        .arg(env.root().join(vm).join("disk.qcow2"))
+        .arg("16M")
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn snapshot_save_list_restore_delete_on_a_real_qcow2() {
+    let env = TestEnv::new();
+    write_mode_vm(&env, "work", "disk", 2211);
+    make_disk(&env, "work");
+    assert_eq!(
+        env.json(&["snapshot", "work"]).data()["snapshots"],
+        json!([])
+    );
+    let save = env.json(&["snapshot", "work", "clean"]);
+    assert_eq!(
+        save.data(),
+        &json!({"vm": "work", "tag": "clean", "action": "save"})
+    );
+    env.json(&["snapshot", "work", "clean"]).data(); // a tag names one snapshot: replaced, not doubled
+    let list = env.json(&["snapshot", "work"]);
+    let snaps = list.data()["snapshots"].as_array().unwrap();
+    assert_eq!(snaps.len(), 1, "{}", list.stdout);
+    assert_eq!(snaps[0]["tag"], "clean");
+    assert_eq!(snaps[0]["vm_state"], false);
+    assert_eq!(snaps[0]["size_display"], "0 B");
+    let restore = env.json(&["snapshot", "work", "clean", "--restore"]);
+    assert_eq!(restore.data()["action"], "restore");
+    env.json(&["snapshot", "work", "nope", "--restore"])
+        .error("invalid_spec");
+    env.json(&["snapshot", "work", "nope", "--delete"])
+        .error("invalid_spec");
+    let human = String::from_utf8(env.run(&["snapshot", "work"]).stdout).unwrap();
+    assert!(
+        human.starts_with("TAG") && human.contains("clean"),
+        "{human}"
+    );
+    let delete = env.run(&["snapshot", "work", "clean", "--delete"]);
+    assert_eq!(
+        String::from_utf8(delete.stdout).unwrap().trim(),
+        "deleted clean"
+    );
+    assert_eq!(
+        env.json(&["snapshot", "work"]).data()["snapshots"],
+        json!([])
+    );
+    assert_eq!(
+        String::from_utf8(env.run(&["snapshot", "work"]).stdout)
+            .unwrap()
+            .trim(),
+        "work has no snapshots"
+    );
+}
+
+#[test]
+fn snapshot_errors() {
+    let env = TestEnv::new();
+    write_mode_vm(&env, "work", "disk", 2212);
+    make_disk(&env, "work");
+    write_mode_vm(&env, "live", "live", 2213);
+    env.write_basic_vm("fresh", 2214); // cloud, never started: no disk yet
+    env.write_broken_vm("bad");
+    env.json(&["snapshot", "work", "a b"]).error("invalid_spec");
+    env.json(&["snapshot", "work", ""]).error("invalid_spec");
+    env.json(&["snapshot", "ghost", "a b"])
+        .error("invalid_spec"); // the tag is checked first
+    env.json(&["snapshot", "work", "--restore"]).error("usage");
+    env.json(&["snapshot", "work", "--delete"]).error("usage");
+    env.json(&["snapshot", "work", "t", "--restore", "--delete"])
+        .error("usage");
+    env.json(&["snapshot", "ghost"]).error("not_found");
+    env.json(&["snapshot", "bad"]).error("broken");
+    env.json(&["snapshot", "bad", "t"]).error("broken");
+    env.json(&["snapshot", "live"]).error("no_disk");
+    env.json(&["snapshot", "live", "t"]).error("no_disk");
+    assert_eq!(
+        env.json(&["snapshot", "fresh"]).data()["snapshots"],
+        json!([])
+    );
+    env.json(&["snapshot", "fresh", "t"]).error("no_disk");
+    let _qemu = FakeQemu::start(&env, "work");
+    let running = env.json(&["snapshot", "work", "t"]);
+    assert!(running.error("internal").contains("runtime"));
+    assert_eq!(
+        env.run(&["snapshot", "work", "--restore"]).status.code(),
+        Some(2)
+    );
+}
+
+// ---- capabilities ----
+
+fn entry<'a>(list: &'a Value, name: &str) -> &'a Value {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name)
+        .unwrap_or_else(|| panic!("{name} in {list}"))
+}
+
+#[test]
+fn capabilities_without_a_target() {
+    let env = TestEnv::new();
+    let run = env.json(&["capabilities"]);
+    let data = run.data();
+    assert_eq!(data["schema"], 1);
+    assert_eq!(data["host"]["os"], "linux");
+    if cfg!(target_arch = "x86_64") {
+        assert_eq!(data["host"]["arch"], "amd64");
+    }
+    assert_eq!(data["host"]["project_state"], "absent");
+    assert!(data.get("target").is_none());
+    assert_eq!(
+        data["access_policy"],
+        json!({"mcp_agent_access_enforced": true, "cli_agent_access_enforced": false, "cli_commands": ["exec", "cp"]})
+    );
+    for name in ["runtime.qemu-kvm", "runtime.qemu-tcg"] {
+        entry(&data["profiles"], name);
+    }
+    for name in [
+        "vm.lifecycle",
+        "vm.exec",
+        "vm.cp",
+        "vm.snapshot",
+        "vm.screenshot",
+        "images.pull",
+        "recipes.apply",
+        "mcp.server",
+    ] {
+        entry(&data["capabilities"], name);
+    }
+    assert_eq!(
+        entry(&data["capabilities"], "project.fanout")["limits"],
+        json!([{"code": "project_file_required"}])
+    );
+    assert_eq!(
+        entry(&data["unavailable"], "runtime.fork")["reason"],
+        json!({"code": "not_implemented"})
+    );
+    std::fs::write(env.home().join("stoat.toml"), "[project]\n").unwrap();
+    assert_eq!(
+        env.json(&["capabilities"]).data()["host"]["project_state"],
+        "available"
+    );
+    let human = env.run(&["capabilities"]);
+    assert_eq!(human.status.code(), Some(0));
+    assert!(String::from_utf8(human.stdout)
+        .unwrap()
+        .contains("runtime.fork"));
+}
+
+#[test]
+fn capabilities_with_a_target_reads_without_touching() {
+    let env = TestEnv::new();
+    write_mode_vm(&env, "live", "live", 2215);
+    env.write_basic_vm("work", 2216);
+    env.write_broken_vm("bad");
+    let before = std::fs::read_dir(env.root().join("live")).unwrap().count();
+    let toml = env.vm_toml("live");
+    let run = env.json(&["capabilities", "live"]);
+    let data = run.data();
+    assert_eq!(
+        data["target"],
+        json!({"name": "live", "mode": "live", "agent_access": "manage"})
+    );
+    let snapshot = entry(&data["capabilities"], "vm.snapshot");
+    assert_eq!(snapshot["status"], "limited");
+    assert!(snapshot["limits"]
+        .as_array()
+        .unwrap()
+        .contains(&json!({"code": "disk_required"})));
+    assert_eq!(
+        entry(&data["capabilities"], "vm.exec")["limits"],
+        json!([{"code": "agent_access_required"}])
+    );
+    assert_eq!(env.vm_toml("live"), toml);
+    assert_eq!(
+        std::fs::read_dir(env.root().join("live")).unwrap().count(),
+        before
+    );
+    assert!(!env.root().join("id_stoat").exists(), "no key is made");
+
+    let work = env.json(&["capabilities", "work"]);
+    assert_eq!(work.data()["target"]["mode"], "cloud");
+    assert_ne!(
+        entry(&work.data()["capabilities"], "vm.snapshot")["status"],
+        "limited"
+    );
+
+    let bad = env.json(&["capabilities", "bad"]);
+    assert_eq!(bad.data()["target"]["mode"], "unknown");
+    assert_eq!(
+        entry(&bad.data()["capabilities"], "vm.exec")["reason"],
+        json!({"code": "target_mode_unknown"})
+    );
+    env.json(&["capabilities", "ghost"]).error("not_found");
+}

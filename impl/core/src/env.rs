@@ -1,0 +1,100 @@
+//! The environment variables stoat reads, captured once so core never reads the process
+//! environment behind its caller's back (tests pass their own).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Every variable stoat reads, with what it does.
+pub const VARS: &[(&str, &str)] = &[
+    ("STOAT_HOME", "the data root; default $HOME/.stoat"),
+    ("HOME", "the user's home: default data root, `~` expansion"),
+    (
+        "PATH",
+        "where qemu, qemu-img, ssh, scp, ssh-keygen, xorriso and git are found",
+    ),
+    ("STOAT_ACCEL", "kvm (default) or tcg"),
+    (
+        "STOAT_GRAPHICAL",
+        "1 or 0: overrides graphical-session detection",
+    ),
+    ("DISPLAY", "an X11 session: VMs get a window"),
+    ("WAYLAND_DISPLAY", "a Wayland session: VMs get a window"),
+    ("XDG_RUNTIME_DIR", "where wayland-0 is looked for"),
+    (
+        "STOAT_CATALOG",
+        "a TOML file that replaces the built-in image catalog",
+    ),
+    (
+        "STOAT_RECIPE_INDEX",
+        "path or URL of the index `recipe search` reads",
+    ),
+    ("NO_COLOR", "no colour in human output"),
+];
+
+/// A snapshot of the environment.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    vars: BTreeMap<String, String>,
+}
+
+impl Env {
+    /// Captures the process environment (the CLI does this once, at start).
+    pub fn capture() -> Env {
+        Env {
+            vars: std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+        }
+    }
+
+    /// Returns an environment holding exactly `pairs` (for tests).
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Env {
+        Env {
+            vars: pairs
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        }
+    }
+
+    /// Returns a variable's value when it is set and not empty.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// Returns the user's home directory.
+    pub fn home(&self) -> Option<PathBuf> {
+        self.get("HOME").map(PathBuf::from)
+    }
+
+    /// Expands a leading `~` or `~/` against HOME.
+    pub fn expand_tilde(&self, path: &str) -> PathBuf {
+        match (path, self.home()) {
+            ("~", Some(home)) => home,
+            (p, Some(home)) if p.starts_with("~/") => home.join(&p[2..]),
+            (p, _) => PathBuf::from(p),
+        }
+    }
+
+    /// Finds an executable on PATH.
+    pub fn which(&self, tool: &str) -> Option<PathBuf> {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.get("PATH")?;
+        std::env::split_paths(path)
+            .map(|dir| dir.join(tool))
+            .find(|candidate| {
+                candidate
+                    .metadata()
+                    .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                    .unwrap_or(false)
+            })
+    }
+
+    /// Returns the PATH value to give child processes.
+    pub fn path_var(&self) -> &str {
+        self.get("PATH").unwrap_or("")
+    }
+}

@@ -1,0 +1,174 @@
+//! Every way a stoat operation fails, and THE one table from failures to contract codes.
+//!
+//! `Error::code` is an exhaustive match with no catch-all arm: a new variant does not compile
+//! until someone decides its code. Messages are human-readable and never carry the console
+//! password. Implements stoat-json-v3 "Error codes".
+
+use stoat_wire::{ErrorCode, WireError};
+
+/// A stoat failure.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("not found: {name}")]
+    NotFound { name: String },
+    #[error("broken vm.toml: {name}: {reason}")]
+    Broken { name: String, reason: String },
+    #[error("name taken: {name} already exists")]
+    NameTaken { name: String },
+    #[error("invalid spec: {0}")]
+    InvalidSpec(String),
+    #[error("image not downloaded: {id}; run `stoat pull {id}` first")]
+    ImageNotDownloaded { id: String },
+    #[error("recipe not applicable: {0}")]
+    RecipeNotApplicable(String),
+    #[error("in use: {0}")]
+    InUse(String),
+    #[error("git is required: {0}")]
+    GitRequired(String),
+    #[error("not running: {name} is not running")]
+    NotRunning { name: String },
+    #[error("already running: {name} is running; stop it first")]
+    AlreadyRunning { name: String },
+    #[error("no disk: {name} is a live VM and has no qcow2 disk")]
+    NoDisk { name: String },
+    #[error("immutable field: {0}")]
+    ImmutableField(String),
+    #[error("disk shrink: {name}'s disk is {current}; it can only grow, not become {requested}")]
+    DiskShrink {
+        name: String,
+        current: String,
+        requested: String,
+    },
+    #[error("cannot reach: {0}")]
+    CannotReach(String),
+    #[error("unknown log: {0:?}; use console or apply")]
+    UnknownLog(String),
+    #[error("qemu missing: {0}")]
+    QemuMissing(String),
+    #[error("kvm unusable: {0}")]
+    KvmUnusable(String),
+    #[error("qemu failed to start: {0}")]
+    QemuStartFailed(String),
+    #[error("qemu monitor unreachable: {0}")]
+    MonitorUnreachable(String),
+    #[error("qemu monitor rejected the command: {0}")]
+    MonitorRejected(String),
+    #[error("{name} has no console password set")]
+    NoConsolePassword { name: String },
+    #[error("share invalid: {0}")]
+    ShareInvalid(String),
+    #[error("filesystem does not support extended attributes: {0}")]
+    NoXattr(String),
+    #[error("screenshot failed: {0}")]
+    ScreenshotFailed(String),
+    #[error("download failed: {0}")]
+    DownloadFailed(String),
+    #[error("download stalled: {0}")]
+    DownloadStalled(String),
+    #[error("checksum mismatch: {0}")]
+    ChecksumMismatch(String),
+    #[error("no such image: {id}")]
+    NoSuchImage { id: String },
+    #[error("timeout: {0}")]
+    Timeout(String),
+    #[error("canceled")]
+    Canceled,
+    #[error("{0}")]
+    Usage(String),
+    #[error("confirmation required: {0}")]
+    ConfirmationRequired(String),
+    #[error("access denied: {0}")]
+    AccessDenied(String),
+    #[error("rate limited: {0}")]
+    RateLimited(String),
+    #[error("lock out of date: {0}")]
+    LockOutOfDate(String),
+    #[error("host unsupported: {0}")]
+    HostUnsupported(String),
+    /// A host I/O failure: what was being done, and the OS error.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+    /// A host tool (qemu-img, ssh-keygen, scp...) failed.
+    #[error("{tool}: {message}")]
+    Tool { tool: String, message: String },
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+/// The result of a stoat operation.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Returns the contract code of this failure: THE one table.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::NotFound { .. } => ErrorCode::NotFound,
+            Error::Broken { .. } => ErrorCode::Broken,
+            Error::NameTaken { .. } => ErrorCode::NameTaken,
+            Error::InvalidSpec(_) => ErrorCode::InvalidSpec,
+            Error::ImageNotDownloaded { .. } => ErrorCode::ImageNotDownloaded,
+            Error::RecipeNotApplicable(_) => ErrorCode::RecipeNotApplicable,
+            Error::InUse(_) => ErrorCode::InUse,
+            Error::GitRequired(_) => ErrorCode::GitRequired,
+            Error::NotRunning { .. } => ErrorCode::NotRunning,
+            Error::AlreadyRunning { .. } => ErrorCode::AlreadyRunning,
+            Error::NoDisk { .. } => ErrorCode::NoDisk,
+            Error::ImmutableField(_) => ErrorCode::ImmutableField,
+            Error::DiskShrink { .. } => ErrorCode::DiskShrink,
+            Error::CannotReach(_) => ErrorCode::CannotReach,
+            Error::UnknownLog(_) => ErrorCode::UnknownLog,
+            Error::QemuMissing(_) => ErrorCode::QemuMissing,
+            Error::KvmUnusable(_) => ErrorCode::KvmUnusable,
+            Error::QemuStartFailed(_) => ErrorCode::QemuStartFailed,
+            Error::MonitorUnreachable(_) => ErrorCode::MonitorUnreachable,
+            Error::MonitorRejected(_) => ErrorCode::MonitorRejected,
+            Error::NoConsolePassword { .. } => ErrorCode::NoConsolePassword,
+            Error::ShareInvalid(_) => ErrorCode::ShareInvalid,
+            Error::NoXattr(_) => ErrorCode::NoXattr,
+            Error::ScreenshotFailed(_) => ErrorCode::ScreenshotFailed,
+            Error::DownloadFailed(_) => ErrorCode::DownloadFailed,
+            Error::DownloadStalled(_) => ErrorCode::DownloadStalled,
+            Error::ChecksumMismatch(_) => ErrorCode::ChecksumMismatch,
+            Error::NoSuchImage { .. } => ErrorCode::NoSuchImage,
+            Error::Timeout(_) => ErrorCode::Timeout,
+            Error::Canceled => ErrorCode::Canceled,
+            Error::Usage(_) => ErrorCode::Usage,
+            Error::ConfirmationRequired(_) => ErrorCode::ConfirmationRequired,
+            Error::AccessDenied(_) => ErrorCode::AccessDenied,
+            Error::RateLimited(_) => ErrorCode::RateLimited,
+            Error::LockOutOfDate(_) => ErrorCode::LockOutOfDate,
+            Error::HostUnsupported(_) => ErrorCode::HostUnsupported,
+            Error::Io { .. } | Error::Tool { .. } | Error::Internal(_) => ErrorCode::Internal,
+        }
+    }
+
+    /// Returns the error object for the wire.
+    pub fn to_wire(&self) -> WireError {
+        WireError::new(self.code(), self.to_string())
+    }
+
+    /// Wraps an I/O error with what was being done.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Error {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+/// Adds context to I/O results.
+pub trait IoContext<T> {
+    fn context(self, what: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn context(self, what: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|source| Error::Io {
+            context: what(),
+            source,
+        })
+    }
+}

@@ -1,0 +1,41 @@
+//! The client ssh key `<root>/id_stoat{,.pub}`, made with `ssh-keygen` the first time a command
+//! needs it (lazily: `ls` or `doctor` on a fresh host never needs ssh-keygen).
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use crate::{lock, Env, Error, Result, Root};
+
+/// Makes sure the client key pair exists; returns the private key's path.
+pub fn ensure(root: &Root, env: &Env) -> Result<PathBuf> {
+    let key = root.key_file();
+    let public = key.with_extension("pub");
+    if key.is_file() && public.is_file() {
+        return Ok(key);
+    }
+    root.ensure()?;
+    let _guard = lock::exclusive(&root.dir().join(".keys.lock"))?;
+    if key.is_file() && public.is_file() {
+        return Ok(key);
+    }
+    let _ = std::fs::remove_file(&key);
+    let _ = std::fs::remove_file(&public);
+    let keygen = env.which("ssh-keygen").ok_or_else(|| Error::Tool {
+        tool: "ssh-keygen".into(),
+        message: "not found on PATH; install openssh-client".into(),
+    })?;
+    let output = Command::new(keygen)
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "stoat", "-f"])
+        .arg(&key)
+        .env("PATH", env.path_var())
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::io("run ssh-keygen", e))?;
+    if !output.status.success() || !key.is_file() || !public.is_file() {
+        return Err(Error::Tool {
+            tool: "ssh-keygen".into(),
+            message: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        });
+    }
+    Ok(key)
+}

@@ -1,0 +1,53 @@
+//! ssh port allocation: the first port in 2200-2299 that no VM claims (its ssh port or a
+//! forward, broken VMs included) and that binds on 127.0.0.1 right now.
+//!
+//! Callers hold the data-root lock from choosing a port until vm.toml is saved, which is what
+//! makes concurrent `create`s get distinct ports.
+
+use std::collections::BTreeSet;
+use std::net::{Ipv4Addr, TcpListener};
+
+use crate::vm::{self, Loaded};
+use crate::{Error, Result, Root};
+
+/// The range new VMs' ssh ports come from.
+pub const SSH_PORTS: std::ops::RangeInclusive<u16> = 2200..=2299;
+
+/// Returns every host port some VM claims (ssh ports and forwards), skipping `except`.
+pub fn claimed_ports(root: &Root, except: Option<&str>) -> Result<BTreeSet<u16>> {
+    let mut claimed = BTreeSet::new();
+    for loaded in vm::list(root)? {
+        if Some(loaded.name()) == except {
+            continue;
+        }
+        match loaded {
+            Loaded::Ok(vm) => {
+                claimed.insert(vm.config.sshport);
+                claimed.extend(vm.config.forwards.iter().map(|f| f.hostport));
+            }
+            Loaded::Broken { dir, .. } => claimed.extend(broken_ssh_port(&dir)),
+        }
+    }
+    claimed.remove(&0);
+    Ok(claimed)
+}
+
+/// Reads a broken vm.toml's `sshport = N` line, if it has one.
+fn broken_ssh_port(dir: &std::path::Path) -> Option<u16> {
+    let text = std::fs::read_to_string(dir.join("vm.toml")).ok()?;
+    text.lines().find_map(|line| {
+        let (key, value) = line.split_once('=')?;
+        (key.trim() == "sshport")
+            .then(|| value.trim().parse().ok())
+            .flatten()
+    })
+}
+
+/// Picks a free ssh port for a new VM.
+pub fn free_ssh_port(root: &Root) -> Result<u16> {
+    let claimed = claimed_ports(root, None)?;
+    SSH_PORTS
+        .filter(|port| !claimed.contains(port))
+        .find(|port| TcpListener::bind((Ipv4Addr::LOCALHOST, *port)).is_ok())
+        .ok_or_else(|| Error::Internal("no free port in 2200-2299".into()))
+}

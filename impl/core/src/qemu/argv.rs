@@ -1,0 +1,497 @@
+//! The QEMU command line, built purely from a [`LaunchSpec`]: no file system,
+//! no environment, no process. It owns the argv shape (upstream facts §4) and
+//! the quoting rules of QEMU's option parser; it must not decide policy (which
+//! backend, whether a VM is installed, which accelerator is usable): the
+//! caller says all of that in the spec.
+
+use std::path::{Path, PathBuf};
+
+use super::accel::Accel;
+use super::error::QemuError;
+
+/// The longest path a unix socket address can hold (sun_path is 108 bytes,
+/// one of them the terminating NUL). QEMU refuses longer ones at start.
+pub const MAX_SOCKET_PATH: usize = 107;
+
+/// The files QEMU creates inside a VM directory. One place for the names so
+/// the argv, the launcher, state detection and the monitor agree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VmPaths {
+    pub pidfile: PathBuf,
+    pub qmp_socket: PathBuf,
+    pub monitor_socket: PathBuf,
+    pub vnc_socket: PathBuf,
+    pub console_log: PathBuf,
+}
+
+impl VmPaths {
+    pub fn new(vm_dir: &Path) -> Self {
+        VmPaths {
+            pidfile: vm_dir.join("qemu.pid"),
+            qmp_socket: vm_dir.join("qmp.sock"),
+            monitor_socket: vm_dir.join("monitor.sock"),
+            vnc_socket: vm_dir.join("vnc.sock"),
+            console_log: vm_dir.join("console.log"),
+        }
+    }
+}
+
+/// How the guest's screen is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Display {
+    /// Headless: VNC on `<vm_dir>/vnc.sock` (never a TCP port).
+    Vnc,
+    /// A GTK window with virtio-gpu and GL, for a graphical session.
+    Window,
+}
+
+/// Everything the argv depends on. Paths must be absolute: QEMU's
+/// `-daemonize` changes its working directory to `/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchSpec {
+    /// `<root>/<name>`: pidfile, sockets and console.log live here.
+    pub vm_dir: PathBuf,
+    /// `<root>/shared/<name>`: exported read-write as 9p tag `work`.
+    pub work_share_dir: PathBuf,
+    /// Optional host directory exported read-only as 9p tag `host`.
+    pub host_share_dir: Option<PathBuf>,
+    pub ram_mb: u32,
+    pub cpus: u32,
+    pub accel: Accel,
+    /// Host port on 127.0.0.1 forwarded to the guest's port 22.
+    pub ssh_port: u16,
+    /// Extra (host port, guest port) TCP forwards, also on 127.0.0.1.
+    pub forwards: Vec<(u16, u16)>,
+    pub display: Display,
+    /// The VM's virtio disk (`<vm_dir>/disk.qcow2` in disk and cloud mode).
+    pub disk: Option<PathBuf>,
+    /// An installer or live ISO, attached with `-cdrom`.
+    pub cdrom: Option<PathBuf>,
+    /// Boot from the cdrom (`-boot d`): live mode, or disk mode before install.
+    pub boot_from_cdrom: bool,
+    /// NoCloud seed ISO (cloudinit backend), attached as a second cdrom.
+    pub seed_iso: Option<PathBuf>,
+    /// Direct kernel boot (apkovl backend, or a test guest's vmlinux).
+    pub kernel: Option<PathBuf>,
+    pub initrd: Option<PathBuf>,
+    pub append: Option<String>,
+    /// A host directory exposed as a FAT virtio disk (`fat:rw:`), the apkovl overlay.
+    pub fat_overlay_dir: Option<PathBuf>,
+    /// `-no-reboot`: the guest's reboot ends QEMU (the apkovl installer's signal).
+    pub no_reboot: bool,
+}
+
+impl LaunchSpec {
+    /// A spec with the fields every VM has; everything optional is off.
+    pub fn new(
+        vm_dir: impl Into<PathBuf>,
+        work_share_dir: impl Into<PathBuf>,
+        accel: Accel,
+    ) -> Self {
+        LaunchSpec {
+            vm_dir: vm_dir.into(),
+            work_share_dir: work_share_dir.into(),
+            host_share_dir: None,
+            ram_mb: 4096,
+            cpus: 4,
+            accel,
+            ssh_port: 2200,
+            forwards: Vec::new(),
+            display: Display::Vnc,
+            disk: None,
+            cdrom: None,
+            boot_from_cdrom: false,
+            seed_iso: None,
+            kernel: None,
+            initrd: None,
+            append: None,
+            fat_overlay_dir: None,
+            no_reboot: false,
+        }
+    }
+
+    pub fn paths(&self) -> VmPaths {
+        VmPaths::new(&self.vm_dir)
+    }
+}
+
+/// The arguments after `qemu-system-x86_64`, in upstream's order.
+pub fn build_argv(spec: &LaunchSpec) -> Result<Vec<String>, QemuError> {
+    let paths = spec.paths();
+    let vm_dir = absolute_utf8("the VM directory", &spec.vm_dir)?;
+    if vm_dir.contains(',') || vm_dir.contains('=') {
+        // The sockets below sit inside vm_dir and go through QEMU's implied-key
+        // parser; refusing here gives one clear message instead of three.
+        return Err(invalid(
+            "the VM directory",
+            vm_dir,
+            "contains ',' or '=', which QEMU's option parser cannot take in socket paths",
+        ));
+    }
+    let mut argv: Vec<String> = Vec::new();
+    let mut push = |items: &[&str]| argv.extend(items.iter().map(|item| item.to_string()));
+
+    push(&["-accel", spec.accel.as_str()]);
+    if spec.accel == Accel::Tcg {
+        // Every feature TCG can emulate (RDRAND for early entropy, x2apic...);
+        // the default qemu64 model lacks them and is no faster here.
+        push(&["-cpu", "max"]);
+    }
+    push(&[
+        "-m",
+        &spec.ram_mb.to_string(),
+        "-smp",
+        &spec.cpus.to_string(),
+    ]);
+    push(&[
+        "-daemonize",
+        "-pidfile",
+        &absolute_utf8("the pidfile", &paths.pidfile)?,
+    ]);
+    push(&[
+        "-monitor",
+        &unix_socket_chardev("the monitor socket", &paths.monitor_socket)?,
+    ]);
+    push(&[
+        "-qmp",
+        &unix_socket_chardev("the QMP socket", &paths.qmp_socket)?,
+    ]);
+    push(&[
+        "-chardev",
+        &format!(
+            "file,id=con0,path={},append=on",
+            opt_value("the console log", &paths.console_log)?
+        ),
+        "-serial",
+        "chardev:con0",
+    ]);
+
+    let mut netdev = format!("user,id=n0,hostfwd=tcp:127.0.0.1:{}-:22", spec.ssh_port);
+    for (host_port, guest_port) in &spec.forwards {
+        netdev.push_str(&format!(",hostfwd=tcp:127.0.0.1:{host_port}-:{guest_port}"));
+    }
+    push(&["-netdev", &netdev, "-device", "virtio-net,netdev=n0"]);
+
+    match spec.display {
+        Display::Window => push(&["-vga", "virtio", "-display", "gtk,gl=on"]),
+        Display::Vnc => {
+            let vnc = implied_value("the VNC socket", &paths.vnc_socket, true)?;
+            push(&["-display", "none", "-vnc", &format!("unix:{vnc}")]);
+        }
+    }
+    push(&["-device", "qemu-xhci,id=xhci", "-device", "usb-tablet"]);
+
+    if let Some(host_share) = &spec.host_share_dir {
+        let path = opt_value("the share directory", host_share)?;
+        push(&[
+            "-virtfs",
+            &format!("local,path={path},mount_tag=host,security_model=mapped-xattr,readonly=on"),
+        ]);
+    }
+    let work = opt_value("the work share directory", &spec.work_share_dir)?;
+    push(&[
+        "-virtfs",
+        &format!("local,path={work},mount_tag=work,security_model=mapped-xattr"),
+    ]);
+
+    if let Some(disk) = &spec.disk {
+        push(&[
+            "-drive",
+            &format!("file={},if=virtio", opt_value("the disk image", disk)?),
+        ]);
+    }
+    if let Some(iso) = &spec.cdrom {
+        // -cdrom takes the file name verbatim (no option parsing, no escaping).
+        push(&["-cdrom", &absolute_utf8("the ISO image", iso)?]);
+    }
+    if spec.boot_from_cdrom {
+        push(&["-boot", "d"]);
+    }
+    if let Some(kernel) = &spec.kernel {
+        push(&["-kernel", &absolute_utf8("the kernel", kernel)?]);
+    }
+    if let Some(initrd) = &spec.initrd {
+        push(&["-initrd", &absolute_utf8("the initramfs", initrd)?]);
+    }
+    if let Some(append) = &spec.append {
+        push(&["-append", append]);
+    }
+    if let Some(overlay) = &spec.fat_overlay_dir {
+        let dir = opt_value("the overlay directory", overlay)?;
+        push(&["-drive", &format!("file=fat:rw:{dir},format=raw,if=virtio")]);
+    }
+    if spec.no_reboot {
+        push(&["-no-reboot"]);
+    }
+    if let Some(seed) = &spec.seed_iso {
+        push(&[
+            "-drive",
+            &format!("file={},media=cdrom", opt_value("the seed ISO", seed)?),
+        ]);
+    }
+    Ok(argv)
+}
+
+/// `unix:<path>,server=on,wait=off` for -monitor and -qmp.
+fn unix_socket_chardev(what: &'static str, socket: &Path) -> Result<String, QemuError> {
+    Ok(format!(
+        "unix:{},server=on,wait=off",
+        implied_value(what, socket, true)?
+    ))
+}
+
+/// A value after `key=` in a QEMU option string: `,` ends the value unless
+/// doubled, so every `,` is doubled. `=` is fine there.
+pub fn escape_opt_value(value: &str) -> String {
+    value.replace(',', ",,")
+}
+
+/// A path given as `key=<path>`: absolute, UTF-8, commas doubled.
+fn opt_value(what: &'static str, path: &Path) -> Result<String, QemuError> {
+    Ok(escape_opt_value(&absolute_utf8(what, path)?))
+}
+
+/// A path in the first, key-less position of an option string (`unix:<path>`
+/// of -qmp, -monitor, -vnc). QEMU reads `name=value` there as soon as the text
+/// holds `=`, and no escape exists for it, so `=` is refused. Commas are
+/// refused as well: `,,` works for -qmp but not for -vnc, and a path that
+/// only some options accept would be a trap.
+fn implied_value(what: &'static str, path: &Path, is_socket: bool) -> Result<String, QemuError> {
+    let text = absolute_utf8(what, path)?;
+    if text.contains('=') || text.contains(',') {
+        return Err(invalid(
+            what,
+            text,
+            "contains ',' or '=', which QEMU's option parser cannot take here",
+        ));
+    }
+    if is_socket && text.len() > MAX_SOCKET_PATH {
+        return Err(invalid(
+            what,
+            text,
+            "is longer than the 107 bytes a unix socket path may have (use a shorter STOAT_HOME)",
+        ));
+    }
+    Ok(text)
+}
+
+fn absolute_utf8(what: &'static str, path: &Path) -> Result<String, QemuError> {
+    let Some(text) = path.to_str() else {
+        return Err(invalid(
+            what,
+            path.to_string_lossy().into_owned(),
+            "is not valid UTF-8",
+        ));
+    };
+    if !path.is_absolute() {
+        return Err(invalid(
+            what,
+            text.to_string(),
+            "is not absolute (QEMU daemonizes into /)",
+        ));
+    }
+    Ok(text.to_string())
+}
+
+fn invalid(what: &'static str, value: impl Into<String>, reason: &'static str) -> QemuError {
+    QemuError::InvalidOptionValue {
+        what,
+        value: value.into(),
+        reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base(accel: Accel) -> LaunchSpec {
+        let mut spec = LaunchSpec::new("/home/u/.stoat/web", "/home/u/.stoat/shared/web", accel);
+        spec.ram_mb = 2048;
+        spec.cpus = 2;
+        spec.ssh_port = 2201;
+        spec
+    }
+
+    fn cloud_spec() -> LaunchSpec {
+        let mut spec = base(Accel::Tcg);
+        spec.forwards = vec![(8080, 80), (5432, 5432)];
+        spec.disk = Some("/home/u/.stoat/web/disk.qcow2".into());
+        spec.seed_iso = Some("/home/u/.stoat/web/ovl/seed.iso".into());
+        spec.host_share_dir = Some("/home/u/src".into());
+        spec
+    }
+
+    fn live_apkovl_spec() -> LaunchSpec {
+        let mut spec = base(Accel::Kvm);
+        spec.cdrom = Some("/home/u/.stoat/isos/alpine-virt-3.20.3-x86_64.iso".into());
+        spec.boot_from_cdrom = true;
+        spec.kernel = Some("/home/u/.stoat/web/vmlinuz".into());
+        spec.initrd = Some("/home/u/.stoat/web/initramfs".into());
+        spec.append = Some("modules=loop,squashfs,sd-mod,usb-storage quiet".into());
+        spec.fat_overlay_dir = Some("/home/u/.stoat/web/ovl".into());
+        spec
+    }
+
+    fn disk_install_spec() -> LaunchSpec {
+        let mut spec = live_apkovl_spec();
+        spec.disk = Some("/home/u/.stoat/web/disk.qcow2".into());
+        spec.display = Display::Window;
+        spec.no_reboot = true;
+        spec
+    }
+
+    #[test]
+    fn cloud_profile() {
+        insta::assert_snapshot!(build_argv(&cloud_spec()).expect("valid spec").join("\n"));
+    }
+
+    #[test]
+    fn live_apkovl_profile() {
+        insta::assert_snapshot!(build_argv(&live_apkovl_spec())
+            .expect("valid spec")
+            .join("\n"));
+    }
+
+    #[test]
+    fn disk_install_profile() {
+        insta::assert_snapshot!(build_argv(&disk_install_spec())
+            .expect("valid spec")
+            .join("\n"));
+    }
+
+    fn argv_of(spec: &LaunchSpec) -> Vec<String> {
+        build_argv(spec).expect("valid spec")
+    }
+
+    fn value_after<'a>(argv: &'a [String], flag: &str) -> Vec<&'a str> {
+        argv.windows(2)
+            .filter(|pair| pair[0] == flag)
+            .map(|pair| pair[1].as_str())
+            .collect()
+    }
+
+    #[test]
+    fn kvm_uses_accel_kvm_and_no_cpu_model_while_tcg_asks_for_max() {
+        let kvm = argv_of(&base(Accel::Kvm));
+        assert_eq!(value_after(&kvm, "-accel"), ["kvm"]);
+        assert!(value_after(&kvm, "-cpu").is_empty());
+        assert!(!kvm.iter().any(|arg| arg == "-enable-kvm"));
+        let tcg = argv_of(&base(Accel::Tcg));
+        assert_eq!(value_after(&tcg, "-accel"), ["tcg"]);
+        assert_eq!(value_after(&tcg, "-cpu"), ["max"]);
+    }
+
+    #[test]
+    fn every_forward_is_a_loopback_hostfwd_on_the_one_netdev() {
+        let argv = argv_of(&cloud_spec());
+        let netdevs = value_after(&argv, "-netdev");
+        assert_eq!(
+            netdevs,
+            ["user,id=n0,hostfwd=tcp:127.0.0.1:2201-:22,hostfwd=tcp:127.0.0.1:8080-:80,hostfwd=tcp:127.0.0.1:5432-:5432"]
+        );
+        assert_eq!(
+            value_after(&argv, "-device")
+                .iter()
+                .filter(|d| d.starts_with("virtio-net"))
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn commas_in_key_value_paths_are_doubled() {
+        let mut spec = cloud_spec();
+        spec.work_share_dir = "/data/a,b/shared/web".into();
+        spec.disk = Some("/data/x,y.qcow2".into());
+        let argv = argv_of(&spec);
+        assert!(value_after(&argv, "-virtfs").contains(
+            &"local,path=/data/a,,b/shared/web,mount_tag=work,security_model=mapped-xattr"
+        ));
+        assert_eq!(
+            value_after(&argv, "-drive")[0],
+            "file=/data/x,,y.qcow2,if=virtio"
+        );
+    }
+
+    #[test]
+    fn equals_sign_is_fine_after_a_key_but_refused_in_socket_paths() {
+        let mut spec = cloud_spec();
+        spec.host_share_dir = Some("/src/a=b".into());
+        assert!(build_argv(&spec).is_ok());
+        let spec = LaunchSpec::new("/tmp/x=y/web", "/tmp/shared/web", Accel::Tcg);
+        match build_argv(&spec) {
+            Err(QemuError::InvalidOptionValue { what, .. }) => assert_eq!(what, "the VM directory"),
+            other => panic!("expected InvalidOptionValue, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn relative_paths_are_refused_because_qemu_daemonizes_into_root() {
+        let spec = LaunchSpec::new("relative/web", "/tmp/shared/web", Accel::Tcg);
+        assert!(matches!(
+            build_argv(&spec),
+            Err(QemuError::InvalidOptionValue { .. })
+        ));
+        let mut spec = LaunchSpec::new("/tmp/web", "/tmp/shared/web", Accel::Tcg);
+        spec.kernel = Some("vmlinux".into());
+        assert!(matches!(
+            build_argv(&spec),
+            Err(QemuError::InvalidOptionValue {
+                what: "the kernel",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn socket_paths_longer_than_sun_path_are_refused() {
+        let long_dir = format!("/{}", "d".repeat(100));
+        let spec = LaunchSpec::new(&long_dir, "/tmp/shared/web", Accel::Tcg);
+        match build_argv(&spec) {
+            Err(QemuError::InvalidOptionValue { reason, .. }) => {
+                assert!(reason.contains("107 bytes"))
+            }
+            other => panic!("expected a too-long socket path, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn cdrom_kernel_and_append_are_passed_verbatim() {
+        let mut spec = live_apkovl_spec();
+        spec.cdrom = Some("/isos/a,b.iso".into());
+        let argv = argv_of(&spec);
+        assert_eq!(value_after(&argv, "-cdrom"), ["/isos/a,b.iso"]);
+        assert_eq!(
+            value_after(&argv, "-append"),
+            ["modules=loop,squashfs,sd-mod,usb-storage quiet"]
+        );
+    }
+
+    #[test]
+    fn without_options_there_is_no_disk_cdrom_kernel_or_host_share() {
+        let argv = argv_of(&base(Accel::Tcg));
+        for flag in [
+            "-drive",
+            "-cdrom",
+            "-boot",
+            "-kernel",
+            "-initrd",
+            "-append",
+            "-no-reboot",
+        ] {
+            assert!(!argv.iter().any(|arg| arg == flag), "{flag} present");
+        }
+        assert_eq!(value_after(&argv, "-virtfs").len(), 1);
+    }
+
+    #[test]
+    fn vm_paths_name_the_files_upstream_uses() {
+        let paths = VmPaths::new(Path::new("/r/web"));
+        assert_eq!(paths.pidfile, Path::new("/r/web/qemu.pid"));
+        assert_eq!(paths.qmp_socket, Path::new("/r/web/qmp.sock"));
+        assert_eq!(paths.monitor_socket, Path::new("/r/web/monitor.sock"));
+        assert_eq!(paths.vnc_socket, Path::new("/r/web/vnc.sock"));
+        assert_eq!(paths.console_log, Path::new("/r/web/console.log"));
+    }
+}

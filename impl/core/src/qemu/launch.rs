@@ -1,0 +1,342 @@
+//! Starting QEMU and knowing whether it runs: spawn `qemu-system-x86_64
+//! <argv>` (it daemonizes), keep its stderr for the error, read the pidfile;
+//! state detection from the pidfile plus `/proc/<pid>/cmdline` (upstream facts
+//! §2); signals by PID to a process proven to be this VM's QEMU. It must not
+//! build the argv (argv.rs) nor talk to the monitor (qmp.rs), and it never
+//! signals a process by name or a PID it has not checked.
+
+use std::ffi::OsStr;
+use std::io::{ErrorKind, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::argv::{build_argv, LaunchSpec, VmPaths};
+use super::error::QemuError;
+
+/// The binary looked up on PATH.
+pub const QEMU_BINARY: &str = "qemu-system-x86_64";
+
+/// How long to keep reading QEMU's stderr after the launching process exited:
+/// the daemon child holds the pipe until it has set itself up.
+const STDERR_GRACE: Duration = Duration::from_secs(5);
+
+/// Builds the argv for `spec` and starts QEMU with it. Returns the PID of the
+/// daemonized QEMU, read from its pidfile.
+pub fn start(qemu_binary: &OsStr, spec: &LaunchSpec) -> Result<u32, QemuError> {
+    let argv = build_argv(spec)?;
+    start_with_argv(qemu_binary, &argv, &spec.paths().pidfile)
+}
+
+/// Runs `qemu_binary argv...`, which must daemonize and write `pidfile`.
+pub fn start_with_argv(
+    qemu_binary: &OsStr,
+    argv: &[String],
+    pidfile: &Path,
+) -> Result<u32, QemuError> {
+    let binary_name = qemu_binary.to_string_lossy().into_owned();
+    let mut child = Command::new(qemu_binary)
+        .args(argv)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|error| QemuError::QemuMissing {
+            binary: binary_name.clone(),
+            reason: error.to_string(),
+        })?;
+
+    // Read stderr on a thread: the daemon may keep the pipe open after the
+    // parent exits, so the read is bounded by STDERR_GRACE, never a hang.
+    let (sender, receiver) = mpsc::channel();
+    if let Some(mut stderr) = child.stderr.take() {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = stderr.read_to_end(&mut bytes);
+            let _ = sender.send(bytes);
+        });
+    }
+    let status = child
+        .wait()
+        .map_err(|error| QemuError::io(format!("waiting for {binary_name}"), error))?;
+    let stderr_bytes = receiver.recv_timeout(STDERR_GRACE).unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&stderr_bytes).trim().to_string();
+
+    if !status.success() {
+        let stderr = if stderr.is_empty() {
+            format!("{binary_name} exited with {status}")
+        } else {
+            stderr
+        };
+        return Err(QemuError::QemuStartFailed {
+            hint: start_failure_hint(&stderr),
+            stderr,
+        });
+    }
+    read_pid(pidfile)?.ok_or_else(|| QemuError::QemuStartFailed {
+        stderr: format!(
+            "{binary_name} exited 0 but wrote no PID to {}",
+            pidfile.display()
+        ),
+        hint: None,
+    })
+}
+
+/// Upstream's advice when the GTK window cannot open.
+fn start_failure_hint(stderr: &str) -> Option<&'static str> {
+    let lower = stderr.to_ascii_lowercase();
+    (lower.contains("gtk") || lower.contains("opengl"))
+        .then_some("no usable graphical display: set STOAT_GRAPHICAL=0 to run headless with VNC")
+}
+
+/// The PID of this VM's QEMU, or None. A pidfile whose process is gone or is
+/// not this VM's QEMU is stale and is removed, as upstream does.
+pub fn running(vm_dir: &Path) -> Option<u32> {
+    let pidfile = VmPaths::new(vm_dir).pidfile;
+    let pid = read_pid(&pidfile).ok().flatten();
+    match pid {
+        Some(pid) if is_qemu_of(pid, vm_dir) => Some(pid),
+        _ => {
+            if pidfile.exists() {
+                let _ = std::fs::remove_file(&pidfile);
+            }
+            None
+        }
+    }
+}
+
+/// True when `/proc/<pid>/cmdline` holds `<vm_dir>/` (with the slash, so
+/// `work` never matches `work2`). A zombie's cmdline is empty: not running.
+pub fn is_qemu_of(pid: u32, vm_dir: &Path) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let needle = dir_with_slash(vm_dir);
+    cmdline
+        .windows(needle.len())
+        .any(|window| window == needle.as_slice())
+}
+
+/// Polls until this VM's QEMU `pid` is gone; false when `timeout` passed first.
+pub fn wait_stopped(vm_dir: &Path, pid: u32, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if !is_qemu_of(pid, vm_dir) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Sends `signal` to `pid` only if it is this VM's QEMU. True when sent.
+pub fn signal_qemu(vm_dir: &Path, pid: u32, signal: libc::c_int) -> bool {
+    // pid 0 or 1 would mean "my process group" or init: never.
+    let Ok(raw_pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if raw_pid <= 1 || !is_qemu_of(pid, vm_dir) {
+        return false;
+    }
+    // SAFETY: kill(2) with a checked positive PID has no memory effects.
+    unsafe { libc::kill(raw_pid, signal) == 0 }
+}
+
+/// SIGTERM to this VM's QEMU (the last step of `down`).
+pub fn terminate(vm_dir: &Path, pid: u32) -> bool {
+    signal_qemu(vm_dir, pid, libc::SIGTERM)
+}
+
+/// Kills a VM's QEMU when dropped, unless disarmed: for tests and for any
+/// code path that must not leave a QEMU behind when it fails half-way.
+#[derive(Debug)]
+pub struct KillOnDrop {
+    vm_dir: PathBuf,
+    pid: u32,
+    armed: bool,
+}
+
+impl KillOnDrop {
+    pub fn new(vm_dir: &Path, pid: u32) -> Self {
+        KillOnDrop {
+            vm_dir: vm_dir.to_path_buf(),
+            pid,
+            armed: true,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The QEMU stopped or is handed over: do nothing on drop.
+    pub fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if !self.armed || !is_qemu_of(self.pid, &self.vm_dir) {
+            return;
+        }
+        signal_qemu(&self.vm_dir, self.pid, libc::SIGTERM);
+        if !wait_stopped(&self.vm_dir, self.pid, Duration::from_secs(5)) {
+            signal_qemu(&self.vm_dir, self.pid, libc::SIGKILL);
+            wait_stopped(&self.vm_dir, self.pid, Duration::from_secs(5));
+        }
+    }
+}
+
+/// The PID in a pidfile: None when the file is missing or holds no PID > 1.
+fn read_pid(pidfile: &Path) -> Result<Option<u32>, QemuError> {
+    match std::fs::read_to_string(pidfile) {
+        Ok(text) => Ok(text.trim().parse::<u32>().ok().filter(|pid| *pid > 1)),
+        Err(error) if error.kind() == ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(QemuError::io(
+            format!("reading {}", pidfile.display()),
+            error,
+        )),
+    }
+}
+
+fn dir_with_slash(vm_dir: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut bytes = vm_dir.as_os_str().as_bytes().to_vec();
+    while bytes.len() > 1 && bytes.ends_with(b"/") {
+        bytes.pop();
+    }
+    bytes.push(b'/');
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A stand-in QEMU: a shell script that behaves like one outcome of a start.
+    fn fake_qemu(dir: &Path, body: &str) -> PathBuf {
+        let path = dir.join("fake-qemu");
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write fake");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        path
+    }
+
+    #[test]
+    fn a_missing_binary_is_qemu_missing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let result = start_with_argv(
+            OsStr::new("/nonexistent/qemu-system-x86_64"),
+            &[],
+            &dir.path().join("qemu.pid"),
+        );
+        assert!(
+            matches!(result, Err(QemuError::QemuMissing { .. })),
+            "{result:?}"
+        );
+    }
+
+    #[test]
+    fn a_failing_qemu_reports_its_own_stderr() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fake = fake_qemu(
+            dir.path(),
+            "echo 'qemu-system-x86_64: -accel kvm: Could not access KVM kernel module' >&2; exit 1",
+        );
+        match start_with_argv(fake.as_os_str(), &[], &dir.path().join("qemu.pid")) {
+            Err(QemuError::QemuStartFailed { stderr, hint }) => {
+                assert_eq!(
+                    stderr,
+                    "qemu-system-x86_64: -accel kvm: Could not access KVM kernel module"
+                );
+                assert_eq!(hint, None);
+            }
+            other => panic!("expected QemuStartFailed, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_gtk_failure_carries_the_headless_hint() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fake = fake_qemu(dir.path(), "echo 'gtk initialization failed' >&2; exit 1");
+        match start_with_argv(fake.as_os_str(), &[], &dir.path().join("qemu.pid")) {
+            Err(QemuError::QemuStartFailed {
+                hint: Some(hint), ..
+            }) => assert!(hint.contains("STOAT_GRAPHICAL=0")),
+            other => panic!("expected a hint, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn success_returns_the_pid_from_the_pidfile() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pidfile = dir.path().join("qemu.pid");
+        let fake = fake_qemu(dir.path(), &format!("echo 4242 > '{}'", pidfile.display()));
+        assert_eq!(
+            start_with_argv(fake.as_os_str(), &[], &pidfile).expect("start"),
+            4242
+        );
+    }
+
+    #[test]
+    fn success_without_a_pidfile_is_a_start_failure() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fake = fake_qemu(dir.path(), "exit 0");
+        let result = start_with_argv(fake.as_os_str(), &[], &dir.path().join("qemu.pid"));
+        assert!(
+            matches!(result, Err(QemuError::QemuStartFailed { .. })),
+            "{result:?}"
+        );
+    }
+
+    #[test]
+    fn a_stale_pidfile_is_removed_and_reads_as_stopped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pidfile = dir.path().join("qemu.pid");
+        // Our own PID: alive, but its cmdline does not name the VM directory.
+        std::fs::write(&pidfile, format!("{}\n", std::process::id())).expect("write");
+        assert_eq!(running(dir.path()), None);
+        assert!(!pidfile.exists());
+        std::fs::write(&pidfile, "garbage").expect("write");
+        assert_eq!(running(dir.path()), None);
+        assert!(!pidfile.exists());
+    }
+
+    #[test]
+    fn a_process_whose_cmdline_names_the_vm_dir_is_running() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let vm_dir = dir.path().join("web");
+        std::fs::create_dir(&vm_dir).expect("mkdir");
+        let marker = format!("{}/qemu.pid", vm_dir.display());
+        let mut sleeper = Command::new("sh")
+            .args(["-c", "sleep 30", &marker])
+            .spawn()
+            .expect("spawn sh");
+        let pid = sleeper.id();
+        std::fs::write(vm_dir.join("qemu.pid"), pid.to_string()).expect("write");
+        assert_eq!(running(&vm_dir), Some(pid));
+        // "web" must not match a sibling "we".
+        assert!(!is_qemu_of(pid, &dir.path().join("we")));
+        assert!(terminate(&vm_dir, pid));
+        let _ = sleeper.wait();
+        assert!(wait_stopped(&vm_dir, pid, Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn signals_are_never_sent_to_pids_that_are_not_this_vms_qemu() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert!(!signal_qemu(dir.path(), 0, 0));
+        assert!(!signal_qemu(dir.path(), 1, 0));
+        assert!(!signal_qemu(dir.path(), std::process::id(), 0));
+    }
+
+    #[test]
+    fn trailing_slashes_do_not_change_the_needle() {
+        assert_eq!(dir_with_slash(Path::new("/r/web/")), b"/r/web/");
+        assert_eq!(dir_with_slash(Path::new("/r/web")), b"/r/web/");
+    }
+}

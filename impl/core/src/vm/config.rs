@@ -1,0 +1,202 @@
+//! vm.toml: the on-disk record of one VM, in upstream's key names so old data roots load.
+//!
+//! Unknown keys are ignored; a syntax error or a type mismatch makes the VM broken. An absent
+//! `allow_exec` reads as true, and `agent_access` follows the contract's compatibility rules.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use stoat_wire::dto::{AgentAccess, Forward};
+
+/// One port forward as vm.toml stores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForwardConfig {
+    pub hostport: u16,
+    pub guestport: u16,
+}
+
+/// What stoat recorded after a recipe ran.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AppliedRecipe {
+    #[serde(default)]
+    pub version: String,
+    /// sha256 hex of the script body that ran.
+    #[serde(default)]
+    pub hash: String,
+    /// When it ran: a TOML datetime (upstream) or an RFC 3339 string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<toml::Value>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub outputs: BTreeMap<String, String>,
+    /// `ok`, `failed` or `unknown` (the last health check's verdict).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub health: String,
+}
+
+/// The whole vm.toml.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct VmConfig {
+    /// Informational: a VM's identity is its directory name.
+    pub name: String,
+    pub mode: String,
+    pub os: String,
+    /// `isos/<file>` for a file in isos/, otherwise the absolute BYO path.
+    pub iso: String,
+    pub ram: u32,
+    pub cpus: u32,
+    pub disk: String,
+    pub installed: bool,
+    pub share: String,
+    pub sshport: u16,
+    pub recipes: Vec<String>,
+    pub display: String,
+    pub forwards: Vec<ForwardConfig>,
+    pub backend: String,
+    /// Absolute path of the cloud base image.
+    pub base: String,
+    pub sshuser: String,
+    /// Plaintext, cloudinit only. Never reaches a wire format or a log.
+    pub console_password: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_exec: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_access: Option<String>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub project: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub key: String,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub recipe_params: BTreeMap<String, BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub applied: BTreeMap<String, AppliedRecipe>,
+}
+
+impl VmConfig {
+    /// Parses vm.toml text; the error text says where and why.
+    pub fn parse(text: &str) -> Result<VmConfig, String> {
+        let config: VmConfig = toml::from_str(text).map_err(|e| describe_toml_error(text, &e))?;
+        if let Some(level) = &config.agent_access {
+            if AgentAccess::parse(level).is_none() {
+                return Err(format!(
+                    "agent_access {level:?} is not one of none, observe, manage, exec"
+                ));
+            }
+        }
+        Ok(config)
+    }
+
+    /// Renders vm.toml text.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_else(|e| panic!("vm.toml always serialises: {e}"))
+    }
+
+    /// The account ssh connects as.
+    pub fn ssh_user(&self) -> &str {
+        if self.sshuser.is_empty() {
+            "root"
+        } else {
+            &self.sshuser
+        }
+    }
+
+    /// `allow_exec` as the wire shows it: an absent key reads as true.
+    pub fn allow_exec(&self) -> bool {
+        self.allow_exec.unwrap_or(true)
+    }
+
+    /// The effective MCP access level.
+    pub fn agent_access(&self) -> AgentAccess {
+        if let Some(level) = self.agent_access.as_deref().and_then(AgentAccess::parse) {
+            return level;
+        }
+        match self.allow_exec {
+            Some(true) => AgentAccess::Exec,
+            Some(false) | None => AgentAccess::Manage,
+        }
+    }
+
+    /// The forwards as wire DTOs.
+    pub fn wire_forwards(&self) -> Vec<Forward> {
+        self.forwards
+            .iter()
+            .map(|f| Forward {
+                host_port: f.hostport,
+                guest_port: f.guestport,
+            })
+            .collect()
+    }
+}
+
+/// Returns a one-line description of a TOML error: `line L, column C: message`.
+pub fn describe_toml_error(text: &str, err: &toml::de::Error) -> String {
+    let message = err.message().trim();
+    match err.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+            format!("line {line}, column {column}: {message}")
+        }
+        None => message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absent_allow_exec_reads_true_and_maps_to_manage() {
+        let config = VmConfig::parse("name = \"w\"\nmode = \"live\"\n").unwrap();
+        assert!(config.allow_exec());
+        assert_eq!(config.agent_access(), AgentAccess::Manage);
+        let explicit = VmConfig::parse("allow_exec = true\n").unwrap();
+        assert_eq!(explicit.agent_access(), AgentAccess::Exec);
+        let denied = VmConfig::parse("allow_exec = false\n").unwrap();
+        assert!(!denied.allow_exec());
+        assert_eq!(denied.agent_access(), AgentAccess::Manage);
+        let pinned = VmConfig::parse("allow_exec = true\nagent_access = \"observe\"\n").unwrap();
+        assert_eq!(pinned.agent_access(), AgentAccess::Observe);
+    }
+
+    #[test]
+    fn syntax_and_type_errors_and_bad_levels_fail() {
+        assert!(VmConfig::parse("name = \"x\"\nmode = \"disk\n").is_err());
+        assert!(VmConfig::parse("ram = \"lots\"\n").is_err());
+        assert!(VmConfig::parse("agent_access = \"root\"\n").is_err());
+    }
+
+    #[test]
+    fn round_trips_with_forwards_and_applied() {
+        let mut config = VmConfig {
+            name: "w".into(),
+            sshport: 2200,
+            ..VmConfig::default()
+        };
+        config.forwards.push(ForwardConfig {
+            hostport: 8080,
+            guestport: 80,
+        });
+        config.allow_exec = Some(false);
+        config.applied.insert(
+            "xfce".into(),
+            AppliedRecipe {
+                version: "1".into(),
+                hash: "ab".into(),
+                ..AppliedRecipe::default()
+            },
+        );
+        let text = config.to_toml();
+        assert_eq!(VmConfig::parse(&text).unwrap(), config);
+    }
+
+    #[test]
+    fn upstream_datetime_in_applied_loads() {
+        let text = "name = \"w\"\n[applied.xfce]\nversion = \"1\"\nhash = \"ab\"\nat = 2026-08-04T12:00:00Z\n";
+        let config = VmConfig::parse(text).unwrap();
+        assert!(config.applied["xfce"].at.is_some());
+    }
+}

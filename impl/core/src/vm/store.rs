@@ -1,0 +1,276 @@
+//! Loading, listing and atomically saving VMs under the data root.
+//!
+//! A VM is `<root>/<name>/vm.toml`; a directory without vm.toml, or a reserved name, is not a
+//! VM. Saving writes a temporary file, fsyncs it and renames it over vm.toml, so a crash never
+//! leaves a half-written record.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use stoat_wire::dto::{AgentAccess, Forward, Vm, VmFacts, VmLiveFacts};
+
+use super::config::VmConfig;
+use super::state::running_pid;
+use crate::error::IoContext;
+use crate::{Env, Error, Result, Root};
+
+/// A VM whose vm.toml parsed.
+#[derive(Debug, Clone)]
+pub struct StoredVm {
+    /// The directory name: the VM's identity.
+    pub name: String,
+    pub dir: PathBuf,
+    pub config: VmConfig,
+}
+
+/// A VM directory as loaded: usable or broken.
+#[derive(Debug, Clone)]
+pub enum Loaded {
+    Ok(StoredVm),
+    Broken {
+        name: String,
+        dir: PathBuf,
+        reason: String,
+    },
+}
+
+impl Loaded {
+    pub fn name(&self) -> &str {
+        match self {
+            Loaded::Ok(vm) => &vm.name,
+            Loaded::Broken { name, .. } => name,
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        match self {
+            Loaded::Ok(vm) => &vm.dir,
+            Loaded::Broken { dir, .. } => dir,
+        }
+    }
+
+    /// Returns the wire DTO, looking at the host for the live facts.
+    pub fn to_wire(&self, env: &Env) -> Vm {
+        match self {
+            Loaded::Ok(vm) => vm.to_wire(env),
+            Loaded::Broken { name, reason, .. } => Vm::broken(name, reason.clone()),
+        }
+    }
+}
+
+impl StoredVm {
+    /// Returns whether QEMU is running this VM, and its pid.
+    pub fn running_pid(&self) -> Option<i32> {
+        running_pid(&self.dir)
+    }
+
+    /// Returns the wire DTO with live state, display and project facts.
+    pub fn to_wire(&self, env: &Env) -> Vm {
+        let graphical = crate::display::graphical_session(env);
+        let live = VmLiveFacts {
+            running: self.running_pid().is_some(),
+            display: crate::display::display_for(&self.config.display, graphical),
+            project_missing: !self.config.project.is_empty()
+                && !Path::new(&self.config.project).is_dir(),
+        };
+        Vm::from_facts(self, live)
+    }
+}
+
+impl VmFacts for StoredVm {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn os(&self) -> &str {
+        &self.config.os
+    }
+    fn mode(&self) -> &str {
+        &self.config.mode
+    }
+    fn backend(&self) -> &str {
+        &self.config.backend
+    }
+    fn cpus(&self) -> u32 {
+        self.config.cpus
+    }
+    fn ram_mb(&self) -> u32 {
+        self.config.ram
+    }
+    fn disk(&self) -> &str {
+        &self.config.disk
+    }
+    fn share(&self) -> &str {
+        &self.config.share
+    }
+    fn recipes(&self) -> Vec<String> {
+        self.config.recipes.clone()
+    }
+    fn ssh_port(&self) -> u16 {
+        self.config.sshport
+    }
+    fn ssh_user(&self) -> &str {
+        self.config.ssh_user()
+    }
+    fn installed(&self) -> bool {
+        self.config.installed
+    }
+    fn forwards(&self) -> Vec<Forward> {
+        self.config.wire_forwards()
+    }
+    fn allow_exec(&self) -> bool {
+        self.config.allow_exec()
+    }
+    fn agent_access(&self) -> AgentAccess {
+        self.config.agent_access()
+    }
+    fn project(&self) -> &str {
+        &self.config.project
+    }
+    fn key(&self) -> &str {
+        &self.config.key
+    }
+}
+
+/// Checks a new VM name: not empty, no `/`, no whitespace, not a dot name, not reserved-looking.
+pub fn check_name(name: &str) -> Result<()> {
+    let invalid = |why: &str| Err(Error::InvalidSpec(format!("VM name {name:?} {why}")));
+    if name.is_empty() {
+        return invalid("is empty");
+    }
+    if name.contains('/') || name.contains('\0') {
+        return invalid("must not contain '/'");
+    }
+    if name.chars().any(char::is_whitespace) {
+        return invalid("must not contain whitespace");
+    }
+    if name.starts_with('.') || name.starts_with('-') {
+        return invalid("must not start with '.' or '-'");
+    }
+    if name.len() > 64 {
+        return invalid("is longer than 64 characters");
+    }
+    Ok(())
+}
+
+/// Loads one VM; `not_found` when there is no such VM.
+pub fn load(root: &Root, name: &str) -> Result<Loaded> {
+    let not_found = || Error::NotFound {
+        name: name.to_owned(),
+    };
+    if name.is_empty()
+        || name.contains('/')
+        || name == "."
+        || name == ".."
+        || Root::is_reserved(name)
+    {
+        return Err(not_found());
+    }
+    let dir = root.vm_dir(name);
+    let text = match std::fs::read(dir.join("vm.toml")) {
+        Ok(bytes) => bytes,
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                || e.kind() == std::io::ErrorKind::NotADirectory =>
+        {
+            return Err(not_found())
+        }
+        Err(e) => return Err(Error::io(format!("read {name}/vm.toml"), e)),
+    };
+    let parsed = String::from_utf8(text)
+        .map_err(|_| "vm.toml is not UTF-8".to_owned())
+        .and_then(|text| VmConfig::parse(&text));
+    Ok(match parsed {
+        Ok(config) => Loaded::Ok(StoredVm {
+            name: name.to_owned(),
+            dir,
+            config,
+        }),
+        Err(reason) => Loaded::Broken {
+            name: name.to_owned(),
+            dir,
+            reason,
+        },
+    })
+}
+
+/// Loads one VM that must not be broken.
+pub fn load_ok(root: &Root, name: &str) -> Result<StoredVm> {
+    match load(root, name)? {
+        Loaded::Ok(vm) => Ok(vm),
+        Loaded::Broken { name, reason, .. } => Err(Error::Broken { name, reason }),
+    }
+}
+
+/// Lists every VM, broken ones included, sorted by name.
+pub fn list(root: &Root) -> Result<Vec<Loaded>> {
+    let entries = match std::fs::read_dir(root.dir()) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("list the data root", e)),
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.file_type().map(|t| t.is_dir()).unwrap_or(false))
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .filter(|name| !Root::is_reserved(name))
+        .collect();
+    names.sort();
+    let mut vms = Vec::with_capacity(names.len());
+    for name in names {
+        match load(root, &name) {
+            Ok(loaded) => vms.push(loaded),
+            Err(Error::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(vms)
+}
+
+/// Saves vm.toml atomically (write, fsync, rename, fsync the directory).
+pub fn save(vm: &StoredVm) -> Result<()> {
+    write_atomically(&vm.dir.join("vm.toml"), vm.config.to_toml().as_bytes())
+}
+
+/// Creates a new VM's directory and its vm.toml; `name_taken` when it exists as anything.
+pub fn save_new(root: &Root, name: &str, config: VmConfig) -> Result<StoredVm> {
+    let dir = root.vm_dir(name);
+    match std::fs::create_dir(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(Error::NameTaken {
+                name: name.to_owned(),
+            })
+        }
+        Err(e) => return Err(Error::io(format!("create {name}/"), e)),
+    }
+    let vm = StoredVm {
+        name: name.to_owned(),
+        dir,
+        config,
+    };
+    if let Err(e) = save(&vm) {
+        let _ = std::fs::remove_dir_all(&vm.dir);
+        return Err(e);
+    }
+    Ok(vm)
+}
+
+/// Writes `bytes` to `path` so that readers see the old file or the new one, never a mix.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut temp = tempfile::Builder::new()
+        .prefix(".vm.toml.")
+        .tempfile_in(dir)
+        .context(|| format!("write {}", path.display()))?;
+    temp.write_all(bytes)
+        .context(|| format!("write {}", path.display()))?;
+    temp.as_file()
+        .sync_all()
+        .context(|| format!("sync {}", path.display()))?;
+    temp.persist(path)
+        .map_err(|e| Error::io(format!("replace {}", path.display()), e.error))?;
+    if let Ok(dir_handle) = std::fs::File::open(dir) {
+        let _ = dir_handle.sync_all();
+    }
+    Ok(())
+}
