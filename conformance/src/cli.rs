@@ -99,7 +99,7 @@ struct RunArgs {
     #[arg(long)]
     fakes: Option<PathBuf>,
     /// Write the JSON report here.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", visible_alias = "report-json")]
     json_report: Option<PathBuf>,
     /// Write JUnit XML here.
     #[arg(long, value_name = "PATH")]

@@ -384,7 +384,7 @@ impl Vm {
         if let Err(error) = &self.config {
             return json!({"name": self.name, "os": "", "mode": "", "backend": "", "state": "broken", "cpus": 0, "ram_mb": 0, "disk": "",
                 "share": "", "recipes": [], "ssh_port": 0, "ssh_user": "", "installed": false, "forwards": [], "allow_exec": false,
-                "agent_access": "manage", "display": "", "error": error});
+                "agent_access": "manage", "display": "", "project": "", "key": "", "project_missing": false, "error": error});
         }
         let allow_exec = self.table().get("allow_exec").and_then(|v| v.as_bool());
         let recipes: Vec<Value> = self
@@ -414,6 +414,7 @@ impl Vm {
             "installed": self.table().get("installed").and_then(|v| v.as_bool()).unwrap_or(false),
             "forwards": self.forwards(), "allow_exec": allow_exec.unwrap_or(true),
             "agent_access": if allow_exec == Some(true) { "exec" } else { "manage" }, "display": display,
+            "project": "", "key": "", "project_missing": false,
         })
     }
     fn save(&self, table: &toml::Table) -> Result<(), Failure> {

@@ -58,7 +58,7 @@ pub(super) const CHECKS: &[CheckDef] = &[
     rule("LIST.never-null", Must, "json-v3#types", "Every list-valued field is [] when empty, never null.",
         "no list-valued field (vms, forwards, recipes, checks, fix, items, ...) is null, and data is never null", &["lists"]),
     rule("SCHEMA.data", Must, "json-v3#per-command-data", "The table above is for the CLI's --json results.",
-        "each line's data has the members and types its cmd's row requires (builtin shapes; stoat-schemas when wired)", &["schema"]),
+        "each line validates against the published schemas/ for its cmd and event type, and against this suite's own builtin shapes", &["schema"]),
     rule("LEAK.host-path", Must, "json-v3#absent", "None reach the wire.",
         "the sandbox's STOAT_HOME, HOME and TMPDIR paths appear only at pointers the contract allows (cp local, recipe paths, prune items, ...)", &["leaks"]),
     rule("LEAK.host-path-in-message", Should, "json-v3#absent", "None reach the wire.",

@@ -48,6 +48,8 @@ pub fn allowed_path_pointers(cmd: &str) -> &'static [&'static str] {
             "/data/stderr_base64",
         ],
         "logs" => &["/data/lines/*"],
+        // Human text about the host (upstream names the directory a tool was found in).
+        "doctor" => &["/data/checks/*/detail", "/data/checks/*/fix/*"],
         _ => &[],
     }
 }

@@ -19,7 +19,7 @@ pub use envelope::excerpt;
 pub use exec::decode_stream;
 pub use leaks::allowed_path_pointers;
 pub use leaks::{Canaries, Canary};
-pub use schema::{BuiltinShapes, SchemaCheck};
+pub use schema::{BuiltinShapes, PublishedSchemas, SchemaCheck};
 
 use std::collections::BTreeSet;
 

@@ -17,9 +17,55 @@ pub trait SchemaCheck {
     fn validate_line(&self, line: &Value) -> Vec<(String, String)>;
 }
 
-/// Every checker this build has.
+/// Every checker this build has: the suite's own shapes and the published JSON Schemas.
 pub fn available() -> Vec<Box<dyn SchemaCheck + Send + Sync>> {
-    vec![Box::new(BuiltinShapes)]
+    vec![Box::new(BuiltinShapes), Box::new(PublishedSchemas::new())]
+}
+
+/// The JSON Schema 2020-12 files of `schemas/` (crate `stoat-schemas`), compiled once.
+pub struct PublishedSchemas {
+    validator: std::sync::Arc<stoat_schemas::validate::Validator>,
+}
+
+impl PublishedSchemas {
+    pub fn new() -> Self {
+        static COMPILED: std::sync::OnceLock<std::sync::Arc<stoat_schemas::validate::Validator>> =
+            std::sync::OnceLock::new();
+        PublishedSchemas {
+            validator: COMPILED
+                .get_or_init(|| std::sync::Arc::new(stoat_schemas::validate::Validator::new()))
+                .clone(),
+        }
+    }
+}
+
+impl Default for PublishedSchemas {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SchemaCheck for PublishedSchemas {
+    fn name(&self) -> &'static str {
+        "schemas"
+    }
+
+    fn validate_line(&self, line: &Value) -> Vec<(String, String)> {
+        self.validator
+            .validate_line(line)
+            .into_iter()
+            .map(|message| {
+                // Messages read `file.json: /pointer: text`; keep the pointer for the finding.
+                let mut parts = message.splitn(3, ": ");
+                match (parts.next(), parts.next(), parts.next()) {
+                    (Some(file), Some(pointer), Some(text)) if pointer.starts_with('/') => {
+                        (pointer.to_string(), format!("{file}: {text}"))
+                    }
+                    _ => (String::new(), message),
+                }
+            })
+            .collect()
+    }
 }
 
 pub(crate) fn check(checker: &dyn SchemaCheck, stream: &Stream, sink: &mut Sink) {
@@ -95,6 +141,9 @@ const VM_FIELDS: &[(&str, Kind)] = &[
     ("allow_exec", Bool),
     ("agent_access", Str),
     ("display", Str),
+    ("project", Str),
+    ("key", Str),
+    ("project_missing", Bool),
 ];
 
 /// This suite's own minimal reading of the per-command data table.

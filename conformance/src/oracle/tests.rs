@@ -4,10 +4,12 @@
 
 use super::*;
 use crate::capture::{Capture, Ending};
+use serde_json::Value;
 
 fn judge_with(stdout: &str, exit: i32, context: Context) -> Judgement {
     let capture = Capture::from_stdout(stdout.as_bytes().to_vec(), Ending::Exited(exit));
-    Oracle::new().judge(&capture, &context)
+    // Rule tests isolate the rules: only the builtin shapes, not the published schemas.
+    Oracle::with_schema(vec![Box::new(BuiltinShapes)]).judge(&capture, &context)
 }
 
 fn ids(stdout: &str, exit: i32) -> Vec<String> {
@@ -296,4 +298,27 @@ fn every_rule_id_the_oracle_emits_is_in_the_catalog() {
             );
         }
     }
+}
+
+#[test]
+fn the_code_table_agrees_with_the_published_schemas() {
+    let mut published = stoat_schemas::codes();
+    published.sort_unstable();
+    assert_eq!(
+        KNOWN_CODES.to_vec(),
+        published,
+        "two readings of the v3 code table disagree"
+    );
+}
+
+#[test]
+fn the_published_schemas_compile_and_judge_lines() {
+    let schemas = PublishedSchemas::new();
+    let good: Value = serde_json::from_str(OK_LS).expect("json");
+    assert_eq!(schemas.validate_line(&good), Vec::<(String, String)>::new());
+    let bad: Value = serde_json::from_str(
+        "{\"v\":3,\"type\":\"result\",\"cmd\":\"ls\",\"ok\":true,\"data\":{\"vms\":null}}",
+    )
+    .expect("json");
+    assert!(!schemas.validate_line(&bad).is_empty());
 }
