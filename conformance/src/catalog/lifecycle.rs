@@ -24,6 +24,8 @@ pub(super) const CHECKS: &[CheckDef] = &[
         "no qemu-system-x86_64 on PATH fails up with qemu_missing", &["up", "errors"], up_missing),
     scenario("SCREENSHOT.png", Must, Tier::Fake, "json-v3#per-command-data", "screenshot {\"vm\":\"work\",\"path\":",
         "`screenshot` of a running VM answers {vm, path, bytes, width, height} matching the file", &["screenshot"], screenshot),
+    scenario("SCREENSHOT.failed", Must, Tier::Fake, "json-v3#error-codes", "screenshot_failed qemu refused the screendump",
+        "qemu refusing the screendump fails screenshot with screenshot_failed", &["screenshot", "errors"], screenshot_failed),
     scenario("CP.local-absolute", Must, Tier::Fake, "json-v3#per-command-data", "local is always resolved to an absolute path, even if given relative or ~-prefixed",
         "`cp f.txt work:/tmp/f.txt` answers to_guest with the absolute local path and runs scp", &["cp"], cp_to_guest),
     scenario("CP.from-guest", Must, Tier::Fake, "json-v3#per-command-data", "cp {\"vm\":\"work\",\"direction\":\"to_guest\",\"local\":\"/home/u/f\",\"remote\":\"/tmp/f\"}",
@@ -168,6 +170,24 @@ fn screenshot(case: &mut Case<'_>) -> Result<(), HarnessError> {
             ),
         }
     }
+    let _ = case.json(&sandbox, &["down", "work"])?;
+    Ok(())
+}
+
+fn screenshot_failed(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = bootable(case)?;
+    sandbox.write_script(&FakeScript {
+        qemu: QemuScript {
+            screendump_error: Some("Could not open display surface".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    })?;
+    if up(case, &sandbox)?.is_none() {
+        return Ok(());
+    }
+    let ran = case.json(&sandbox, &["screenshot", "work"])?;
+    case.expect_error(&ran, "screenshot_failed");
     let _ = case.json(&sandbox, &["down", "work"])?;
     Ok(())
 }

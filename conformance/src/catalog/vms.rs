@@ -32,6 +32,10 @@ pub(super) const CHECKS: &[CheckDef] = &[
         "stored allow_exec true maps to agent_access exec, false to manage", &["get", "access"], get_agent_access),
     scenario("GET.display-vnc-headless", Must, Tier::Pure, "json-v3#types", "Without a graphical session, an uninstalled disk VM uses VNC so that its installer remains accessible.",
         "with STOAT_GRAPHICAL=0 an uninstalled disk VM reports display vnc", &["get", "display"], get_display_vnc),
+    scenario("GET.display-window-graphical", Must, Tier::Pure, "json-v3#types", "STOAT_GRAPHICAL=0 or STOAT_GRAPHICAL=1 overrides that detection.",
+        "with STOAT_GRAPHICAL=1 an installed VM without a pinned display reports display window", &["get", "display"], get_display_window),
+    scenario("WAIT.reachable", Must, Tier::Fake, "json-v3#per-command-data", "wait {\"vm\":\"work\",\"until\":\"reachable\",\"reached\":true,\"waited_ms\":4210}",
+        "`wait --until reachable` on a running VM whose ssh port answers an SSH banner reaches it", &["wait", "state"], wait_reachable),
     scenario("GET.forwards-shape", Must, Tier::Pure, "json-v3#types", "\"forwards\":[{\"host_port\":8080,\"guest_port\":80}]",
         "stored [[forwards]] come back as {host_port, guest_port}", &["get", "forward"], get_forwards),
     scenario("RM.confirmation-required-no-stdin", Must, Tier::Pure, "json-v3#json-implies", "rm without -y fails with confirmation_required rather than prompting.",
@@ -294,6 +298,70 @@ fn get_display_vnc(case: &mut Case<'_>) -> Result<(), HarnessError> {
     let sandbox = with_disk_work(case)?;
     if let Some(vm) = get_vm(case, &sandbox, "work")? {
         expect_eq(case, &vm, "/display", &json!("vnc"));
+    }
+    Ok(())
+}
+
+fn get_display_window(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let mut sandbox = case.sandbox()?;
+    sandbox.set_env("STOAT_GRAPHICAL", "1");
+    let mut fixture = VmFixture::disk("work");
+    fixture.installed = true;
+    sandbox.write_vm(&fixture)?;
+    if let Some(vm) = get_vm(case, &sandbox, "work")? {
+        expect_eq(case, &vm, "/display", &json!("window"));
+    }
+    Ok(())
+}
+
+/// A loopback listener that greets like sshd, for as long as the guard lives.
+struct Banner {
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Banner {
+    fn start() -> Result<Self, HarnessError> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(HarnessError::Sandbox)?;
+        let port = listener.local_addr().map_err(HarnessError::Sandbox)?.port();
+        listener
+            .set_nonblocking(true)
+            .map_err(HarnessError::Sandbox)?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        std::thread::spawn(move || {
+            use std::io::Write as _;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((mut stream, _)) => {
+                        let _ = stream.write_all(b"SSH-2.0-OpenSSH_9.6 stoat-conformance\r\n");
+                    }
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                }
+            }
+        });
+        Ok(Banner { port, stop })
+    }
+}
+
+impl Drop for Banner {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn wait_reachable(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let banner = Banner::start()?;
+    let mut sandbox = case.sandbox()?;
+    sandbox.write_vm(&VmFixture::live("work").sshport(banner.port))?;
+    sandbox.start_running("work")?;
+    let ran = case.json(
+        &sandbox,
+        &["wait", "work", "--until", "reachable", "--timeout", "20s"],
+    )?;
+    if let Some(data) = case.expect_ok(&ran).cloned() {
+        expect_eq(case, &data, "/reached", &json!(true));
+        expect_eq(case, &data, "/until", &json!("reachable"));
     }
     Ok(())
 }

@@ -322,3 +322,34 @@ fn the_published_schemas_compile_and_judge_lines() {
     .expect("json");
     assert!(!schemas.validate_line(&bad).is_empty());
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever a SUT writes, the oracle judges it without panicking, and a run without a
+        /// result line is always classified as crashed.
+        #[test]
+        fn the_oracle_never_panics_on_arbitrary_stdout(stdout in proptest::collection::vec(any::<u8>(), 0..512), exit in -1i32..300) {
+            let capture = Capture::from_stdout(stdout, Ending::Exited(exit));
+            let judgement = Oracle::new().judge(&capture, &Context::default());
+            if judgement.result.is_none() {
+                prop_assert_eq!(judgement.outcome, Outcome::Crashed);
+            }
+        }
+
+        /// Arbitrary JSON-ish lines built from envelope pieces never panic either.
+        #[test]
+        fn the_oracle_never_panics_on_arbitrary_envelopes(
+            v in prop_oneof![Just("3".to_string()), Just("\"3\"".to_string()), Just("null".to_string()), any::<i64>().prop_map(|n| n.to_string())],
+            kind in prop_oneof![Just("result"), Just("log"), Just("progress"), Just("stage"), Just("x")],
+            ok in prop_oneof![Just("true"), Just("false"), Just("1"), Just("null")],
+            data in prop_oneof![Just("{}"), Just("null"), Just("[]"), Just("{\"vms\":null}"), Just("{\"stdout_base64\":\"%%\"}")],
+        ) {
+            let line = format!("{{\"v\":{v},\"type\":\"{kind}\",\"cmd\":\"exec\",\"ok\":{ok},\"data\":{data}}}\n");
+            let capture = Capture::from_stdout(line.into_bytes(), Ending::Exited(0));
+            let _ = Oracle::new().judge(&capture, &Context::default());
+        }
+    }
+}
