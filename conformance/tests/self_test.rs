@@ -119,33 +119,42 @@ fn triggers(op: &str) -> &'static [&'static str] {
 #[test]
 fn every_mutant_is_caught_by_the_checks_it_names_and_benign_ones_pass() {
     let mut failures = Vec::new();
-    let results: Vec<(String, Report)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = OPERATORS
-            .iter()
-            .map(|op| {
-                scope.spawn(move || {
-                    let mut include: Vec<String> =
-                        triggers(op.name).iter().map(|s| s.to_string()).collect();
-                    include.extend(op.caught_by.iter().map(|s| s.to_string()));
-                    include.extend(
-                        ["ENV.*", "EXIT.*", "LEAK.*", "LIST.*", "EXEC.*"].map(String::from),
-                    );
-                    let selection = Selection {
-                        include,
-                        ..Default::default()
-                    };
-                    (
-                        op.name.to_string(),
-                        run_suite(mutant(op.name), selection, true),
-                    )
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("mutant run"))
-            .collect()
+    // Four mutants at a time: the machine is small and shared.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Report>>> = OPERATORS
+        .iter()
+        .map(|_| std::sync::Mutex::new(None))
+        .collect();
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| loop {
+                let index = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some(op) = OPERATORS.get(index) else {
+                    break;
+                };
+                let mut include: Vec<String> =
+                    triggers(op.name).iter().map(|s| s.to_string()).collect();
+                include.extend(op.caught_by.iter().map(|s| s.to_string()));
+                include.extend(["ENV.*", "EXIT.*", "LEAK.*", "LIST.*", "EXEC.*"].map(String::from));
+                let selection = Selection {
+                    include,
+                    ..Default::default()
+                };
+                let report = run_suite(mutant(op.name), selection, true);
+                *slots[index].lock().expect("slot") = Some(report);
+            });
+        }
     });
+    let results: Vec<(String, Report)> = OPERATORS
+        .iter()
+        .zip(slots)
+        .map(|(op, slot)| {
+            (
+                op.name.to_string(),
+                slot.into_inner().expect("slot").expect("every mutant ran"),
+            )
+        })
+        .collect();
     for ((name, report), op) in results.iter().zip(OPERATORS) {
         let flagged: Vec<&str> = report
             .checks
