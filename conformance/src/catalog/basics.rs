@@ -1,0 +1,248 @@
+//! Owns the checks of stoat's front door: version, help, usage errors and where `--json`
+//! may appear (outside exec).
+
+use serde_json::Value;
+
+use super::helpers::{with_work, Rng};
+use super::{scenario, CheckDef, Tier};
+use crate::error::HarnessError;
+use crate::finding::Level::{Must, Should};
+use crate::run::{Case, Inv};
+
+pub(super) const CHECKS: &[CheckDef] = &[
+    scenario("SMOKE.version", Must, Tier::Pure, "json-v3#per-command-data", "version {\"version\":\"1.2.3\",\"contract\":3}",
+        "the smoke stage: `--json version` answers ok in contract (run first; a failure stops the run)", &["smoke", "version"], version_contract),
+    scenario("VERSION.contract-3", Must, Tier::Pure, "json-v3#per-command-data", "version {\"version\":\"1.2.3\",\"contract\":3}",
+        "`version` answers {version: string, contract: 3}", &["version"], version_contract),
+    scenario("HELP.usage", Must, Tier::Pure, "json-v3#per-command-data", "help {\"usage\":\"...\"}",
+        "`help` answers {usage: non-empty string}", &["help"], help_usage),
+    scenario("HELP.mentions-commands", Should, Tier::Pure, "json-v3#per-command-data", "help {\"usage\":\"...\"}",
+        "the usage text names every command of the per-command table", &["help"], help_mentions_commands),
+    scenario("USAGE.unknown-command", Must, Tier::Pure, "json-v3#error-codes", "usage a bad flag, a missing argument, an unknown subcommand",
+        "an unknown subcommand is a usage error (exit 2) answered in the contract", &["usage"], usage_unknown_command),
+    scenario("USAGE.unknown-flag", Must, Tier::Pure, "json-v3#error-codes", "usage a bad flag, a missing argument, an unknown subcommand",
+        "an unknown flag is a usage error (exit 2)", &["usage"], usage_unknown_flag),
+    scenario("USAGE.missing-argument", Must, Tier::Pure, "json-v3#error-codes", "usage a bad flag, a missing argument, an unknown subcommand",
+        "a missing VM argument is a usage error (exit 2)", &["usage"], usage_missing_argument),
+    scenario("USAGE.ssh-refused", Must, Tier::Pure, "json-v3#ssh-refused", "stoat --json ssh <vm> is a usage error.",
+        "`ssh <vm>` under --json is a usage error (exit 2), wherever --json stands", &["usage", "ssh"], usage_ssh_refused),
+    scenario("USAGE.bare-json", Should, Tier::Pure, "json-v3#flag-position", "--json is scanned out of argv before parsing, so a usage error can still answer in the contract.",
+        "`stoat --json` alone answers a usage error in the contract", &["usage", "argv"], usage_bare_json),
+    scenario("ARGV.json-anywhere", Must, Tier::Pure, "json-v3#flag-position", "It is recognized anywhere EXCEPT after exec's VM name",
+        "--json before the command, after it, after its argument and between flags all select JSON mode", &["argv"], json_anywhere),
+    scenario("ARGV.json-generated", Must, Tier::Pure, "json-v3#flag-position", "It is recognized anywhere EXCEPT after exec's VM name",
+        "--json (and -q) at seeded random positions of several command lines still answer in the contract", &["argv", "generated"], json_generated),
+    scenario("ARGV.quiet-noop", Must, Tier::Pure, "json-v3#json-implies", "-q becomes meaningless and is accepted as a no-op.",
+        "-q before or after the command changes nothing under --json", &["argv"], quiet_noop),
+];
+
+fn version_contract(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    let ran = case.json(&sandbox, &["version"])?;
+    let Some(data) = case.expect_ok(&ran).cloned() else {
+        return Ok(());
+    };
+    case.ensure(
+        data.get("contract").and_then(Value::as_u64) == Some(3),
+        "/data/contract",
+        format!(
+            "contract is {}, expected the integer 3",
+            data.get("contract").unwrap_or(&Value::Null)
+        ),
+    );
+    case.ensure(
+        data.get("version")
+            .and_then(Value::as_str)
+            .is_some_and(|v| !v.is_empty()),
+        "/data/version",
+        "version must be a non-empty string",
+    );
+    Ok(())
+}
+
+fn help_usage(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    let ran = case.json(&sandbox, &["help"])?;
+    if let Some(data) = case.expect_ok(&ran).cloned() {
+        case.ensure(
+            data.get("usage")
+                .and_then(Value::as_str)
+                .is_some_and(|u| !u.trim().is_empty()),
+            "/data/usage",
+            "usage must be a non-empty string",
+        );
+    }
+    Ok(())
+}
+
+const COMMANDS: &[&str] = &[
+    "ls",
+    "get",
+    "create",
+    "update",
+    "up",
+    "down",
+    "wait",
+    "rm",
+    "clone",
+    "exec",
+    "ssh-command",
+    "cp",
+    "forward",
+    "images",
+    "pull",
+    "snapshot",
+    "prune",
+    "apply",
+    "recipes",
+    "check-recipes",
+    "recipe",
+    "logs",
+    "doctor",
+    "version",
+];
+
+fn help_mentions_commands(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    let ran = case.json(&sandbox, &["help"])?;
+    let usage = case
+        .expect_ok(&ran)
+        .and_then(|d| d.get("usage"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let missing: Vec<&str> = COMMANDS
+        .iter()
+        .copied()
+        .filter(|c| {
+            !usage
+                .split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '-'))
+                .any(|w| w == *c)
+        })
+        .collect();
+    case.ensure(
+        missing.is_empty(),
+        "/data/usage",
+        format!("usage does not mention: {}", missing.join(", ")),
+    );
+    Ok(())
+}
+
+/// Runs `args` and expects a usage error with exit 2.
+fn expect_usage(
+    case: &mut Case<'_>,
+    sandbox: &crate::sandbox::Sandbox,
+    inv: Inv,
+) -> Result<(), HarnessError> {
+    let ran = case.run(sandbox, inv)?;
+    if case.expect_error(&ran, "usage") {
+        case.expect_exit(&ran, 2);
+    }
+    Ok(())
+}
+
+fn usage_unknown_command(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    expect_usage(case, &sandbox, Inv::json(&["frobnicate"]))?;
+    expect_usage(case, &sandbox, Inv::json_raw(&["frobnicate", "--json"]))
+}
+
+fn usage_unknown_flag(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    expect_usage(case, &sandbox, Inv::json(&["ls", "--frobnicate"]).cmd(None))
+}
+
+fn usage_missing_argument(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    expect_usage(case, &sandbox, Inv::json(&["get"]).cmd(None))?;
+    expect_usage(case, &sandbox, Inv::json(&["rm"]).cmd(None).stdin(b""))
+}
+
+fn usage_ssh_refused(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_work(case)?;
+    expect_usage(case, &sandbox, Inv::json(&["ssh", "work"]).cmd(None))?;
+    expect_usage(
+        case,
+        &sandbox,
+        Inv::json_raw(&["ssh", "work", "--json"]).cmd(None),
+    )
+}
+
+fn usage_bare_json(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    expect_usage(case, &sandbox, Inv::json_raw(&["--json"]).cmd(None))
+}
+
+fn json_anywhere(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_work(case)?;
+    for args in [
+        &["--json", "ls"][..],
+        &["ls", "--json"],
+        &["--json", "get", "work"],
+        &["get", "--json", "work"],
+        &["get", "work", "--json"],
+        &["logs", "work", "--json", "-n", "5"],
+    ] {
+        let ran = case.run(&sandbox, Inv::json_raw(args))?;
+        case.expect_ok(&ran);
+    }
+    Ok(())
+}
+
+fn json_generated(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_work(case)?;
+    let bases: &[&[&str]] = &[
+        &["ls"],
+        &["get", "work"],
+        &["forward", "work"],
+        &["logs", "work", "-n", "3"],
+        &["wait", "work", "--until", "stopped"],
+    ];
+    let mut rng = Rng::new(case.seed(), 0x4a53_4f4e);
+    for _ in 0..8 {
+        let base = bases[rng.below(bases.len())];
+        let mut args: Vec<&str> = base.to_vec();
+        args.insert(rng.below(args.len() + 1), "--json");
+        if rng.below(2) == 0 {
+            args.insert(rng.below(args.len() + 1), "-q");
+        }
+        // -q must not land between a flag and its value.
+        let flag_positions: Vec<usize> = args
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| **a == "-n" || **a == "--until")
+            .map(|(i, _)| i)
+            .collect();
+        if flag_positions
+            .iter()
+            .any(|i| args.get(i + 1).is_some_and(|next| next.starts_with('-')))
+        {
+            continue;
+        }
+        let ran = case.run(&sandbox, Inv::json_raw(&args))?;
+        case.expect_ok(&ran);
+    }
+    Ok(())
+}
+
+fn quiet_noop(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_work(case)?;
+    let plain = case.json(&sandbox, &["ls"])?;
+    let Some(reference) = case.expect_ok(&plain).cloned() else {
+        return Ok(());
+    };
+    for args in [&["-q", "--json", "ls"][..], &["--json", "ls", "-q"]] {
+        let ran = case.run(&sandbox, Inv::json_raw(args))?;
+        if let Some(data) = case.expect_ok(&ran).cloned() {
+            case.ensure(
+                data == reference,
+                "/data",
+                format!(
+                    "`{}` answered different data than `--json ls`",
+                    args.join(" ")
+                ),
+            );
+        }
+    }
+    Ok(())
+}

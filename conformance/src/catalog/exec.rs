@@ -1,0 +1,288 @@
+//! Owns the exec checks run through the fake `ssh`: exact bytes back per stream (plain or
+//! base64), empty streams, the guest's exit code, human-mode passthrough, guest argv quoting,
+//! and `--json` after exec's VM name belonging to the guest.
+
+use serde_json::{json, Value};
+
+use super::helpers::{expect_eq, with_running_work, Rng};
+use super::{scenario, CheckDef, Tier};
+use crate::error::HarnessError;
+use crate::fakes::script::{FakeScript, Rule, ScriptBytes};
+use crate::finding::Level::Must;
+use crate::oracle::decode_stream;
+use crate::run::{Case, Inv};
+use crate::sandbox::Sandbox;
+
+pub(super) const CHECKS: &[CheckDef] = &[
+    scenario("EXEC.utf8-plain", Must, Tier::Fake, "json-v3#exec-bytes", "An absent *_encoding means UTF-8.",
+        "valid UTF-8 guest output comes back as plain stdout/stderr, byte-exact, without *_base64", &["exec"], utf8_plain),
+    scenario("EXEC.base64-stdout", Must, Tier::Fake, "json-v3#exec-bytes", "Stoat therefore uses base64 for a stream that is not valid UTF-8",
+        "non-UTF-8 stdout comes back as stdout_base64 decoding to the exact bytes; stderr stays plain", &["exec", "bytes"], base64_stdout),
+    scenario("EXEC.base64-stderr", Must, Tier::Fake, "json-v3#exec-bytes", "Encoding is reported per stream, because stdout and stderr can independently be invalid.",
+        "non-UTF-8 stderr comes back as stderr_base64 decoding to the exact bytes; stdout stays plain", &["exec", "bytes"], base64_stderr),
+    scenario("EXEC.base64-both", Must, Tier::Fake, "json-v3#exec-bytes", "Encoding is reported per stream, because stdout and stderr can independently be invalid.",
+        "both streams non-UTF-8: both come back base64, byte-exact", &["exec", "bytes"], base64_both),
+    scenario("EXEC.empty-streams", Must, Tier::Fake, "json-v3#per-command-data", "exec {\"vm\":\"work\",\"exit_code\":1,\"stdout\":\"...\",\"stderr\":\"...\"}",
+        "a guest command that prints nothing answers stdout \"\" and stderr \"\"", &["exec"], empty_streams),
+    scenario("EXEC.exit-code", Must, Tier::Fake, "json-v3#exit-codes", "The guest's status is in data.exit_code.",
+        "a guest exiting 3 answers ok:true with data.exit_code 3 (and stoat exits 0)", &["exec", "exit"], exit_code),
+    scenario("EXEC.human-passthrough", Must, Tier::Fake, "json-v3#exit-codes", "Without --json, exec passes the guest's status through like ssh does",
+        "without --json, exec exits with the guest's status and passes its bytes through raw", &["exec", "exit"], human_passthrough),
+    scenario("EXEC.guest-argv-untouched", Must, Tier::Fake, "json-v3#flag-position", "everything there belongs to the guest",
+        "guest arguments with spaces, quotes, $, globs, ; and empty strings reach the guest shell intact", &["exec", "argv"], argv_untouched),
+    scenario("EXEC.generated-bytes", Must, Tier::Fake, "json-v3#exec-bytes", "Stoat therefore uses base64 for a stream that is not valid UTF-8",
+        "seeded random byte strings on both streams come back exactly", &["exec", "bytes", "generated"], generated_bytes),
+    scenario("ARGV.json-after-exec-name", Must, Tier::Fake, "json-v3#flag-position", "stoat exec work ls --json # the guest's, untouched",
+        "--json after exec's VM name reaches the guest and does not switch stoat to JSON", &["argv", "exec"], json_after_name),
+    scenario("ARGV.json-before-exec", Must, Tier::Fake, "json-v3#flag-position", "It is recognized anywhere EXCEPT after exec's VM name",
+        "`-q --json exec work cmd --json`: the first --json is stoat's, the last the guest's", &["argv", "exec"], json_before_exec),
+    scenario("ARGV.json-between-exec-and-name", Must, Tier::Fake, "json-v3#flag-position", "stoat exec --json work ls -la # stoat's",
+        "`exec --json work cmd` is JSON mode", &["argv", "exec"], json_between),
+];
+
+/// Scripts the fake ssh to answer with these bytes and status.
+fn script_ssh(
+    sandbox: &Sandbox,
+    stdout: &[u8],
+    stderr: &[u8],
+    exit: i32,
+) -> Result<(), HarnessError> {
+    sandbox.write_script(&FakeScript::default().rule(
+        "ssh",
+        Rule {
+            stdout: Some(ScriptBytes::bytes(stdout)),
+            stderr: Some(ScriptBytes::bytes(stderr)),
+            exit: Some(exit),
+            ..Default::default()
+        },
+    ))
+}
+
+fn run_locally(sandbox: &Sandbox) -> Result<(), HarnessError> {
+    sandbox.write_script(&FakeScript::default().rule(
+        "ssh",
+        Rule {
+            run_locally: true,
+            ..Default::default()
+        },
+    ))
+}
+
+/// Runs `exec work guest` with the scripted bytes and checks both streams decode exactly.
+fn round_trip(
+    case: &mut Case<'_>,
+    sandbox: &Sandbox,
+    stdout: &[u8],
+    stderr: &[u8],
+) -> Result<Option<Value>, HarnessError> {
+    script_ssh(sandbox, stdout, stderr, 0)?;
+    let ran = case.json(sandbox, &["exec", "work", "guest-command"])?;
+    let Some(data) = case.expect_ok(&ran).cloned() else {
+        return Ok(None);
+    };
+    for (name, expected) in [("stdout", stdout), ("stderr", stderr)] {
+        match decode_stream(&data, name) {
+            Ok(bytes) if bytes == expected => {}
+            Ok(bytes) => case.fail(
+                format!("/data/{name}"),
+                format!(
+                    "{name} decodes to {:02x?}, the guest wrote {:02x?}",
+                    bytes, expected
+                ),
+            ),
+            Err(why) => case.fail(format!("/data/{name}"), why),
+        }
+    }
+    Ok(Some(data))
+}
+
+fn utf8_plain(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_running_work(case)?;
+    if let Some(data) = round_trip(
+        case,
+        &sandbox,
+        "hello <&> \"world\"\n".as_bytes(),
+        "warn: ünïcode ✓\n".as_bytes(),
+    )? {
+        for key in [
+            "stdout_base64",
+            "stderr_base64",
+            "stdout_encoding",
+            "stderr_encoding",
+        ] {
+            case.ensure(
+                data.get(key).is_none(),
+                &format!("/data/{key}"),
+                format!("{key} present for valid UTF-8"),
+            );
+        }
+    }
+    Ok(())
+}
+
+const INVALID: &[u8] = &[0xff, 0xfe, 0x00, 0x01, b'a', 0xc3, b'\n'];
+
+fn base64_stdout(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_running_work(case)?;
+    if let Some(data) = round_trip(case, &sandbox, INVALID, b"plain\n")? {
+        case.ensure(
+            data.get("stdout").is_none(),
+            "/data/stdout",
+            "stdout must be absent when stdout_base64 is present",
+        );
+        expect_eq(case, &data, "/stdout_encoding", &json!("base64"));
+        expect_eq(case, &data, "/stderr", &json!("plain\n"));
+    }
+    Ok(())
+}
+
+fn base64_stderr(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_running_work(case)?;
+    if let Some(data) = round_trip(case, &sandbox, b"plain\n", INVALID)? {
+        case.ensure(
+            data.get("stderr").is_none(),
+            "/data/stderr",
+            "stderr must be absent when stderr_base64 is present",
+        );
+        expect_eq(case, &data, "/stderr_encoding", &json!("base64"));
+        expect_eq(case, &data, "/stdout", &json!("plain\n"));
+    }
+    Ok(())
+}
+
+fn base64_both(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_running_work(case)?;
+    if let Some(data) = round_trip(case, &sandbox, INVALID, &[0x80, 0x81])? {
+        expect_eq(case, &data, "/stdout_encoding", &json!("base64"));
+        expect_eq(case, &data, "/stderr_encoding", &json!("base64"));
+    }
+    Ok(())
+}
+
+fn empty_streams(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_running_work(case)?;
+    if let Some(data) = round_trip(case, &sandbox, b"", b"")? {
+        expect_eq(case, &data, "/stdout", &json!(""));
+        expect_eq(case, &data, "/stderr", &json!(""));
+    }
+    Ok(())
+}
+
+fn exit_code(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_running_work(case)?;
+    script_ssh(&sandbox, b"", b"failed\n", 3)?;
+    let ran = case.json(&sandbox, &["exec", "work", "false"])?;
+    if let Some(data) = case.expect_ok(&ran).cloned() {
+        expect_eq(case, &data, "/exit_code", &json!(3));
+        expect_eq(case, &data, "/vm", &json!("work"));
+    }
+    case.expect_exit(&ran, 0);
+    Ok(())
+}
+
+fn human_passthrough(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_running_work(case)?;
+    script_ssh(&sandbox, INVALID, b"", 3)?;
+    let ran = case.run(&sandbox, Inv::human(&["exec", "work", "false"]))?;
+    case.expect_exit(&ran, 3);
+    case.ensure(
+        ran.capture.stdout.0 == INVALID,
+        "stdout",
+        format!(
+            "stdout must be the guest's raw bytes {:02x?}, got {:02x?}",
+            INVALID, ran.capture.stdout.0
+        ),
+    );
+    Ok(())
+}
+
+/// Guest argv and what `printf '[%s]\n' ARGS...` prints for it.
+const TRICKY: &[&str] = &[
+    "a b",
+    "$HOME",
+    "it's",
+    "",
+    "\"q\"",
+    "*",
+    ";echo x",
+    "--json",
+    "-la",
+    "back\\slash",
+];
+
+fn tricky_expected() -> String {
+    TRICKY.iter().map(|a| format!("[{a}]\n")).collect()
+}
+
+fn argv_untouched(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_running_work(case)?;
+    run_locally(&sandbox)?;
+    let mut args = vec!["exec", "work", "printf", "[%s]\\n"];
+    args.extend(TRICKY);
+    let ran = case.json(&sandbox, &args)?;
+    if let Some(data) = case.expect_ok(&ran).cloned() {
+        expect_eq(case, &data, "/stdout", &json!(tricky_expected()));
+        expect_eq(case, &data, "/exit_code", &json!(0));
+    }
+    Ok(())
+}
+
+fn generated_bytes(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_running_work(case)?;
+    let mut rng = Rng::new(case.seed(), 0x6279_7465);
+    for _ in 0..4 {
+        let stdout = rng.bytes(48);
+        let stderr = rng.bytes(48);
+        round_trip(case, &sandbox, &stdout, &stderr)?;
+    }
+    Ok(())
+}
+
+fn json_after_name(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_running_work(case)?;
+    run_locally(&sandbox)?;
+    let human = case.run(
+        &sandbox,
+        Inv::human(&["exec", "work", "printf", "[%s]", "--json"]),
+    )?;
+    case.ensure(
+        human.capture.stdout.0 == b"[--json]",
+        "stdout",
+        format!(
+            "`exec work printf [%s] --json` must print the guest's [--json] raw, got {:?}",
+            String::from_utf8_lossy(&human.capture.stdout.0)
+        ),
+    );
+    case.expect_exit(&human, 0);
+    let json_mode = case.json(&sandbox, &["exec", "work", "printf", "[%s]", "--json"])?;
+    if let Some(data) = case.expect_ok(&json_mode).cloned() {
+        expect_eq(case, &data, "/stdout", &json!("[--json]"));
+    }
+    Ok(())
+}
+
+fn json_before_exec(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_running_work(case)?;
+    run_locally(&sandbox)?;
+    let ran = case.run(
+        &sandbox,
+        Inv::json_raw(&["-q", "--json", "exec", "work", "printf", "[%s]", "--json"]),
+    )?;
+    if let Some(data) = case.expect_ok(&ran).cloned() {
+        expect_eq(case, &data, "/stdout", &json!("[--json]"));
+    }
+    Ok(())
+}
+
+fn json_between(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_running_work(case)?;
+    run_locally(&sandbox)?;
+    let ran = case.run(
+        &sandbox,
+        Inv::json_raw(&["exec", "--json", "work", "printf", "ok"]),
+    )?;
+    if let Some(data) = case.expect_ok(&ran).cloned() {
+        expect_eq(case, &data, "/stdout", &json!("ok"));
+    }
+    Ok(())
+}

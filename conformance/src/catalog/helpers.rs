@@ -1,0 +1,85 @@
+//! Owns small helpers the scenarios share: fixtures in one call, reading members.
+
+use serde_json::Value;
+
+use crate::error::HarnessError;
+use crate::run::Case;
+use crate::sandbox::{Sandbox, VmFixture};
+
+/// A sandbox holding the stopped live VM `work` (with the planted console password).
+pub fn with_work(case: &Case<'_>) -> Result<Sandbox, HarnessError> {
+    let sandbox = case.sandbox()?;
+    sandbox.write_vm(&VmFixture::live("work"))?;
+    Ok(sandbox)
+}
+
+/// A sandbox holding `work`, made to count as running by a fake qemu process.
+pub fn with_running_work(case: &Case<'_>) -> Result<Sandbox, HarnessError> {
+    let mut sandbox = with_work(case)?;
+    sandbox.start_running("work")?;
+    Ok(sandbox)
+}
+
+/// A sandbox holding the stopped disk VM `work` with an 8G disk.
+pub fn with_disk_work(case: &Case<'_>) -> Result<Sandbox, HarnessError> {
+    let sandbox = case.sandbox()?;
+    sandbox.write_vm(&VmFixture::disk("work"))?;
+    Ok(sandbox)
+}
+
+/// `get <name>` and return `data.vm` (recording a finding when it is not ok).
+pub fn get_vm(
+    case: &mut Case<'_>,
+    sandbox: &Sandbox,
+    name: &str,
+) -> Result<Option<Value>, HarnessError> {
+    let ran = case.json(sandbox, &["get", name])?;
+    Ok(case.expect_ok(&ran).and_then(|d| d.get("vm")).cloned())
+}
+
+pub fn str_at<'v>(value: &'v Value, pointer: &str) -> Option<&'v str> {
+    value.pointer(pointer).and_then(Value::as_str)
+}
+
+/// Asserts `value[pointer] == expected`, recording a finding otherwise.
+pub fn expect_eq(case: &mut Case<'_>, value: &Value, pointer: &str, expected: &Value) -> bool {
+    let actual = value.pointer(pointer);
+    if actual == Some(expected) {
+        return true;
+    }
+    case.fail(
+        pointer,
+        format!(
+            "expected {expected}, got {}",
+            actual
+                .map(|v| crate::oracle::excerpt(&v.to_string()))
+                .unwrap_or_else(|| "<missing>".into())
+        ),
+    );
+    false
+}
+
+/// A small deterministic generator for seeded cases (xorshift64*).
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64, salt: u64) -> Self {
+        Rng((seed ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)).max(1))
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    pub fn below(&mut self, bound: usize) -> usize {
+        (self.next() % bound.max(1) as u64) as usize
+    }
+
+    pub fn bytes(&mut self, max_len: usize) -> Vec<u8> {
+        let len = self.below(max_len + 1);
+        (0..len).map(|_| self.next() as u8).collect()
+    }
+}

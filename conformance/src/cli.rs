@@ -1,0 +1,446 @@
+//! Owns the command line of `stoat-conformance`: `run`, `list`, `check`, `report`, `mutate`
+//! and `mutants`. Parses, calls the library, maps the outcome to an exit status
+//! ([`crate::exit`]). The only module that prints.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::capture::{Capture, Ending};
+use crate::catalog::{self, Tier};
+use crate::error::HarnessError;
+use crate::exit;
+use crate::oracle::{Context, Oracle, Outcome};
+use crate::report::{self, Reporter};
+use crate::run::{self, baseline::Baseline, RunConfig, Selection, Sut};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "stoat-conformance",
+    version,
+    about = "Checks any stoat executable against machine contract v3"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the suite against a SUT: `run [options] -- <stoat argv...>`.
+    Run(Box<RunArgs>),
+    /// Print the check catalog.
+    List(ListArgs),
+    /// Judge a captured JSON-lines transcript (a file, or - for stdin) offline.
+    Check(CheckArgs),
+    /// Render a saved JSON report, or compare two.
+    Report(ReportArgs),
+    /// Wrap a SUT with one mutation operator (the mutant kit): `mutate --op OP -- <sut...>`.
+    Mutate(MutateArgs),
+    /// List the mutation operators and the checks that must catch each.
+    Mutants,
+}
+
+#[derive(Args, Debug, Default)]
+struct SelectArgs {
+    /// Include checks whose id matches this glob (repeatable; `*` matches anything).
+    #[arg(long = "id", value_name = "GLOB")]
+    ids: Vec<String>,
+    /// Exclude checks whose id matches this glob (repeatable).
+    #[arg(long = "skip", value_name = "GLOB")]
+    skip: Vec<String>,
+    /// Include checks carrying this tag (repeatable; any matches).
+    #[arg(long = "tag")]
+    tags: Vec<String>,
+    /// Tiers to run (repeatable): pure, fake, real. Default: pure and fake.
+    #[arg(long = "tier", value_parser = parse_tier)]
+    tiers: Vec<Tier>,
+}
+
+fn parse_tier(text: &str) -> Result<Tier, String> {
+    Tier::parse(text).ok_or_else(|| format!("unknown tier {text:?} (pure, fake, real)"))
+}
+
+impl SelectArgs {
+    fn selection(&self) -> Selection {
+        Selection {
+            include: self.ids.clone(),
+            exclude: self.skip.clone(),
+            tags: self.tags.clone(),
+            tiers: self.tiers.clone(),
+            only_ids: None,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    #[command(flatten)]
+    select: SelectArgs,
+    /// Parallel scenarios (default: the number of cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Seed for generated cases (default: from the clock; printed in the header).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Per-invocation timeout in seconds.
+    #[arg(long, default_value_t = 60)]
+    timeout: u64,
+    /// Re-run only the checks that failed (or crashed, errored, went stale) in this report.
+    #[arg(long, value_name = "REPORT.json")]
+    rerun_failed: Option<PathBuf>,
+    /// Expected failures (TOML `[[expected]] id reason`): listed failures pass, listed passes fail as stale.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
+    /// The stoat-fake binary (default: next to this executable).
+    #[arg(long)]
+    fakes: Option<PathBuf>,
+    /// Write the JSON report here.
+    #[arg(long, value_name = "PATH", visible_alias = "report-json")]
+    json_report: Option<PathBuf>,
+    /// Write JUnit XML here.
+    #[arg(long, value_name = "PATH")]
+    junit: Option<PathBuf>,
+    /// Write TAP 14 here.
+    #[arg(long, value_name = "PATH")]
+    tap: Option<PathBuf>,
+    /// Also print passing checks.
+    #[arg(short, long)]
+    verbose: bool,
+    /// The system under test and its fixed leading arguments.
+    #[arg(last = true, required = true, value_name = "SUT")]
+    sut: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ListFormat {
+    Text,
+    Json,
+    Md,
+}
+
+#[derive(Args, Debug)]
+struct ListArgs {
+    #[command(flatten)]
+    select: SelectArgs,
+    #[arg(long, value_enum, default_value_t = ListFormat::Text)]
+    format: ListFormat,
+}
+
+#[derive(Args, Debug)]
+struct CheckArgs {
+    /// The transcript: stdout of one `--json` invocation (JSON lines), or - for stdin.
+    file: String,
+    /// The cmd every line must carry.
+    #[arg(long)]
+    cmd: Option<String>,
+    /// The process's exit status (enables the exit-code rules).
+    #[arg(long)]
+    exit: Option<i32>,
+    /// The file is a saved capture (`{"argv", "ending", "stdout", ...}`) rather than raw stdout.
+    #[arg(long)]
+    capture: bool,
+    /// Print findings as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ReportFormat {
+    Human,
+    Junit,
+    Tap,
+    Md,
+}
+
+#[derive(Args, Debug)]
+struct ReportArgs {
+    /// A saved JSON report (with --compare: the BEFORE report).
+    report: PathBuf,
+    /// Compare with this AFTER report; prints markdown, exits 1 when something newly fails.
+    #[arg(long, value_name = "AFTER.json")]
+    compare: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
+    format: ReportFormat,
+}
+
+#[derive(Args, Debug)]
+struct MutateArgs {
+    #[arg(long)]
+    op: String,
+    #[arg(last = true, required = true)]
+    sut: Vec<String>,
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return ExitCode::from(if error.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::PASS
+            });
+        }
+    };
+    let code = match cli.command {
+        Command::Run(args) => run_command(*args),
+        Command::List(args) => list_command(args),
+        Command::Check(args) => check_command(args),
+        Command::Report(args) => report_command(args),
+        Command::Mutate(args) => match crate::mutate::find(&args.op) {
+            Some(op) => {
+                return ExitCode::from(crate::mutate::run(op, &args.sut).clamp(0, 255) as u8)
+            }
+            None => {
+                eprintln!("stoat-conformance mutate: unknown operator {:?}; see `stoat-conformance mutants`", args.op);
+                Ok(exit::USAGE)
+            }
+        },
+        Command::Mutants => {
+            for op in crate::mutate::OPERATORS {
+                let caught = if op.caught_by.is_empty() {
+                    "(benign: must pass)".to_string()
+                } else {
+                    op.caught_by.join(", ")
+                };
+                println!("{:<26} {:<55} {}", op.name, op.breaks, caught);
+            }
+            Ok(exit::PASS)
+        }
+    };
+    match code {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            eprintln!("stoat-conformance: harness error: {error}");
+            ExitCode::from(exit::HARNESS_ERROR)
+        }
+    }
+}
+
+/// The stoat-fake binary next to the running executable, if it exists.
+pub fn default_fakes() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let candidate = exe.parent()?.join("stoat-fake");
+    candidate.exists().then_some(candidate)
+}
+
+fn run_command(args: RunArgs) -> Result<u8, HarnessError> {
+    let Some(sut) = Sut::from_argv(&args.sut) else {
+        eprintln!("stoat-conformance run: name the SUT after --");
+        return Ok(exit::USAGE);
+    };
+    let sut = Sut {
+        program: resolve_program(&sut.program),
+        leading: sut.leading,
+    };
+    let mut selection = args.select.selection();
+    if let Some(path) = &args.rerun_failed {
+        let previous = report::Report::load(path)?;
+        let ids: Vec<String> = previous
+            .checks
+            .iter()
+            .filter(|c| c.status.fails_run() || c.status == run::Status::Errored)
+            .map(|c| c.id.clone())
+            .collect();
+        selection.only_ids = Some(ids);
+    }
+    let fakes = match &args.fakes {
+        Some(path) if path.exists() => Some(path.clone()),
+        Some(path) => return Err(HarnessError::FakesMissing(path.clone())),
+        None => default_fakes(),
+    };
+    let baseline = args.baseline.as_deref().map(Baseline::load).transpose()?;
+    let jobs = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+    });
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() % 1_000_000)
+            .unwrap_or(1)
+    });
+    let mut reporters: Vec<Box<dyn Reporter>> = vec![Box::new(report::human::Human::new(
+        std::io::stdout(),
+        report::human::wants_colour(),
+        args.verbose,
+    ))];
+    if let Some(path) = args.json_report {
+        reporters.push(Box::new(report::json::JsonReport::new(path)));
+    }
+    if let Some(path) = args.junit {
+        reporters.push(Box::new(report::junit::Junit::new(path)));
+    }
+    if let Some(path) = args.tap {
+        reporters.push(Box::new(report::tap::Tap::new(path)));
+    }
+    let config = RunConfig {
+        sut,
+        fakes,
+        selection,
+        jobs,
+        seed,
+        timeout: Duration::from_secs(args.timeout.max(1)),
+        baseline,
+        skip_smoke: false,
+        oracle: None,
+    };
+    let (summary, smoke_failed) = run::run(config, &mut |event| {
+        for reporter in reporters.iter_mut() {
+            reporter.event(event);
+        }
+    })?;
+    for reporter in reporters.iter_mut() {
+        reporter
+            .finish()
+            .map_err(|e| HarnessError::Other(format!("writing a report: {e}")))?;
+    }
+    Ok(summary.exit_code(smoke_failed))
+}
+
+/// A bare program name is looked up on PATH now, because the SUT runs with a sandbox PATH.
+fn resolve_program(program: &Path) -> PathBuf {
+    if program.components().count() > 1 {
+        return std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| program.to_path_buf())
+}
+
+fn list_command(args: ListArgs) -> Result<u8, HarnessError> {
+    let selection = args.select.selection();
+    let mut selection = selection;
+    if selection.tiers.is_empty() {
+        selection.tiers = vec![Tier::Pure, Tier::Fake, Tier::Real];
+    }
+    let defs: Vec<&catalog::CheckDef> = catalog::all()
+        .iter()
+        .filter(|d| selection.selects(d))
+        .collect();
+    let text = match args.format {
+        ListFormat::Text => report::catalog_doc::text(&defs),
+        ListFormat::Json => report::catalog_doc::json(&defs),
+        ListFormat::Md => report::catalog_doc::markdown(),
+    };
+    print!("{text}");
+    Ok(exit::PASS)
+}
+
+fn check_command(args: CheckArgs) -> Result<u8, HarnessError> {
+    let bytes = if args.file == "-" {
+        let mut buffer = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut buffer)
+            .map_err(|e| HarnessError::io("-", e))?;
+        buffer
+    } else {
+        std::fs::read(&args.file).map_err(|e| HarnessError::io(&args.file, e))?
+    };
+    let mut capture = if args.capture {
+        serde_json::from_slice::<Capture>(&bytes).map_err(|e| HarnessError::BadInput {
+            path: PathBuf::from(&args.file),
+            message: e.to_string(),
+        })?
+    } else {
+        // Without --exit the exit rules have nothing to judge: a signal ending skips them.
+        Capture::from_stdout(
+            bytes,
+            args.exit.map(Ending::Exited).unwrap_or(Ending::Signaled(0)),
+        )
+    };
+    if let Some(code) = args.exit {
+        capture.ending = Ending::Exited(code);
+    }
+    let context = Context {
+        expect_cmd: args.cmd.clone(),
+        canaries: Default::default(),
+    };
+    let judgement = Oracle::new().judge(&capture, &context);
+    let must = judgement
+        .findings
+        .iter()
+        .filter(|f| f.level == crate::Level::Must)
+        .count();
+    if args.json {
+        let out = serde_json::json!({"outcome": judgement.outcome, "findings": judgement.findings});
+        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    } else {
+        let outcome = match &judgement.outcome {
+            Outcome::Ok => "ok".to_string(),
+            Outcome::Failed { code } => format!("failed ({})", code.as_deref().unwrap_or("?")),
+            Outcome::Crashed => "CRASHED (no result line)".to_string(),
+            Outcome::Human => "human mode".to_string(),
+        };
+        println!("outcome: {outcome}");
+        for finding in &judgement.findings {
+            println!(
+                "{} {} {}: {} [{}]",
+                finding.level.as_str(),
+                finding.check_id,
+                finding.pointer,
+                finding.message,
+                finding.spec_ref
+            );
+        }
+        println!(
+            "{} MUST, {} SHOULD findings",
+            must,
+            judgement.findings.len() - must
+        );
+    }
+    Ok(if must > 0 {
+        exit::VIOLATIONS
+    } else {
+        exit::PASS
+    })
+}
+
+fn report_command(args: ReportArgs) -> Result<u8, HarnessError> {
+    let before = report::Report::load(&args.report)?;
+    if let Some(after_path) = &args.compare {
+        let after = report::Report::load(after_path)?;
+        print!("{}", report::compare::compare(&before, &after));
+        return Ok(if report::compare::regressed(&before, &after) {
+            exit::VIOLATIONS
+        } else {
+            exit::PASS
+        });
+    }
+    let events = before.replay();
+    match args.format {
+        ReportFormat::Human => {
+            let mut human =
+                report::human::Human::new(std::io::stdout(), report::human::wants_colour(), true);
+            for event in &events {
+                human.event(event);
+            }
+            human.finish().map_err(|e| HarnessError::io("stdout", e))?;
+        }
+        ReportFormat::Junit => {
+            let mut junit = report::junit::Junit::new(PathBuf::new());
+            for event in &events {
+                junit.event(event);
+            }
+            print!("{}", junit.render());
+        }
+        ReportFormat::Tap => {
+            let mut tap = report::tap::Tap::new(PathBuf::new());
+            for event in &events {
+                tap.event(event);
+            }
+            print!("{}", tap.render());
+        }
+        ReportFormat::Md => print!("{}", report::compare::compare(&before, &before)),
+    }
+    Ok(before.summary.exit_code(before.smoke_failed))
+}

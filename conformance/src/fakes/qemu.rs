@@ -1,0 +1,191 @@
+//! Owns the fake `qemu-system-x86_64`: parses `-pidfile`, `-qmp unix:...`, `-monitor
+//! unix:...` and `-daemonize`; refuses when scripted (stderr + exit 1, no daemon); otherwise
+//! runs a daemon that keeps the full argv (so `<vm>/` stays in its cmdline), closes stdio,
+//! serves QMP and the human monitor ([`super::qmp`]), writes the pidfile once listening, and
+//! exits on `system_powerdown`/`quit`, removing its pidfile and sockets.
+
+use std::os::unix::net::UnixListener;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::qmp::{self, Control};
+use super::script::{FakeCall, FakeScript};
+use super::{log, ssh};
+
+/// What the fake reads from a qemu argv.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QemuArgs {
+    pub pidfile: Option<PathBuf>,
+    pub qmp: Option<PathBuf>,
+    pub monitor: Option<PathBuf>,
+    pub daemonize: bool,
+}
+
+/// Reads the unix socket path out of `unix:PATH,server,nowait` (or `unix:PATH,server=on,...`).
+fn unix_path(spec: &str) -> Option<PathBuf> {
+    let rest = spec.strip_prefix("unix:")?;
+    Some(PathBuf::from(rest.split(',').next().unwrap_or(rest)))
+}
+
+pub fn parse_args(args: &[String]) -> QemuArgs {
+    let mut parsed = QemuArgs::default();
+    let mut index = 0;
+    while index < args.len() {
+        let value = args.get(index + 1);
+        match args[index].as_str() {
+            "-pidfile" => parsed.pidfile = value.map(PathBuf::from),
+            "-qmp" => parsed.qmp = value.and_then(|v| unix_path(v)),
+            "-monitor" => parsed.monitor = value.and_then(|v| unix_path(v)),
+            "-daemonize" => {
+                parsed.daemonize = true;
+                index += 1;
+                continue;
+            }
+            _ => {
+                index += 1;
+                continue;
+            }
+        }
+        index += 2;
+    }
+    parsed
+}
+
+/// The launcher: what stoat runs.
+pub fn run(args: &[String]) -> i32 {
+    let script = FakeScript::load();
+    log::append(&FakeCall {
+        tool: "qemu-system-x86_64".into(),
+        argv: args.to_vec(),
+        ..Default::default()
+    });
+    if let Some(refusal) = &script.qemu.refuse {
+        let mut rule = refusal.clone();
+        rule.exit = Some(rule.exit.unwrap_or(1));
+        return ssh::answer(&rule);
+    }
+    if args.iter().any(|a| a == "--version" || a == "-version") {
+        super::emit(b"QEMU emulator version 10.0.0 (stoat-fake)\n", &[]);
+        return 0;
+    }
+    let parsed = parse_args(args);
+    if !parsed.daemonize {
+        return serve(&parsed, args);
+    }
+    let Ok(exe) = std::env::current_exe() else {
+        super::emit(&[], b"stoat-fake qemu: cannot find myself\n");
+        return 1;
+    };
+    let mut command = Command::new(exe);
+    command
+        .arg("--qemu-daemon")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: setsid is async-signal-safe; the daemon leaves stoat's session and process group.
+    unsafe {
+        command.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(error) => {
+            super::emit(
+                &[],
+                format!("stoat-fake qemu: cannot daemonize: {error}\n").as_bytes(),
+            );
+            return 1;
+        }
+    };
+    // Like qemu -daemonize: the parent returns once the child is ready (pidfile written).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            super::emit(
+                &[],
+                format!("stoat-fake qemu: daemon exited early ({status})\n").as_bytes(),
+            );
+            return 1;
+        }
+        let ready = parsed.pidfile.as_ref().is_none_or(|p| p.exists());
+        if ready || Instant::now() > deadline {
+            // The daemon is reparented once we exit; it is reaped by init.
+            std::mem::forget(child);
+            return 0;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// `stoat-fake --qemu-daemon <qemu argv...>`: the VM stand-in.
+pub fn daemon(args: &[String]) -> i32 {
+    let parsed = parse_args(args);
+    serve(&parsed, args)
+}
+
+fn bind(path: &Path) -> Option<UnixListener> {
+    let _ = std::fs::remove_file(path);
+    UnixListener::bind(path).ok()
+}
+
+fn serve(parsed: &QemuArgs, args: &[String]) -> i32 {
+    let script = FakeScript::load();
+    let pid = std::process::id();
+    let mut cleanup: Vec<PathBuf> = Vec::new();
+    let qmp_listener = parsed.qmp.as_ref().and_then(|p| {
+        cleanup.push(p.clone());
+        bind(p)
+    });
+    let monitor_listener = parsed.monitor.as_ref().and_then(|p| {
+        cleanup.push(p.clone());
+        bind(p)
+    });
+    if let Some(pidfile) = &parsed.pidfile {
+        if std::fs::write(pidfile, format!("{pid}\n")).is_err() {
+            return 1;
+        }
+        cleanup.push(pidfile.clone());
+    }
+    log::record_pid(pid);
+    log::append(&FakeCall {
+        tool: "qemu-system-x86_64".into(),
+        argv: args.to_vec(),
+        daemon_pid: Some(pid),
+        ..Default::default()
+    });
+    let control = Arc::new(Control {
+        script: script.qemu.clone(),
+        snapshots: Mutex::new(Vec::new()),
+        cleanup,
+    });
+    for listener in [
+        qmp_listener.map(|l| (l, true)),
+        monitor_listener.map(|l| (l, false)),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let control = Arc::clone(&control);
+        std::thread::spawn(move || {
+            for stream in listener.0.incoming().flatten() {
+                let control = Arc::clone(&control);
+                let is_qmp = listener.1;
+                std::thread::spawn(move || {
+                    if is_qmp {
+                        qmp::serve_qmp(stream, &control);
+                    } else {
+                        qmp::serve_monitor(stream, &control);
+                    }
+                });
+            }
+        });
+    }
+    std::thread::sleep(super::max_lifetime());
+    control.exit_now()
+}

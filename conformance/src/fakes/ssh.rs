@@ -1,0 +1,173 @@
+//! Owns the fake `ssh` and `scp`: parse the OpenSSH argv, log it, then answer with scripted
+//! bytes and exit status, or (ssh, `run_locally`) hand the remote command to `/bin/sh -c`
+//! exactly as sshd hands it to the login shell. Default: exit 0, no output.
+
+use std::io::Read as _;
+use std::os::unix::process::CommandExt as _;
+
+use super::script::{FakeCall, FakeScript, Rule};
+use super::{emit, log};
+
+/// ssh options that take a value (`-p 2200`, `-o X=Y`...).
+const SSH_VALUE_OPTIONS: &str = "BbcDEeFIiJLlmOoPpQRSWw";
+
+/// Splits an ssh argv into (destination, remote command words).
+pub fn split_ssh_args(args: &[String]) -> (Option<String>, Vec<String>) {
+    let mut index = 0;
+    while index < args.len() {
+        let arg = &args[index];
+        if arg == "--" {
+            index += 1;
+            break;
+        }
+        if !arg.starts_with('-') || arg.len() < 2 {
+            break;
+        }
+        // A cluster like -tt or -p2200: the first value option consumes the rest or the next arg.
+        let flags: Vec<char> = arg[1..].chars().collect();
+        let mut consumed_next = false;
+        for (position, flag) in flags.iter().enumerate() {
+            if SSH_VALUE_OPTIONS.contains(*flag) {
+                if position + 1 == flags.len() {
+                    consumed_next = true;
+                }
+                break;
+            }
+        }
+        index += if consumed_next { 2 } else { 1 };
+    }
+    let destination = args.get(index).cloned();
+    let command = args.iter().skip(index + 1).cloned().collect();
+    (destination, command)
+}
+
+pub fn run_ssh(args: &[String]) -> i32 {
+    let script = FakeScript::load();
+    let (_destination, command) = split_ssh_args(args);
+    let remote_command = command.join(" ");
+    let rule = script.find("ssh", args).cloned().unwrap_or_default();
+    let stdin = read_stdin_if(&rule);
+    log::append(&FakeCall {
+        tool: "ssh".into(),
+        argv: args.to_vec(),
+        stdin: stdin.clone().map(crate::capture::Bytes),
+        remote_command: Some(remote_command.clone()),
+        ..Default::default()
+    });
+    delay(&rule);
+    if rule.run_locally {
+        // Like sshd: the words are joined with spaces and parsed again by the shell.
+        let error = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(&remote_command)
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .exec();
+        eprintln!("stoat-fake ssh: cannot run /bin/sh: {error}");
+        return 255;
+    }
+    answer(&rule)
+}
+
+pub fn run_scp(args: &[String]) -> i32 {
+    let script = FakeScript::load();
+    let rule = script.find("scp", args).cloned().unwrap_or_default();
+    log::append(&FakeCall {
+        tool: "scp".into(),
+        argv: args.to_vec(),
+        ..Default::default()
+    });
+    delay(&rule);
+    // From the guest: write the scripted stdout bytes to the local destination.
+    let operands: Vec<&String> = operands_after_options(args, "cFiJloPSX");
+    if let (Some(source), Some(destination)) = (operands.first(), operands.last()) {
+        if source.contains(":") && !destination.contains(':') && rule.exit.unwrap_or(0) == 0 {
+            let bytes = rule.stdout.as_ref().map(|b| b.decode()).unwrap_or_default();
+            let _ = std::fs::write(destination, bytes);
+            emit(
+                &[],
+                &rule.stderr.as_ref().map(|b| b.decode()).unwrap_or_default(),
+            );
+            return 0;
+        }
+    }
+    answer(&rule)
+}
+
+fn operands_after_options<'a>(args: &'a [String], value_options: &str) -> Vec<&'a String> {
+    let mut out = Vec::new();
+    let mut index = 0;
+    while index < args.len() {
+        let arg = &args[index];
+        if arg.starts_with('-') && arg.len() >= 2 {
+            let last = arg.chars().last().unwrap_or('-');
+            index += if arg.len() == 2 && value_options.contains(last) {
+                2
+            } else {
+                1
+            };
+            continue;
+        }
+        out.push(arg);
+        index += 1;
+    }
+    out
+}
+
+pub(crate) fn read_stdin_if(rule: &Rule) -> Option<Vec<u8>> {
+    if !rule.read_stdin {
+        return None;
+    }
+    let mut buffer = Vec::new();
+    let _ = std::io::stdin().read_to_end(&mut buffer);
+    Some(buffer)
+}
+
+pub(crate) fn delay(rule: &Rule) {
+    if let Some(ms) = rule.delay_ms {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
+
+/// Emits a rule's scripted output and returns its exit status.
+pub(crate) fn answer(rule: &Rule) -> i32 {
+    let stdout = rule.stdout.as_ref().map(|b| b.decode()).unwrap_or_default();
+    let stderr = rule.stderr.as_ref().map(|b| b.decode()).unwrap_or_default();
+    emit(&stdout, &stderr);
+    rule.exit.unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn splits_upstream_exec_argv() {
+        let args = strings(&[
+            "-p",
+            "2200",
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "BatchMode=yes",
+            "-i",
+            "/r/id_stoat",
+            "root@127.0.0.1",
+            "'ls' '-la'",
+        ]);
+        let (destination, command) = split_ssh_args(&args);
+        assert_eq!(destination.as_deref(), Some("root@127.0.0.1"));
+        assert_eq!(command, vec!["'ls' '-la'"]);
+    }
+
+    #[test]
+    fn splits_clusters_and_attached_values() {
+        let args = strings(&["-tt", "-p2200", "-q", "u@h", "echo", "hi"]);
+        let (destination, command) = split_ssh_args(&args);
+        assert_eq!(destination.as_deref(), Some("u@h"));
+        assert_eq!(command, vec!["echo", "hi"]);
+    }
+}

@@ -1,0 +1,5 @@
+//! The `stoat-conformance` binary; everything lives in [`stoat_conformance::cli`].
+
+fn main() -> std::process::ExitCode {
+    stoat_conformance::cli::main()
+}

@@ -1,0 +1,473 @@
+//! Owns the mutant kit: `stoat-conformance mutate --op OP -- <sut...>` wraps ANY SUT and
+//! breaks exactly one rule of the contract in what it answers (or in the argv it passes on).
+//! The self-test proves every harmful operator is caught by the checks it names, and that
+//! the benign ones (unknown event type, extra field, stderr noise) are NOT flagged.
+
+use std::io::{Read as _, Write as _};
+use std::process::{Command, Stdio};
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+/// One mutation operator.
+#[derive(Clone, Copy, Debug)]
+pub struct Operator {
+    pub name: &'static str,
+    pub breaks: &'static str,
+    /// Checks that must flag it; empty for a benign operator that must pass clean.
+    pub caught_by: &'static [&'static str],
+}
+
+/// Every operator, harmful ones first.
+pub const OPERATORS: &[Operator] = &[
+    Operator {
+        name: "two-results",
+        breaks: "a second result line",
+        caught_by: &["ENV.one-result"],
+    },
+    Operator {
+        name: "result-not-last",
+        breaks: "an event after the result",
+        caught_by: &["ENV.result-last"],
+    },
+    Operator {
+        name: "no-result",
+        breaks: "the result line dropped (exit 1)",
+        caught_by: &["ENV.result-present"],
+    },
+    Operator {
+        name: "no-result-exit-0",
+        breaks: "the result line dropped, exit 0",
+        caught_by: &["EXIT.crash-nonzero", "ENV.result-present"],
+    },
+    Operator {
+        name: "prose-line",
+        breaks: "a line of prose before the result",
+        caught_by: &["ENV.json-lines"],
+    },
+    Operator {
+        name: "null-list",
+        breaks: "an empty list emitted as null",
+        caught_by: &["LIST.never-null"],
+    },
+    Operator {
+        name: "ok-on-event",
+        breaks: "an event carrying ok",
+        caught_by: &["ENV.ok-only-on-result"],
+    },
+    Operator {
+        name: "ok-missing",
+        breaks: "the result without ok",
+        caught_by: &["ENV.ok-bool"],
+    },
+    Operator {
+        name: "data-and-error",
+        breaks: "data and error together",
+        caught_by: &["ENV.data-xor-error"],
+    },
+    Operator {
+        name: "exit-3",
+        breaks: "exit 3 instead of 1",
+        caught_by: &["EXIT.status-range"],
+    },
+    Operator {
+        name: "usage-exit-1",
+        breaks: "a usage error exiting 1",
+        caught_by: &["EXIT.usage-is-2"],
+    },
+    Operator {
+        name: "usage-exit-0",
+        breaks: "a usage error exiting 0",
+        caught_by: &["EXIT.usage-is-2", "EXIT.error-nonzero"],
+    },
+    Operator {
+        name: "error-exit-0",
+        breaks: "a failed result exiting 0",
+        caught_by: &["EXIT.error-nonzero"],
+    },
+    Operator {
+        name: "ok-exit-1",
+        breaks: "an ok result exiting 1",
+        caught_by: &["EXIT.ok-is-0"],
+    },
+    Operator {
+        name: "ansi-raw",
+        breaks: "ANSI colour around a line",
+        caught_by: &["ENV.no-ansi", "ENV.json-lines"],
+    },
+    Operator {
+        name: "ansi-in-string",
+        breaks: "ANSI colour inside a string value",
+        caught_by: &["ENV.no-ansi"],
+    },
+    Operator {
+        name: "leak-data-root",
+        breaks: "a path under STOAT_HOME in data",
+        caught_by: &["LEAK.host-path"],
+    },
+    Operator {
+        name: "leak-password",
+        breaks: "the console password in data",
+        caught_by: &["LEAK.console-password"],
+    },
+    Operator {
+        name: "exec-exit-passthrough",
+        breaks: "exec --json exiting with the guest's status",
+        caught_by: &["EXIT.exec-ran-is-0"],
+    },
+    Operator {
+        name: "exec-lossy",
+        breaks: "non-UTF-8 exec output emitted lossily as plain text",
+        caught_by: &["EXEC.base64-stdout", "EXEC.base64-stderr"],
+    },
+    Operator {
+        name: "exec-omit-empty",
+        breaks: "empty exec streams omitted",
+        caught_by: &["EXEC.empty-is-string", "EXEC.empty-streams"],
+    },
+    Operator {
+        name: "exec-both-fields",
+        breaks: "a plain field next to its base64 twin",
+        caught_by: &["EXEC.stream-exclusive"],
+    },
+    Operator {
+        name: "json-eaten-after-exec",
+        breaks: "--json after exec's VM name taken as stoat's",
+        caught_by: &["ARGV.json-after-exec-name", "ARGV.json-before-exec"],
+    },
+    Operator {
+        name: "v-2",
+        breaks: "v:2 on every line",
+        caught_by: &["ENV.v-is-3"],
+    },
+    Operator {
+        name: "wrong-cmd",
+        breaks: "the result naming another cmd",
+        caught_by: &["ENV.cmd-matches"],
+    },
+    Operator {
+        name: "doctor-unhealthy-exit-1",
+        breaks: "doctor exiting 1 when unhealthy",
+        caught_by: &["EXIT.doctor-unhealthy-is-0"],
+    },
+    Operator {
+        name: "read-stdin",
+        breaks: "stdin consumed (a prompt)",
+        caught_by: &["RM.confirmation-required-no-stdin"],
+    },
+    Operator {
+        name: "base64-for-utf8",
+        breaks: "base64 for valid UTF-8 output (SHOULD)",
+        caught_by: &["EXEC.base64-only-non-utf8"],
+    },
+    Operator {
+        name: "unknown-event",
+        breaks: "nothing: an unknown event type must be tolerated",
+        caught_by: &[],
+    },
+    Operator {
+        name: "extra-field",
+        breaks: "nothing: additive fields are allowed",
+        caught_by: &[],
+    },
+    Operator {
+        name: "stderr-noise",
+        breaks: "nothing: stderr is outside the contract",
+        caught_by: &[],
+    },
+];
+
+pub fn find(name: &str) -> Option<&'static Operator> {
+    OPERATORS.iter().find(|op| op.name == name)
+}
+
+/// Runs `sut` with the operator applied; returns the exit status to use.
+pub fn run(op: &Operator, sut: &[String]) -> i32 {
+    let Some((program, leading)) = sut.split_first() else {
+        eprintln!("mutate: no SUT given");
+        return 2;
+    };
+    let forwarded = transform_argv(op, leading.to_vec());
+    let mut stdin_bytes = None;
+    if op.name == "read-stdin" {
+        let mut buffer = Vec::new();
+        let _ = std::io::stdin().read_to_end(&mut buffer);
+        stdin_bytes = Some(buffer);
+    }
+    let mut command = Command::new(program);
+    command
+        .args(&forwarded)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    command.stdin(if stdin_bytes.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::inherit()
+    });
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(error) => {
+            eprintln!("mutate: cannot run {program}: {error}");
+            return 1;
+        }
+    };
+    if let (Some(bytes), Some(mut stdin)) = (stdin_bytes, child.stdin.take()) {
+        let _ = stdin.write_all(&bytes);
+    }
+    let mut stdout = Vec::new();
+    if let Some(mut out) = child.stdout.take() {
+        let _ = out.read_to_end(&mut stdout);
+    }
+    let code = child.wait().ok().and_then(|s| s.code()).unwrap_or(1);
+    let (stdout, code) = transform_output(op, stdout, code);
+    let _ = std::io::stdout().write_all(&stdout);
+    let _ = std::io::stdout().flush();
+    if op.name == "stderr-noise" {
+        eprintln!("note: stderr noise from the mutant kit");
+    }
+    code
+}
+
+/// The SUT's leading args are the wrapped SUT's args; the rest of argv comes after `--`.
+fn transform_argv(op: &Operator, args: Vec<String>) -> Vec<String> {
+    if op.name != "json-eaten-after-exec" {
+        return args;
+    }
+    // Emulate upstream's quirk: every --json is stoat's, even after exec's VM name.
+    let had_json = args.iter().any(|a| a == "--json");
+    let mut out: Vec<String> = args.into_iter().filter(|a| a != "--json").collect();
+    if had_json {
+        out.insert(0, "--json".to_string());
+    }
+    out
+}
+
+fn transform_output(op: &Operator, stdout: Vec<u8>, code: i32) -> (Vec<u8>, i32) {
+    let text = String::from_utf8_lossy(&stdout).into_owned();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let Some(result_index) = lines.iter().rposition(|l| {
+        serde_json::from_str::<Value>(l)
+            .ok()
+            .and_then(|v| v.get("type").cloned())
+            == Some(json!("result"))
+    }) else {
+        return (stdout, code);
+    };
+    let Ok(mut result) = serde_json::from_str::<Value>(&lines[result_index]) else {
+        return (stdout, code);
+    };
+    let cmd = result
+        .get("cmd")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let ok = result.get("ok").and_then(Value::as_bool);
+    let error_code = result
+        .pointer("/error/code")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let mut code = code;
+    match op.name {
+        "two-results" => lines.push(lines[result_index].clone()),
+        "result-not-last" => lines
+            .push(json!({"v": 3, "type": "log", "cmd": cmd, "data": {"line": "late"}}).to_string()),
+        "no-result" => {
+            lines.remove(result_index);
+            code = 1;
+        }
+        "no-result-exit-0" => {
+            lines.remove(result_index);
+            code = 0;
+        }
+        "prose-line" => lines.insert(result_index, format!("running {cmd}...")),
+        "null-list" => {
+            if let Some(data) = result.get_mut("data") {
+                null_first_list(data);
+            }
+            lines[result_index] = result.to_string();
+        }
+        "ok-on-event" => lines.insert(
+            result_index,
+            json!({"v": 3, "type": "log", "cmd": cmd, "ok": true, "data": {"line": "x"}})
+                .to_string(),
+        ),
+        "ok-missing" => {
+            if let Some(map) = result.as_object_mut() {
+                map.remove("ok");
+            }
+            lines[result_index] = result.to_string();
+        }
+        "data-and-error" => {
+            if ok == Some(true) {
+                result["error"] = json!({"code": "internal", "message": "both"});
+            } else {
+                result["data"] = json!({});
+            }
+            lines[result_index] = result.to_string();
+        }
+        "exit-3" if code == 1 => code = 3,
+        "usage-exit-1" if error_code.as_deref() == Some("usage") => code = 1,
+        "usage-exit-0" if error_code.as_deref() == Some("usage") => code = 0,
+        "error-exit-0" if ok == Some(false) => code = 0,
+        "ok-exit-1" if ok == Some(true) && cmd != "exec" && cmd != "doctor" => code = 1,
+        "ansi-raw" => lines[result_index] = format!("\x1b[32m{}\x1b[0m", lines[result_index]),
+        "ansi-in-string" => {
+            if let Some(data) = result.get_mut("data") {
+                colour_first_string(data);
+            }
+            lines[result_index] = result.to_string();
+        }
+        "leak-data-root" => {
+            let root = std::env::var("STOAT_HOME").unwrap_or_default();
+            if let Some(target) = payload_object(&mut result) {
+                target.insert("disk_path".into(), json!(format!("{root}/work/disk.qcow2")));
+            }
+            lines[result_index] = result.to_string();
+        }
+        "leak-password" => {
+            if let Some(password) = planted_password() {
+                if let Some(target) = payload_object(&mut result) {
+                    target.insert("console".into(), json!(password));
+                }
+            }
+            lines[result_index] = result.to_string();
+        }
+        "exec-exit-passthrough" if cmd == "exec" && ok == Some(true) => {
+            code = result
+                .pointer("/data/exit_code")
+                .and_then(Value::as_i64)
+                .unwrap_or(0) as i32;
+        }
+        "exec-lossy" if cmd == "exec" => {
+            if let Some(data) = result.get_mut("data").and_then(Value::as_object_mut) {
+                for stream in ["stdout", "stderr"] {
+                    if let Some(encoded) = data.remove(&format!("{stream}_base64")) {
+                        data.remove(&format!("{stream}_encoding"));
+                        let bytes = base64::engine::general_purpose::STANDARD
+                            .decode(encoded.as_str().unwrap_or(""))
+                            .unwrap_or_default();
+                        data.insert(stream.into(), json!(String::from_utf8_lossy(&bytes)));
+                    }
+                }
+            }
+            lines[result_index] = result.to_string();
+        }
+        "exec-omit-empty" if cmd == "exec" => {
+            if let Some(data) = result.get_mut("data").and_then(Value::as_object_mut) {
+                data.retain(|k, v| !((k == "stdout" || k == "stderr") && v == &json!("")));
+            }
+            lines[result_index] = result.to_string();
+        }
+        "exec-both-fields" if cmd == "exec" => {
+            if let Some(data) = result.get_mut("data").and_then(Value::as_object_mut) {
+                for stream in ["stdout", "stderr"] {
+                    if data.contains_key(&format!("{stream}_base64")) {
+                        data.insert(stream.into(), json!(""));
+                    }
+                }
+            }
+            lines[result_index] = result.to_string();
+        }
+        "base64-for-utf8" if cmd == "exec" => {
+            if let Some(data) = result.get_mut("data").and_then(Value::as_object_mut) {
+                if let Some(Value::String(text)) = data.remove("stdout") {
+                    data.insert(
+                        "stdout_base64".into(),
+                        json!(base64::engine::general_purpose::STANDARD.encode(text.as_bytes())),
+                    );
+                    data.insert("stdout_encoding".into(), json!("base64"));
+                }
+            }
+            lines[result_index] = result.to_string();
+        }
+        "v-2" => {
+            for line in lines.iter_mut() {
+                if let Ok(mut value) = serde_json::from_str::<Value>(line) {
+                    value["v"] = json!(2);
+                    *line = value.to_string();
+                }
+            }
+        }
+        "wrong-cmd" => {
+            result["cmd"] = json!(format!("x{cmd}"));
+            lines[result_index] = result.to_string();
+        }
+        "doctor-unhealthy-exit-1"
+            if cmd == "doctor" && result.pointer("/data/healthy") == Some(&json!(false)) =>
+        {
+            code = 1
+        }
+        "unknown-event" => lines.insert(
+            result_index,
+            json!({"v": 3, "type": "heartbeat", "cmd": cmd, "data": {"beat": 1}}).to_string(),
+        ),
+        "extra-field" => {
+            if let Some(data) = result.get_mut("data").and_then(Value::as_object_mut) {
+                data.insert("x_future_field".into(), json!(1));
+            }
+            lines[result_index] = result.to_string();
+        }
+        _ => {}
+    }
+    let mut out = lines.join("\n").into_bytes();
+    if !out.is_empty() {
+        out.push(b'\n');
+    }
+    (out, code)
+}
+
+fn payload_object(result: &mut Value) -> Option<&mut serde_json::Map<String, Value>> {
+    let data = result.get_mut("data")?;
+    if data.get("vm").is_some_and(Value::is_object) {
+        return data.get_mut("vm")?.as_object_mut();
+    }
+    data.as_object_mut()
+}
+
+fn null_first_list(value: &mut Value) -> bool {
+    match value {
+        Value::Object(map) => {
+            for (_, child) in map.iter_mut() {
+                if child.as_array().is_some_and(Vec::is_empty) {
+                    *child = Value::Null;
+                    return true;
+                }
+            }
+            map.iter_mut().any(|(_, child)| null_first_list(child))
+        }
+        Value::Array(items) => items.iter_mut().any(null_first_list),
+        _ => false,
+    }
+}
+
+fn colour_first_string(value: &mut Value) -> bool {
+    match value {
+        Value::String(text) => {
+            *text = format!("\u{1b}[1m{text}\u{1b}[0m");
+            true
+        }
+        Value::Object(map) => map
+            .iter_mut()
+            .filter(|(k, _)| !matches!(k.as_str(), "stdout" | "stderr"))
+            .any(|(_, child)| colour_first_string(child)),
+        Value::Array(items) => items.iter_mut().any(colour_first_string),
+        _ => false,
+    }
+}
+
+/// The console password of any VM under `$STOAT_HOME` (what a careless DTO would copy).
+fn planted_password() -> Option<String> {
+    let root = std::env::var_os("STOAT_HOME")?;
+    for entry in std::fs::read_dir(root).ok()?.flatten() {
+        let Ok(text) = std::fs::read_to_string(entry.path().join("vm.toml")) else {
+            continue;
+        };
+        let Ok(value) = toml::from_str::<toml::Value>(&text) else {
+            continue;
+        };
+        if let Some(password) = value.get("console_password").and_then(|p| p.as_str()) {
+            return Some(password.to_string());
+        }
+    }
+    None
+}

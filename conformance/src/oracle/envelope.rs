@@ -1,0 +1,339 @@
+//! Owns the stream and envelope rules: JSON lines, `v`/`type`/`cmd` on every line, exactly
+//! one result and last, `ok` only on the result, `data` xor `error`, the error object, no
+//! ANSI escapes. Implements stoat-json-v3 "The consumer contract" and "The envelope".
+
+use serde_json::Value;
+
+use super::{at, walk, Context, Sink, Stream};
+
+const KNOWN_EVENTS: &[&str] = &["progress", "stage", "log"];
+
+pub(crate) fn check(stdout: &[u8], context: &Context, sink: &mut Sink) -> Stream {
+    sink.touch("ENV.no-ansi");
+    if let Some(offset) = stdout.iter().position(|b| *b == 0x1b) {
+        sink.find(
+            "ENV.no-ansi",
+            format!("byte {offset}"),
+            "stdout carries an ESC (0x1b) byte: ANSI escapes are never allowed under --json",
+        );
+    }
+    let mut lines = Vec::new();
+    let text_lines = split_lines(stdout);
+    sink.touch("ENV.json-lines");
+    for (index, raw) in text_lines.iter().enumerate() {
+        let parsed = match serde_json::from_slice::<Value>(raw) {
+            Ok(value @ Value::Object(_)) => Some(value),
+            Ok(other) => {
+                sink.find(
+                    "ENV.json-lines",
+                    at(index, ""),
+                    format!(
+                        "line is JSON but not an object: {}",
+                        excerpt(&other.to_string())
+                    ),
+                );
+                None
+            }
+            Err(error) => {
+                sink.find(
+                    "ENV.json-lines",
+                    at(index, ""),
+                    format!(
+                        "line is not JSON ({error}): {}",
+                        excerpt(&String::from_utf8_lossy(raw))
+                    ),
+                );
+                None
+            }
+        };
+        lines.push(parsed);
+    }
+
+    let mut result_indexes = Vec::new();
+    for (index, line) in lines.iter().enumerate() {
+        let Some(line) = line else { continue };
+        check_line_fields(index, line, sink);
+        let kind = line.get("type").and_then(Value::as_str).unwrap_or("");
+        if kind == "result" {
+            result_indexes.push(index);
+        } else {
+            check_event(index, kind, line, sink);
+        }
+        check_decoded_ansi(index, line, sink);
+    }
+
+    sink.touch("ENV.result-present");
+    sink.touch("ENV.one-result");
+    if result_indexes.len() > 1 {
+        sink.find(
+            "ENV.one-result",
+            at(result_indexes[1], ""),
+            format!(
+                "{} result lines (lines {:?}); exactly one is allowed",
+                result_indexes.len(),
+                result_indexes.iter().map(|i| i + 1).collect::<Vec<_>>()
+            ),
+        );
+    }
+    let result = result_indexes
+        .last()
+        .map(|index| (*index, lines[*index].clone().unwrap_or(Value::Null)));
+    match &result {
+        None => sink.find(
+            "ENV.result-present",
+            "stdout",
+            format!(
+                "no result line in {} stdout line(s): the consumer classifies this as crashed",
+                lines.len()
+            ),
+        ),
+        Some((index, value)) => {
+            sink.touch("ENV.result-last");
+            let last = text_lines.len().saturating_sub(1);
+            if result_indexes.first() != Some(&last) {
+                let first = result_indexes.first().copied().unwrap_or(*index);
+                sink.find(
+                    "ENV.result-last",
+                    at(first, ""),
+                    format!(
+                        "the result line is line {} of {}; it must be last",
+                        first + 1,
+                        text_lines.len()
+                    ),
+                );
+            }
+            check_result(*index, value, context, sink);
+        }
+    }
+    check_cmd_consistent(&lines, result.as_ref(), sink);
+    Stream { lines, result }
+}
+
+/// Splits stdout into lines; a final newline ends the last line rather than starting one.
+fn split_lines(stdout: &[u8]) -> Vec<&[u8]> {
+    if stdout.is_empty() {
+        return Vec::new();
+    }
+    let body = stdout.strip_suffix(b"\n").unwrap_or(stdout);
+    body.split(|b| *b == b'\n').collect()
+}
+
+fn check_line_fields(index: usize, line: &Value, sink: &mut Sink) {
+    sink.touch("ENV.v-is-3");
+    match line.get("v") {
+        Some(v) if v.as_u64() == Some(crate::spec::CONTRACT_VERSION) => {}
+        Some(v) => sink.find(
+            "ENV.v-is-3",
+            at(index, "/v"),
+            format!("v is {v}, the contract version is the integer 3"),
+        ),
+        None => sink.find("ENV.v-is-3", at(index, "/v"), "v is missing"),
+    }
+    sink.touch("ENV.line-fields");
+    for field in ["type", "cmd"] {
+        match line.get(field) {
+            Some(Value::String(_)) => {}
+            Some(other) => sink.find(
+                "ENV.line-fields",
+                at(index, &format!("/{field}")),
+                format!("{field} must be a string, got {other}"),
+            ),
+            None => sink.find(
+                "ENV.line-fields",
+                at(index, &format!("/{field}")),
+                format!("{field} is missing"),
+            ),
+        }
+    }
+}
+
+fn check_event(index: usize, kind: &str, line: &Value, sink: &mut Sink) {
+    sink.touch("ENV.ok-only-on-result");
+    if line.get("ok").is_some() {
+        sink.find(
+            "ENV.ok-only-on-result",
+            at(index, "/ok"),
+            format!("a {kind:?} event carries ok; ok is on result lines only"),
+        );
+    }
+    if KNOWN_EVENTS.contains(&kind) {
+        sink.touch("ENV.event-data");
+        if !line.get("data").is_some_and(Value::is_object) {
+            sink.find(
+                "ENV.event-data",
+                at(index, "/data"),
+                format!("a {kind:?} event must carry a data object"),
+            );
+        }
+        if line.get("error").is_some() {
+            sink.find(
+                "ENV.event-data",
+                at(index, "/error"),
+                format!("a {kind:?} event carries error; error is on failed results only"),
+            );
+        }
+    }
+}
+
+fn check_result(index: usize, result: &Value, context: &Context, sink: &mut Sink) {
+    sink.touch("ENV.ok-bool");
+    let ok = match result.get("ok") {
+        Some(Value::Bool(ok)) => Some(*ok),
+        Some(other) => {
+            sink.find(
+                "ENV.ok-bool",
+                at(index, "/ok"),
+                format!("ok must be a bool, got {other}"),
+            );
+            None
+        }
+        None => {
+            sink.find("ENV.ok-bool", at(index, "/ok"), "the result line has no ok");
+            None
+        }
+    };
+    let data = result.get("data");
+    let error = result.get("error");
+    sink.touch("ENV.data-xor-error");
+    match (data, error) {
+        (Some(_), Some(_)) => sink.find(
+            "ENV.data-xor-error",
+            at(index, ""),
+            "the result carries both data and error",
+        ),
+        (None, None) => sink.find(
+            "ENV.data-xor-error",
+            at(index, ""),
+            "the result carries neither data nor error",
+        ),
+        _ => {}
+    }
+    if let Some(ok) = ok {
+        sink.touch("ENV.ok-matches-payload");
+        if ok && data.is_none() {
+            sink.find(
+                "ENV.ok-matches-payload",
+                at(index, "/data"),
+                "ok:true without data",
+            );
+        }
+        if !ok && error.is_none() {
+            sink.find(
+                "ENV.ok-matches-payload",
+                at(index, "/error"),
+                "ok:false without error",
+            );
+        }
+    }
+    if let Some(data) = data {
+        sink.touch("ENV.data-object");
+        if !data.is_object() {
+            sink.find(
+                "ENV.data-object",
+                at(index, "/data"),
+                format!("data must be an object, got {}", excerpt(&data.to_string())),
+            );
+        }
+    }
+    if let Some(error) = error {
+        sink.touch("ENV.error-shape");
+        match error {
+            Value::Object(map) => {
+                for field in ["code", "message"] {
+                    if !map.get(field).is_some_and(Value::is_string) {
+                        sink.find(
+                            "ENV.error-shape",
+                            at(index, &format!("/error/{field}")),
+                            format!("error.{field} must be a string"),
+                        );
+                    }
+                }
+                sink.touch("ENV.error-message-nonempty");
+                if map
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .is_some_and(|m| m.trim().is_empty())
+                {
+                    sink.find(
+                        "ENV.error-message-nonempty",
+                        at(index, "/error/message"),
+                        "error.message is empty",
+                    );
+                }
+            }
+            other => sink.find(
+                "ENV.error-shape",
+                at(index, "/error"),
+                format!(
+                    "error must be an object, got {}",
+                    excerpt(&other.to_string())
+                ),
+            ),
+        }
+    }
+    if let Some(expected) = &context.expect_cmd {
+        sink.touch("ENV.cmd-matches");
+        let actual = result.get("cmd").and_then(Value::as_str).unwrap_or("");
+        if actual != expected {
+            sink.find(
+                "ENV.cmd-matches",
+                at(index, "/cmd"),
+                format!("cmd is {actual:?}, expected {expected:?}"),
+            );
+        }
+    }
+}
+
+fn check_cmd_consistent(lines: &[Option<Value>], result: Option<&(usize, Value)>, sink: &mut Sink) {
+    let Some((_, result)) = result else { return };
+    let Some(cmd) = result.get("cmd").and_then(Value::as_str) else {
+        return;
+    };
+    for (index, line) in lines.iter().enumerate() {
+        let Some(line) = line else { continue };
+        sink.touch("ENV.cmd-consistent");
+        if let Some(other) = line.get("cmd").and_then(Value::as_str) {
+            if other != cmd {
+                sink.find(
+                    "ENV.cmd-consistent",
+                    at(index, "/cmd"),
+                    format!("cmd {other:?} differs from the result's {cmd:?}"),
+                );
+            }
+        }
+    }
+}
+
+/// A `\u001b` escaped inside a JSON string is still colour once decoded.
+fn check_decoded_ansi(index: usize, line: &Value, sink: &mut Sink) {
+    let mut pointer = String::new();
+    let mut hits = Vec::new();
+    walk(line, &mut pointer, &mut |path, _key, value| {
+        if value.as_str().is_some_and(|s| s.contains('\u{1b}')) && !is_guest_stream(path) {
+            hits.push(path.to_string());
+        }
+    });
+    for path in hits {
+        sink.find(
+            "ENV.no-ansi",
+            at(index, &path),
+            "a string value carries an ANSI escape (\\u001b)",
+        );
+    }
+}
+
+/// Guest output (exec streams, log lines) is the guest's own bytes and may hold escapes.
+fn is_guest_stream(path: &str) -> bool {
+    matches!(path, "/data/stdout" | "/data/stderr" | "/data/line")
+        || path.starts_with("/data/lines/")
+}
+
+pub fn excerpt(text: &str) -> String {
+    const MAX: usize = 120;
+    if text.chars().count() <= MAX {
+        text.to_string()
+    } else {
+        let cut: String = text.chars().take(MAX).collect();
+        format!("{cut}...")
+    }
+}

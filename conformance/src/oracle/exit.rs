@@ -1,0 +1,89 @@
+//! Owns the exit-status rules under `--json`: only 0/1/2, 2 exactly for `usage`, 0 for an
+//! ok result (exec and doctor included), non-zero for a failed one, non-zero without a
+//! result. Implements stoat-json-v3 "Exit codes" and rule 4 of the consumer contract.
+
+use serde_json::Value;
+
+use super::{Sink, Stream};
+use crate::capture::Ending;
+
+pub(crate) fn check(stream: &Stream, ending: Ending, sink: &mut Sink) {
+    let code = match ending {
+        Ending::Exited(code) => code,
+        Ending::Signaled(_) | Ending::TimedOut => return,
+    };
+    sink.touch("EXIT.status-range");
+    if !(0..=2).contains(&code) {
+        sink.find(
+            "EXIT.status-range",
+            "exit",
+            format!("exit status {code}; only 0, 1 and 2 exist"),
+        );
+    }
+    let Some((_, result)) = &stream.result else {
+        sink.touch("EXIT.crash-nonzero");
+        if code == 0 {
+            sink.find(
+                "EXIT.crash-nonzero",
+                "exit",
+                "exit 0 without a result line: a consumer cannot tell this from success",
+            );
+        }
+        return;
+    };
+    let ok = result.get("ok").and_then(Value::as_bool);
+    let error_code = result.pointer("/error/code").and_then(Value::as_str);
+    let cmd = result.get("cmd").and_then(Value::as_str).unwrap_or("");
+
+    if error_code == Some("usage") || code == 2 {
+        sink.touch("EXIT.usage-is-2");
+        if error_code == Some("usage") && code != 2 {
+            sink.find(
+                "EXIT.usage-is-2",
+                "exit",
+                format!("a usage error exited {code}; usage errors exit 2"),
+            );
+        }
+        if code == 2 && error_code != Some("usage") {
+            sink.find(
+                "EXIT.usage-is-2",
+                "exit",
+                format!(
+                    "exit 2 with error code {:?}; 2 is for usage errors only",
+                    error_code.unwrap_or("<none>")
+                ),
+            );
+        }
+    }
+    match ok {
+        Some(true) => {
+            let healthy = result.pointer("/data/healthy").and_then(Value::as_bool);
+            let id = if cmd == "exec" {
+                "EXIT.exec-ran-is-0"
+            } else if cmd == "doctor" && healthy == Some(false) {
+                "EXIT.doctor-unhealthy-is-0"
+            } else {
+                "EXIT.ok-is-0"
+            };
+            sink.touch(id);
+            if code != 0 {
+                let why = match id {
+                    "EXIT.exec-ran-is-0" => {
+                        let guest = result.pointer("/data/exit_code").map(Value::to_string).unwrap_or_default();
+                        format!("exec ran the guest command (guest exit_code {guest}) but stoat exited {code}; under --json it exits 0")
+                    }
+                    "EXIT.doctor-unhealthy-is-0" => format!("doctor answered healthy:false but exited {code}; the answer is not a failure"),
+                    _ => format!("ok:true but exit {code}"),
+                };
+                sink.find(id, "exit", why);
+            }
+        }
+        Some(false) => {
+            sink.touch("EXIT.error-nonzero");
+            if code == 0 {
+                sink.find("EXIT.error-nonzero", "exit", "ok:false but exit 0");
+            }
+        }
+        None => {}
+    }
+}

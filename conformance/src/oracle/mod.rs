@@ -1,0 +1,263 @@
+//! Owns the oracle: the one judge applied to EVERY invocation the suite makes.
+//!
+//! Given a [`Capture`] and a [`Context`] (is it `--json` mode, which `cmd` is expected,
+//! which canaries must never appear) it returns a [`Judgement`]: the parsed lines, the
+//! outcome (ok / failed / crashed) and every [`Finding`]. It never runs anything.
+//! Implements stoat-json-v3 "The consumer contract", "The envelope", "Exit codes",
+//! "What is deliberately absent", "Types" (lists) and "exec and non-UTF-8 output".
+
+mod codes;
+mod envelope;
+mod exec;
+mod exit;
+mod leaks;
+mod lists;
+mod schema;
+
+pub use codes::KNOWN_CODES;
+pub use envelope::excerpt;
+pub use exec::decode_stream;
+pub use leaks::allowed_path_pointers;
+pub use leaks::{Canaries, Canary};
+pub use schema::{BuiltinShapes, PublishedSchemas, SchemaCheck};
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::capture::Capture;
+use crate::finding::Finding;
+
+/// What the harness knows about an invocation beyond its bytes.
+#[derive(Clone, Debug, Default)]
+pub struct Context {
+    /// The `cmd` every line must carry, when the scenario knows it.
+    pub expect_cmd: Option<String>,
+    /// Strings that must never appear (paths outside allowed pointers; secrets anywhere).
+    pub canaries: Canaries,
+}
+
+/// How an invocation ended, as the contract's consumer would classify it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum Outcome {
+    /// A result line with `ok:true`.
+    Ok,
+    /// A result line with `ok:false` (or an `ok` that is not a bool); `code` when readable.
+    Failed { code: Option<String> },
+    /// No result line at all: the consumer's `StoatCrashed`.
+    Crashed,
+    /// Not judged: the invocation was in human mode.
+    Human,
+}
+
+/// Everything the oracle concluded about one invocation.
+#[derive(Clone, Debug)]
+pub struct Judgement {
+    /// Each stdout line parsed, `None` where a line is not a JSON object.
+    pub lines: Vec<Option<Value>>,
+    /// The last `type:"result"` line, if any.
+    pub result: Option<Value>,
+    pub outcome: Outcome,
+    pub findings: Vec<Finding>,
+    /// Oracle check ids that had something to judge here (so a pass is not vacuous).
+    pub exercised: BTreeSet<&'static str>,
+}
+
+impl Judgement {
+    /// Returns `data` of an `ok:true` result.
+    pub fn data(&self) -> Option<&Value> {
+        match self.outcome {
+            Outcome::Ok => self.result.as_ref().and_then(|r| r.get("data")),
+            _ => None,
+        }
+    }
+
+    /// Returns `error.code` of a failed result.
+    pub fn code(&self) -> Option<&str> {
+        self.result
+            .as_ref()
+            .and_then(|r| r.pointer("/error/code"))
+            .and_then(Value::as_str)
+    }
+
+    /// Returns the result's `cmd`.
+    pub fn cmd(&self) -> Option<&str> {
+        self.result
+            .as_ref()
+            .and_then(|r| r.get("cmd"))
+            .and_then(Value::as_str)
+    }
+
+    /// Returns the non-result lines that parsed.
+    pub fn events(&self) -> Vec<&Value> {
+        self.lines
+            .iter()
+            .flatten()
+            .filter(|line| line.get("type").and_then(Value::as_str) != Some("result"))
+            .collect()
+    }
+}
+
+/// Collects findings and exercised rule ids while the rules run.
+pub(crate) struct Sink {
+    pub findings: Vec<Finding>,
+    pub exercised: BTreeSet<&'static str>,
+}
+
+impl Sink {
+    pub fn touch(&mut self, id: &'static str) {
+        self.exercised.insert(id);
+    }
+
+    pub fn find(
+        &mut self,
+        id: &'static str,
+        pointer: impl Into<String>,
+        message: impl Into<String>,
+    ) {
+        self.exercised.insert(id);
+        self.findings.push(Finding::new(id, pointer, message));
+    }
+}
+
+/// The oracle: stateless rules plus a schema checker.
+pub struct Oracle {
+    schema: Vec<Box<dyn SchemaCheck + Send + Sync>>,
+}
+
+impl Default for Oracle {
+    fn default() -> Self {
+        Oracle::new()
+    }
+}
+
+impl Oracle {
+    /// Builds the oracle with every schema checker this build has.
+    pub fn new() -> Self {
+        Oracle {
+            schema: schema::available(),
+        }
+    }
+
+    /// Builds an oracle with the given schema checkers only (tests).
+    pub fn with_schema(schema: Vec<Box<dyn SchemaCheck + Send + Sync>>) -> Self {
+        Oracle { schema }
+    }
+
+    /// Judges one invocation. Human-mode invocations are not judged by contract rules.
+    pub fn judge(&self, capture: &Capture, context: &Context) -> Judgement {
+        let mut sink = Sink {
+            findings: Vec::new(),
+            exercised: BTreeSet::new(),
+        };
+        if !capture.json {
+            return Judgement {
+                lines: Vec::new(),
+                result: None,
+                outcome: Outcome::Human,
+                findings: Vec::new(),
+                exercised: BTreeSet::new(),
+            };
+        }
+        let stream = envelope::check(&capture.stdout.0, context, &mut sink);
+        exit::check(&stream, capture.ending, &mut sink);
+        codes::check(&stream, &mut sink);
+        lists::check(&stream, &mut sink);
+        leaks::check(&stream, &capture.stdout.0, &context.canaries, &mut sink);
+        exec::check(&stream, &mut sink);
+        for checker in &self.schema {
+            schema::check(checker.as_ref(), &stream, &mut sink);
+        }
+        let outcome = match &stream.result {
+            None => Outcome::Crashed,
+            Some((_, result)) => match result.get("ok").and_then(Value::as_bool) {
+                Some(true) => Outcome::Ok,
+                _ => Outcome::Failed {
+                    code: result
+                        .pointer("/error/code")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                },
+            },
+        };
+        Judgement {
+            lines: stream.lines,
+            result: stream.result.map(|(_, r)| r),
+            outcome,
+            findings: sink.findings,
+            exercised: sink.exercised,
+        }
+    }
+}
+
+/// The parsed stream that the rules after `envelope` look at.
+pub(crate) struct Stream {
+    pub lines: Vec<Option<Value>>,
+    /// Index and value of the LAST result line.
+    pub result: Option<(usize, Value)>,
+}
+
+impl Stream {
+    /// The result's `cmd`, if a string.
+    pub fn cmd(&self) -> Option<&str> {
+        self.result
+            .as_ref()
+            .and_then(|(_, r)| r.get("cmd"))
+            .and_then(Value::as_str)
+    }
+
+    /// The result's `data` object when `ok:true`.
+    pub fn ok_data(&self) -> Option<&Value> {
+        let (_, result) = self.result.as_ref()?;
+        if result.get("ok").and_then(Value::as_bool) == Some(true) {
+            result.get("data")
+        } else {
+            None
+        }
+    }
+}
+
+/// Renders a JSON pointer for line `index` (1-based for humans) and a sub-path.
+pub(crate) fn at(index: usize, path: &str) -> String {
+    format!("line {}{}", index + 1, path)
+}
+
+/// Escapes one JSON pointer segment (RFC 6901).
+pub(crate) fn escape_segment(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+/// Calls `visit(pointer, key, value)` for every value under `value`, depth first.
+pub(crate) fn walk<'v>(
+    value: &'v Value,
+    pointer: &mut String,
+    visit: &mut dyn FnMut(&str, Option<&str>, &'v Value),
+) {
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map {
+                let len = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&escape_segment(key));
+                visit(pointer, Some(key), child);
+                walk(child, pointer, visit);
+                pointer.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for (index, child) in items.iter().enumerate() {
+                let len = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&index.to_string());
+                visit(pointer, None, child);
+                walk(child, pointer, visit);
+                pointer.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,109 @@
+//! Owns the terminal reporter: one line per failing/warning check with its findings, a
+//! status tally, and a last line `N passed, N failed, N skipped`. Colour only on a tty
+//! without NO_COLOR.
+
+use std::io::Write;
+
+use super::{closing_line, Reporter};
+use crate::run::events::{Event, Status};
+
+pub struct Human<W: Write> {
+    out: W,
+    colour: bool,
+    verbose: bool,
+}
+
+impl<W: Write> Human<W> {
+    pub fn new(out: W, colour: bool, verbose: bool) -> Self {
+        Human {
+            out,
+            colour,
+            verbose,
+        }
+    }
+
+    fn paint(&self, status: Status, text: &str) -> String {
+        if !self.colour {
+            return text.to_string();
+        }
+        let code = match status {
+            Status::Passed | Status::ExpectedFailure => "32",
+            Status::Warned | Status::Skipped => "33",
+            _ => "31",
+        };
+        format!("\x1b[{code}m{text}\x1b[0m")
+    }
+}
+
+/// Whether stdout is a terminal and NO_COLOR is unset.
+pub fn wants_colour() -> bool {
+    // SAFETY: isatty on fd 1 has no preconditions.
+    let tty = unsafe { libc::isatty(1) } == 1;
+    tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+impl<W: Write> Reporter for Human<W> {
+    fn event(&mut self, event: &Event) {
+        let _ = match event {
+            Event::Started(info) => writeln!(
+                self.out,
+                "stoat-conformance {} (contract {}) against {}{}\n{} checks selected, tiers {}, {} jobs, seed {}",
+                info.suite_version,
+                info.contract,
+                info.sut,
+                info.sut_version.as_ref().map(|v| format!(" (version {v})")).unwrap_or_default(),
+                info.selected,
+                info.tiers.join(","),
+                info.jobs,
+                info.seed
+            ),
+            Event::Smoke { passed: true, .. } => Ok(()),
+            Event::Smoke { passed: false, findings, .. } => {
+                let mut text = String::from("SMOKE FAILED: the SUT does not answer `--json version` in contract 3; no check was run.\n");
+                for finding in findings {
+                    text.push_str(&format!("  [{}] {}: {}\n", finding.check_id, finding.pointer, finding.message));
+                }
+                write!(self.out, "{}", self.paint(Status::Failed, &text))
+            }
+            Event::Check(result) => {
+                if result.status == Status::Passed && !self.verbose {
+                    return;
+                }
+                let mut text = format!("{:<5} {} ({}, {}) {}", result.status.label(), result.id, result.level.as_str(), result.tier, result.title);
+                if let Some(reason) = &result.reason {
+                    text.push_str(&format!("\n      reason: {reason}"));
+                }
+                for finding in result.findings.iter().take(8) {
+                    text.push_str(&format!("\n      {}: {} [{}]", finding.pointer, finding.message, finding.spec_ref));
+                }
+                if result.findings.len() > 8 {
+                    text.push_str(&format!("\n      ... and {} more", result.findings.len() - 8));
+                }
+                let painted = self.paint(result.status, &text);
+                writeln!(self.out, "{painted}")
+            }
+            Event::Finished { summary, smoke_failed } => {
+                let overhead = if summary.duration_ms > 0 {
+                    format!(", {} invocations, {} ms in the SUT of {} ms", summary.invocations, summary.sut_ms, summary.duration_ms)
+                } else {
+                    String::new()
+                };
+                writeln!(
+                    self.out,
+                    "\n{} crashed, {} warned, {} expected failures, {} stale baseline entries, {} harness errors{}\n{}",
+                    summary.crashed,
+                    summary.warned,
+                    summary.expected_failures,
+                    summary.stale_baseline,
+                    summary.errored,
+                    overhead,
+                    closing_line(summary, *smoke_failed)
+                )
+            }
+        };
+    }
+
+    fn finish(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}

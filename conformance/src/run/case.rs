@@ -1,0 +1,353 @@
+//! Owns [`Case`]: what one check's scenario works with. It makes sandboxes, runs the SUT
+//! (every invocation goes through the oracle), and records the scenario's own findings.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::capture::Capture;
+use crate::error::HarnessError;
+use crate::finding::Finding;
+use crate::oracle::{Context, Judgement, Oracle, Outcome};
+use crate::sandbox::{Sandbox, SandboxOptions};
+
+use super::sut::{SpawnRequest, StdinPlan, Sut};
+
+/// What every case of a run shares.
+pub struct RunEnv {
+    pub sut: Sut,
+    pub oracle: Oracle,
+    /// The `stoat-fake` binary.
+    pub fakes: Option<std::path::PathBuf>,
+    pub timeout: Duration,
+    pub seed: u64,
+}
+
+/// One invocation to make.
+#[derive(Clone, Debug, Default)]
+pub struct Inv {
+    pub args: Vec<String>,
+    pub json: bool,
+    pub expect_cmd: Option<String>,
+    pub stdin: Option<Vec<u8>>,
+}
+
+impl Inv {
+    /// `--json <args>`, expecting the `cmd` the first argument names.
+    pub fn json(args: &[&str]) -> Self {
+        let args: Vec<String> = std::iter::once("--json")
+            .chain(args.iter().copied())
+            .map(str::to_string)
+            .collect();
+        let expect_cmd = expected_cmd(&args);
+        Inv {
+            args,
+            json: true,
+            expect_cmd,
+            stdin: None,
+        }
+    }
+
+    /// Exactly `args`, in `--json` mode (the caller placed `--json` itself).
+    pub fn json_raw(args: &[&str]) -> Self {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let expect_cmd = expected_cmd(&args);
+        Inv {
+            args,
+            json: true,
+            expect_cmd,
+            stdin: None,
+        }
+    }
+
+    /// Exactly `args`, in human mode (the oracle does not apply).
+    pub fn human(args: &[&str]) -> Self {
+        Inv {
+            args: args.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    pub fn cmd(mut self, cmd: Option<&str>) -> Self {
+        self.expect_cmd = cmd.map(str::to_string);
+        self
+    }
+
+    pub fn stdin(mut self, bytes: &[u8]) -> Self {
+        self.stdin = Some(bytes.to_vec());
+        self
+    }
+
+    pub fn args(mut self, more: &[String]) -> Self {
+        self.args.extend(more.iter().cloned());
+        self
+    }
+}
+
+/// The contract `cmd` a command line should answer with, when this suite knows it.
+pub fn expected_cmd(args: &[String]) -> Option<String> {
+    let first = args.iter().find(|a| !a.starts_with('-'))?;
+    let cmd = match first.as_str() {
+        "provision" => "apply",
+        known @ ("ls" | "get" | "create" | "update" | "up" | "down" | "wait" | "rm" | "clone"
+        | "exec" | "ssh-command" | "cp" | "forward" | "images" | "pull" | "snapshot"
+        | "prune" | "apply" | "recipes" | "check-recipes" | "guest" | "recipe"
+        | "screenshot" | "logs" | "doctor" | "version" | "help" | "capabilities"
+        | "init" | "status") => known,
+        _ => return None,
+    };
+    Some(cmd.to_string())
+}
+
+/// One invocation made, judged.
+pub struct Ran {
+    pub capture: Capture,
+    pub judgement: Judgement,
+    /// For watched stdin: the bytes the SUT did not read.
+    pub stdin_unread: Option<Vec<u8>>,
+}
+
+impl Ran {
+    pub fn data(&self) -> Option<&Value> {
+        self.judgement.data()
+    }
+
+    pub fn code(&self) -> Option<&str> {
+        self.judgement.code()
+    }
+
+    pub fn exit(&self) -> Option<i32> {
+        self.capture.ending.code()
+    }
+}
+
+/// One invocation as a report keeps it.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct InvocationRecord {
+    pub capture: Capture,
+    pub outcome: Outcome,
+}
+
+/// The working state of one check.
+pub struct Case<'a> {
+    pub id: &'static str,
+    env: &'a RunEnv,
+    pub findings: Vec<Finding>,
+    /// Oracle findings with the index of the invocation they came from.
+    pub oracle_findings: Vec<(usize, Finding)>,
+    pub exercised: BTreeSet<&'static str>,
+    pub invocations: Vec<InvocationRecord>,
+    pub crashed: bool,
+    pub skipped: Option<String>,
+}
+
+impl<'a> Case<'a> {
+    pub fn new(id: &'static str, env: &'a RunEnv) -> Self {
+        Case {
+            id,
+            env,
+            findings: Vec::new(),
+            oracle_findings: Vec::new(),
+            exercised: BTreeSet::new(),
+            invocations: Vec::new(),
+            crashed: false,
+            skipped: None,
+        }
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.env.seed
+    }
+
+    /// A sandbox with the fake tools on PATH and pre-seeded keys.
+    pub fn sandbox(&self) -> Result<Sandbox, HarnessError> {
+        Sandbox::new(SandboxOptions {
+            fakes: self.env.fakes.clone(),
+            only_tools: None,
+            seed_keys: true,
+        })
+    }
+
+    /// A sandbox with an empty PATH (no host tools at all) and pre-seeded keys.
+    pub fn bare_sandbox(&self) -> Result<Sandbox, HarnessError> {
+        Sandbox::new(SandboxOptions {
+            fakes: self.env.fakes.clone(),
+            only_tools: Some(Vec::new()),
+            seed_keys: true,
+        })
+    }
+
+    /// Marks this check skipped, with the reason reported.
+    pub fn skip(&mut self, reason: impl Into<String>) {
+        self.skipped = Some(reason.into());
+    }
+
+    /// The `stoat-fake` binary, when the run has one.
+    pub fn fakes(&self) -> Option<std::path::PathBuf> {
+        self.env.fakes.clone()
+    }
+
+    /// Whether the fake tools are available (fake-tier scenarios need them).
+    pub fn has_fakes(&self) -> bool {
+        self.env.fakes.is_some()
+    }
+
+    /// Runs the SUT once in `sandbox`; the oracle judges it.
+    pub fn run(&mut self, sandbox: &Sandbox, inv: Inv) -> Result<Ran, HarnessError> {
+        let env = sandbox.env();
+        let stdin = match &inv.stdin {
+            Some(bytes) => StdinPlan::Watched(bytes.clone()),
+            None => StdinPlan::Null,
+        };
+        let spawned = self.env.sut.spawn(SpawnRequest {
+            args: &inv.args,
+            env: &env,
+            cwd: &sandbox.work,
+            stdin,
+            timeout: self.env.timeout,
+            json: inv.json,
+        })?;
+        let context = Context {
+            expect_cmd: inv.expect_cmd.clone(),
+            canaries: sandbox.canaries(),
+        };
+        let judgement = self.env.oracle.judge(&spawned.capture, &context);
+        let index = self.invocations.len();
+        self.oracle_findings
+            .extend(judgement.findings.iter().cloned().map(|f| (index, f)));
+        self.exercised.extend(judgement.exercised.iter().copied());
+        self.invocations.push(InvocationRecord {
+            capture: truncated(&spawned.capture),
+            outcome: judgement.outcome.clone(),
+        });
+        Ok(Ran {
+            capture: spawned.capture,
+            judgement,
+            stdin_unread: spawned.stdin_unread,
+        })
+    }
+
+    /// Shorthand: `--json <args>`.
+    pub fn json(&mut self, sandbox: &Sandbox, args: &[&str]) -> Result<Ran, HarnessError> {
+        self.run(sandbox, Inv::json(args))
+    }
+
+    /// Records a finding of this check.
+    pub fn fail(&mut self, pointer: impl Into<String>, message: impl Into<String>) {
+        self.findings.push(Finding::new(self.id, pointer, message));
+    }
+
+    /// Records a finding unless `holds`.
+    pub fn ensure(&mut self, holds: bool, pointer: &str, message: impl Into<String>) -> bool {
+        if !holds {
+            self.fail(pointer, message);
+        }
+        holds
+    }
+
+    /// Expects `ok:true` and returns `data`; otherwise records why not.
+    pub fn expect_ok<'r>(&mut self, ran: &'r Ran) -> Option<&'r Value> {
+        match &ran.judgement.outcome {
+            Outcome::Ok => ran.data(),
+            Outcome::Failed { code } => {
+                let message = ran
+                    .judgement
+                    .result
+                    .as_ref()
+                    .and_then(|r| r.pointer("/error/message"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                self.fail(
+                    "result",
+                    format!(
+                        "`{}`: expected ok:true, got error {:?}: {message}",
+                        ran.capture.argv_display(),
+                        code.as_deref().unwrap_or("?")
+                    ),
+                );
+                None
+            }
+            Outcome::Crashed => {
+                self.crash(ran);
+                None
+            }
+            Outcome::Human => None,
+        }
+    }
+
+    /// Expects `ok:false` with `code` (exit status is the oracle's business).
+    pub fn expect_error(&mut self, ran: &Ran, code: &str) -> bool {
+        match &ran.judgement.outcome {
+            Outcome::Failed { code: Some(actual) } if actual == code => true,
+            Outcome::Failed { code: actual } => {
+                self.fail(
+                    "/error/code",
+                    format!(
+                        "`{}`: expected error {code:?}, got {:?}",
+                        ran.capture.argv_display(),
+                        actual.as_deref().unwrap_or("<none>")
+                    ),
+                );
+                false
+            }
+            Outcome::Ok => {
+                self.fail(
+                    "/ok",
+                    format!(
+                        "`{}`: expected error {code:?}, got ok:true",
+                        ran.capture.argv_display()
+                    ),
+                );
+                false
+            }
+            Outcome::Crashed => {
+                self.crash(ran);
+                false
+            }
+            Outcome::Human => false,
+        }
+    }
+
+    /// Expects a specific exit status.
+    pub fn expect_exit(&mut self, ran: &Ran, status: i32) -> bool {
+        let holds = ran.exit() == Some(status);
+        if !holds {
+            self.fail(
+                "exit",
+                format!(
+                    "`{}`: expected exit {status}, got {}",
+                    ran.capture.argv_display(),
+                    ran.capture.ending.describe()
+                ),
+            );
+        }
+        holds
+    }
+
+    fn crash(&mut self, ran: &Ran) {
+        self.crashed = true;
+        let stderr = String::from_utf8_lossy(&ran.capture.stderr.0);
+        self.fail(
+            "stdout",
+            format!(
+                "`{}`: no result line ({}); stderr: {}",
+                ran.capture.argv_display(),
+                ran.capture.ending.describe(),
+                crate::oracle::excerpt(stderr.trim())
+            ),
+        );
+    }
+}
+
+/// Keeps reports small: at most 16 KiB of each stream.
+fn truncated(capture: &Capture) -> Capture {
+    const MAX: usize = 16 * 1024;
+    let mut out = capture.clone();
+    for bytes in [&mut out.stdout.0, &mut out.stderr.0] {
+        if bytes.len() > MAX {
+            bytes.truncate(MAX);
+        }
+    }
+    out
+}

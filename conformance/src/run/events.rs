@@ -1,0 +1,149 @@
+//! Owns what a run emits ([`Event`]) and what a report is made of ([`CheckResult`],
+//! [`Summary`]). Plain serde data: the JSON report is these, and `report` reads them back.
+
+use serde::{Deserialize, Serialize};
+
+use crate::finding::{Finding, Level};
+
+use super::case::InvocationRecord;
+
+/// How one check came out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Passed,
+    /// A MUST was broken.
+    Failed,
+    /// The SUT gave no result line where one was due (crashed, not merely failed).
+    Crashed,
+    /// Only SHOULD findings.
+    Warned,
+    Skipped,
+    /// Failed, and the baseline expects it to.
+    ExpectedFailure,
+    /// Passed, but the baseline still lists it: the baseline is stale.
+    StaleBaseline,
+    /// The harness could not run it.
+    Errored,
+}
+
+impl Status {
+    /// Whether this status fails the run.
+    pub fn fails_run(self) -> bool {
+        matches!(
+            self,
+            Status::Failed | Status::Crashed | Status::StaleBaseline
+        )
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Passed => "PASS",
+            Status::Failed => "FAIL",
+            Status::Crashed => "CRASH",
+            Status::Warned => "WARN",
+            Status::Skipped => "SKIP",
+            Status::ExpectedFailure => "XFAIL",
+            Status::StaleBaseline => "STALE",
+            Status::Errored => "ERROR",
+        }
+    }
+}
+
+/// One check's outcome with its evidence.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CheckResult {
+    pub id: String,
+    pub title: String,
+    pub level: Level,
+    pub tier: String,
+    pub tags: Vec<String>,
+    pub spec_ref: String,
+    pub status: Status,
+    /// Why skipped / errored / expected to fail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub findings: Vec<Finding>,
+    /// The invocations that produced the findings (scenario checks: all of theirs).
+    #[serde(default)]
+    pub invocations: Vec<InvocationRecord>,
+    #[serde(default)]
+    pub duration_ms: u64,
+}
+
+/// Counts per status.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    pub passed: usize,
+    pub failed: usize,
+    pub crashed: usize,
+    pub warned: usize,
+    pub skipped: usize,
+    pub expected_failures: usize,
+    pub stale_baseline: usize,
+    pub errored: usize,
+    /// SUT invocations made, and their summed wall time (for the overhead figure).
+    pub invocations: usize,
+    pub sut_ms: u64,
+    pub duration_ms: u64,
+}
+
+impl Summary {
+    pub fn count(&mut self, status: Status) {
+        match status {
+            Status::Passed => self.passed += 1,
+            Status::Failed => self.failed += 1,
+            Status::Crashed => self.crashed += 1,
+            Status::Warned => self.warned += 1,
+            Status::Skipped => self.skipped += 1,
+            Status::ExpectedFailure => self.expected_failures += 1,
+            Status::StaleBaseline => self.stale_baseline += 1,
+            Status::Errored => self.errored += 1,
+        }
+    }
+
+    /// The exit status of `stoat-conformance run`.
+    pub fn exit_code(&self, smoke_failed: bool) -> u8 {
+        if self.errored > 0 {
+            crate::exit::HARNESS_ERROR
+        } else if smoke_failed || self.failed + self.crashed + self.stale_baseline > 0 {
+            crate::exit::VIOLATIONS
+        } else {
+            crate::exit::PASS
+        }
+    }
+}
+
+/// Facts about the run, printed first and stored in every report.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub suite_version: String,
+    pub contract: u64,
+    pub sut: String,
+    #[serde(default)]
+    pub sut_version: Option<String>,
+    pub seed: u64,
+    pub jobs: usize,
+    pub selected: usize,
+    pub tiers: Vec<String>,
+}
+
+/// What the runner emits, in order: `Started`, then `Smoke`, then one `Check` per check, then `Finished`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    Started(RunInfo),
+    /// The smoke stage: `--json version` must answer in contract and name contract 3.
+    Smoke {
+        passed: bool,
+        findings: Vec<Finding>,
+        #[serde(default)]
+        invocation: Option<InvocationRecord>,
+    },
+    Check(Box<CheckResult>),
+    Finished {
+        summary: Summary,
+        smoke_failed: bool,
+    },
+}

@@ -1,0 +1,16 @@
+//! Owns running checks: the SUT process ([`sut`]), one check's context ([`case`]), selection,
+//! the scheduler ([`runner`]) and the events it emits ([`events`]). Never prints: reporters
+//! consume the events.
+
+pub mod baseline;
+pub mod case;
+pub mod events;
+pub mod runner;
+pub mod selection;
+pub mod sut;
+
+pub use case::{Case, Inv, Ran};
+pub use events::{CheckResult, Event, Status, Summary};
+pub use runner::{run, RunConfig};
+pub use selection::Selection;
+pub use sut::Sut;

@@ -1,0 +1,80 @@
+//! Owns [`Selection`]: which checks a run includes (id globs, tags, tiers, explicit ids from
+//! `--rerun-failed`), and the glob matcher (`*` matches any run of characters).
+
+use crate::catalog::{CheckDef, Tier};
+
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    /// Id globs to include (empty: all).
+    pub include: Vec<String>,
+    /// Id globs to exclude.
+    pub exclude: Vec<String>,
+    /// Tags: a check needs at least one (empty: any).
+    pub tags: Vec<String>,
+    /// Tiers (empty: pure and fake).
+    pub tiers: Vec<Tier>,
+    /// Exact ids (from `--rerun-failed`); when set, only these.
+    pub only_ids: Option<Vec<String>>,
+}
+
+impl Selection {
+    pub fn tiers(&self) -> Vec<Tier> {
+        if self.tiers.is_empty() {
+            vec![Tier::Pure, Tier::Fake]
+        } else {
+            self.tiers.clone()
+        }
+    }
+
+    pub fn selects(&self, def: &CheckDef) -> bool {
+        if let Some(ids) = &self.only_ids {
+            return ids.iter().any(|id| id == def.id);
+        }
+        let included =
+            self.include.is_empty() || self.include.iter().any(|g| glob_match(g, def.id));
+        let excluded = self.exclude.iter().any(|g| glob_match(g, def.id));
+        let tagged =
+            self.tags.is_empty() || self.tags.iter().any(|t| def.tags.contains(&t.as_str()));
+        let tiered = self.tiers().contains(&def.tier);
+        included && !excluded && tagged && tiered
+    }
+}
+
+/// Matches `text` against `pattern` where `*` is any run of characters (case-sensitive).
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let mut rest = text;
+    for (index, part) in parts.iter().enumerate() {
+        if index == 0 {
+            let Some(after) = rest.strip_prefix(part) else {
+                return false;
+            };
+            rest = after;
+        } else if index == parts.len() - 1 {
+            return rest.ends_with(part);
+        } else if let Some(position) = rest.find(part) {
+            rest = &rest[position + part.len()..];
+        } else {
+            return false;
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob_match;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("ENV.*", "ENV.result-last"));
+        assert!(glob_match("*.result-*", "ENV.result-last"));
+        assert!(!glob_match("EXIT.*", "ENV.result-last"));
+        assert!(glob_match("ENV.result-last", "ENV.result-last"));
+        assert!(glob_match("*", "anything"));
+        assert!(!glob_match("ENV.*x", "ENV.result-last"));
+    }
+}

@@ -1,0 +1,205 @@
+//! Owns [`Sut`]: the system under test (any executable plus fixed leading args) and spawning
+//! it in a sandbox with a cleared environment, a timeout (the whole process group is killed
+//! by its id), captured stdout/stderr and optional stdin.
+
+use std::fs::File;
+use std::io::{Read as _, Write as _};
+use std::os::fd::FromRawFd as _;
+use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::capture::{Bytes, Capture, Ending};
+use crate::error::HarnessError;
+
+/// The executable under test and its fixed leading arguments.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Sut {
+    pub program: PathBuf,
+    pub leading: Vec<String>,
+}
+
+/// What to feed the SUT on stdin.
+#[derive(Clone, Debug, Default)]
+pub enum StdinPlan {
+    /// `/dev/null`.
+    #[default]
+    Null,
+    /// A pipe holding these bytes, closed after; the harness keeps the read end and reports
+    /// how many bytes the SUT left unread (a command that must not read stdin leaves all).
+    Watched(Vec<u8>),
+}
+
+/// One spawn request.
+#[derive(Clone, Debug)]
+pub struct SpawnRequest<'a> {
+    pub args: &'a [String],
+    pub env: &'a [(String, String)],
+    pub cwd: &'a Path,
+    pub stdin: StdinPlan,
+    pub timeout: Duration,
+    pub json: bool,
+}
+
+/// A finished process: the capture, and for watched stdin the bytes left unread.
+pub struct Spawned {
+    pub capture: Capture,
+    pub stdin_unread: Option<Vec<u8>>,
+}
+
+impl Sut {
+    /// Builds a SUT from `program arg...`.
+    pub fn from_argv(argv: &[String]) -> Option<Self> {
+        let (program, leading) = argv.split_first()?;
+        Some(Sut {
+            program: PathBuf::from(program),
+            leading: leading.to_vec(),
+        })
+    }
+
+    /// Renders the SUT for reports.
+    pub fn display(&self) -> String {
+        std::iter::once(self.program.display().to_string())
+            .chain(self.leading.iter().map(|a| crate::capture::shell_quote(a)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Runs the SUT once and captures everything.
+    pub fn spawn(&self, request: SpawnRequest<'_>) -> Result<Spawned, HarnessError> {
+        let mut command = Command::new(&self.program);
+        command
+            .args(&self.leading)
+            .args(request.args)
+            .env_clear()
+            .envs(request.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(request.cwd)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let mut watched_read_end: Option<File> = None;
+        let stdin_bytes = match &request.stdin {
+            StdinPlan::Null => {
+                command.stdin(Stdio::null());
+                Vec::new()
+            }
+            StdinPlan::Watched(bytes) => {
+                let (read_end, mut write_end) = pipe().map_err(HarnessError::Sandbox)?;
+                write_end.write_all(bytes).map_err(HarnessError::Sandbox)?;
+                drop(write_end);
+                let for_child = read_end.try_clone().map_err(HarnessError::Sandbox)?;
+                command.stdin(Stdio::from(for_child));
+                watched_read_end = Some(read_end);
+                bytes.clone()
+            }
+        };
+        let started = Instant::now();
+        let mut child = command.spawn().map_err(|source| HarnessError::Spawn {
+            program: self.program.display().to_string(),
+            source,
+        })?;
+        // The child holds its own copy now; ours is kept only for the unread check.
+        drop(command);
+        let pid = child.id() as i32;
+        let stdout_reader = reader(child.stdout.take());
+        let stderr_reader = reader(child.stderr.take());
+        let (status_tx, status_rx) = mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let status = child.wait();
+            let _ = status_tx.send(status);
+        });
+        let ending = match status_rx.recv_timeout(request.timeout) {
+            Ok(Ok(status)) => match (status.code(), status.signal()) {
+                (Some(code), _) => Ending::Exited(code),
+                (None, Some(signal)) => Ending::Signaled(signal),
+                _ => Ending::Signaled(0),
+            },
+            Ok(Err(error)) => {
+                return Err(HarnessError::Other(format!("waiting for the SUT: {error}")))
+            }
+            Err(_) => {
+                kill_group(pid);
+                let _ = status_rx.recv_timeout(Duration::from_secs(5));
+                Ending::TimedOut
+            }
+        };
+        let _ = waiter.join();
+        // Anything still holding our pipes (a stray grandchild) is in the group: stop it.
+        let stdout = collect(stdout_reader, pid);
+        let stderr = collect(stderr_reader, pid);
+        let stdin_unread = watched_read_end.map(read_remaining);
+        Ok(Spawned {
+            capture: Capture {
+                argv: request.args.to_vec(),
+                json: request.json,
+                stdin: Bytes(stdin_bytes),
+                ending,
+                stdout: Bytes(stdout),
+                stderr: Bytes(stderr),
+                duration_ms: started.elapsed().as_millis() as u64,
+            },
+            stdin_unread,
+        })
+    }
+}
+
+fn pipe() -> std::io::Result<(File, File)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe(2) fills two fresh descriptors that we immediately own.
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
+}
+
+fn read_remaining(mut file: File) -> Vec<u8> {
+    use std::os::fd::AsRawFd as _;
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe {
+        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+    }
+    let mut out = Vec::new();
+    let _ = file.read_to_end(&mut out);
+    out
+}
+
+type Reader = mpsc::Receiver<Vec<u8>>;
+
+fn reader<R: std::io::Read + Send + 'static>(source: Option<R>) -> Reader {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buffer = Vec::new();
+        if let Some(mut source) = source {
+            let _ = source.read_to_end(&mut buffer);
+        }
+        let _ = tx.send(buffer);
+    });
+    rx
+}
+
+fn collect(reader: Reader, pid: i32) -> Vec<u8> {
+    match reader.recv_timeout(Duration::from_secs(3)) {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            kill_group(pid);
+            reader
+                .recv_timeout(Duration::from_secs(2))
+                .unwrap_or_default()
+        }
+    }
+}
+
+/// Kills the process group the SUT leads (its id is the SUT's pid).
+fn kill_group(pid: i32) {
+    if pid > 1 {
+        // SAFETY: kill(2) on the group we created for this spawn.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+}

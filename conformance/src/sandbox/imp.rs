@@ -1,0 +1,288 @@
+//! Owns [`Sandbox`]: directories, canaries, the pinned environment and cleanup.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::error::HarnessError;
+use crate::fakes::script::{FakeCall, FakeScript};
+use crate::oracle::{Canaries, Canary};
+
+use super::running::RunningVm;
+
+/// The tools the fake multi-call binary answers to.
+pub const FAKE_TOOLS: &[&str] = &[
+    "ssh",
+    "scp",
+    "ssh-keygen",
+    "qemu-img",
+    "qemu-system-x86_64",
+    "xorriso",
+];
+
+/// Environment every SUT invocation gets, after `env_clear`.
+pub const PINNED_ENV: &[(&str, &str)] = &[
+    ("STOAT_ACCEL", "tcg"),
+    ("STOAT_GRAPHICAL", "0"),
+    ("NO_COLOR", "1"),
+    ("LANG", "C.UTF-8"),
+    ("LC_ALL", "C.UTF-8"),
+    ("TZ", "UTC"),
+    ("COLUMNS", "100"),
+    ("TERM", "dumb"),
+];
+
+/// What a sandbox gets.
+#[derive(Clone, Debug, Default)]
+pub struct SandboxOptions {
+    /// The `stoat-fake` binary to link under each tool name; `None` leaves PATH empty.
+    pub fakes: Option<PathBuf>,
+    /// Install only these tools (default: all of [`FAKE_TOOLS`]).
+    pub only_tools: Option<Vec<&'static str>>,
+    /// Pre-seed `id_stoat{,.pub}` so no keygen is needed.
+    pub seed_keys: bool,
+}
+
+/// One scenario's private world. Dropping it kills what it started and deletes it.
+pub struct Sandbox {
+    dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub home: PathBuf,
+    /// `STOAT_HOME`, the data root.
+    pub data: PathBuf,
+    pub tmp: PathBuf,
+    /// The SUT's working directory.
+    pub work: PathBuf,
+    /// The fake-tools PATH directory.
+    pub bin: PathBuf,
+    pub fake_script: PathBuf,
+    pub fake_log: PathBuf,
+    pub fake_pids: PathBuf,
+    /// The console password planted in every fixture VM.
+    pub console_password: String,
+    fakes: Option<PathBuf>,
+    extra_env: Vec<(String, String)>,
+    running: Vec<RunningVm>,
+}
+
+impl Sandbox {
+    /// Creates the directories, links the fakes and seeds the keys.
+    pub fn new(options: SandboxOptions) -> Result<Self, HarnessError> {
+        let token = unique_token();
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("stoat-conf-{token}-"))
+            .tempdir()
+            .map_err(HarnessError::Sandbox)?;
+        // Canonical, so the canaries match what the SUT sees after resolving symlinks.
+        let root = fs::canonicalize(dir.path()).map_err(HarnessError::Sandbox)?;
+        let sandbox = Sandbox {
+            home: root.join(format!("home-{token}")),
+            data: root.join(format!("data-{token}")),
+            tmp: root.join(format!("tmp-{token}")),
+            work: root.join("work"),
+            bin: root.join("bin"),
+            fake_script: root.join("fake-script.json"),
+            fake_log: root.join("fake-log.jsonl"),
+            fake_pids: root.join("fake-pids"),
+            console_password: format!("cpw-{token}"),
+            fakes: options.fakes.clone(),
+            extra_env: Vec::new(),
+            running: Vec::new(),
+            root,
+            dir,
+        };
+        for path in [
+            &sandbox.home,
+            &sandbox.data,
+            &sandbox.tmp,
+            &sandbox.work,
+            &sandbox.bin,
+        ] {
+            fs::create_dir_all(path).map_err(HarnessError::Sandbox)?;
+        }
+        if let Some(fake_binary) = &options.fakes {
+            let tools: Vec<&str> = options
+                .only_tools
+                .clone()
+                .unwrap_or_else(|| FAKE_TOOLS.to_vec());
+            for tool in tools {
+                std::os::unix::fs::symlink(fake_binary, sandbox.bin.join(tool))
+                    .map_err(HarnessError::Sandbox)?;
+            }
+        }
+        sandbox.write_script(&FakeScript::default())?;
+        if options.seed_keys {
+            sandbox.seed_keys()?;
+        }
+        Ok(sandbox)
+    }
+
+    /// Writes `id_stoat{,.pub}` and the guest host key into the data root.
+    pub fn seed_keys(&self) -> Result<(), HarnessError> {
+        let private = "-----BEGIN OPENSSH PRIVATE KEY-----\nc3RvYXQtY29uZm9ybWFuY2UtZmFrZS1rZXk=\n-----END OPENSSH PRIVATE KEY-----\n";
+        let public =
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHN0b2F0LWNvbmZvcm1hbmNlLWZha2Uta2V5 stoat\n";
+        for (name, text) in [
+            ("id_stoat", private),
+            ("id_stoat.pub", public),
+            ("guest_host_ed25519_key", private),
+            ("guest_host_ed25519_key.pub", public),
+        ] {
+            let path = self.data.join(name);
+            fs::write(&path, text).map_err(|e| HarnessError::io(&path, e))?;
+            let mode = if name.ends_with(".pub") { 0o644 } else { 0o600 };
+            set_mode(&path, mode)?;
+        }
+        Ok(())
+    }
+
+    /// Adds or replaces one environment variable for every later invocation.
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.extra_env.retain(|(k, _)| k != key);
+        self.extra_env.push((key.to_string(), value.to_string()));
+    }
+
+    /// The full environment a SUT invocation gets (after `env_clear`).
+    pub fn env(&self) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = PINNED_ENV
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let path = |p: &Path| p.to_string_lossy().into_owned();
+        env.push(("HOME".into(), path(&self.home)));
+        env.push(("STOAT_HOME".into(), path(&self.data)));
+        env.push(("TMPDIR".into(), path(&self.tmp)));
+        env.push(("PATH".into(), path(&self.bin)));
+        env.push(("STOAT_FAKE_SCRIPT".into(), path(&self.fake_script)));
+        env.push(("STOAT_FAKE_LOG".into(), path(&self.fake_log)));
+        env.push(("STOAT_FAKE_PIDS".into(), path(&self.fake_pids)));
+        for (key, value) in &self.extra_env {
+            env.retain(|(k, _)| k != key);
+            env.push((key.clone(), value.clone()));
+        }
+        env
+    }
+
+    /// The canaries the oracle searches for in this sandbox's invocations.
+    pub fn canaries(&self) -> Canaries {
+        let path = |label: &str, p: &Path| Canary {
+            label: label.to_string(),
+            value: p.to_string_lossy().into_owned(),
+        };
+        Canaries {
+            paths: vec![
+                path("STOAT_HOME", &self.data),
+                path("HOME", &self.home),
+                path("TMPDIR", &self.tmp),
+            ],
+            secrets: vec![Canary {
+                label: "console password".into(),
+                value: self.console_password.clone(),
+            }],
+        }
+    }
+
+    /// The directory of VM `name`.
+    pub fn vm_dir(&self, name: &str) -> PathBuf {
+        self.data.join(name)
+    }
+
+    /// Replaces the fakes' script.
+    pub fn write_script(&self, script: &FakeScript) -> Result<(), HarnessError> {
+        let text =
+            serde_json::to_string_pretty(script).map_err(|e| HarnessError::Other(e.to_string()))?;
+        fs::write(&self.fake_script, text).map_err(|e| HarnessError::io(&self.fake_script, e))
+    }
+
+    /// Every fake-tool invocation so far, in order.
+    pub fn fake_calls(&self) -> Vec<FakeCall> {
+        crate::fakes::log::read(&self.fake_log)
+    }
+
+    /// Starts a fake "running" qemu for VM `name` and writes its pidfile once it counts.
+    pub fn start_running(&mut self, name: &str) -> Result<u32, HarnessError> {
+        let holder = self
+            .fakes
+            .clone()
+            .ok_or_else(|| HarnessError::FakesMissing(PathBuf::from("stoat-fake")))?;
+        let vm = RunningVm::start(&holder, &self.vm_dir(name))?;
+        let pid = vm.pid();
+        self.running.push(vm);
+        Ok(pid)
+    }
+
+    /// Kills the fake running VM of `name` (if this sandbox started one).
+    pub fn stop_running(&mut self, name: &str) {
+        let dir = self.vm_dir(name);
+        self.running.retain(|vm| vm.vm_dir() != dir);
+    }
+
+    /// Files created under HOME (nothing should be: the data root is STOAT_HOME).
+    pub fn home_entries(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        collect_files(&self.home, &mut out);
+        out
+    }
+
+    /// The temp directory itself (kept alive by the sandbox).
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Kills every daemon the fakes recorded, after checking it still belongs to us.
+    fn kill_fake_daemons(&self) {
+        let Ok(text) = fs::read_to_string(&self.fake_pids) else {
+            return;
+        };
+        let root = self.root.to_string_lossy().into_owned();
+        for pid in text.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+            if pid <= 1 {
+                continue;
+            }
+            let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains(&root) {
+                // SAFETY: kill(2) on a pid we verified carries our sandbox path.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.running.clear();
+        self.kill_fake_daemons();
+    }
+}
+
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_files(&path, out);
+        }
+        out.push(path);
+    }
+}
+
+pub(crate) fn set_mode(path: &Path, mode: u32) -> Result<(), HarnessError> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+        .map_err(|e| HarnessError::io(path, e))
+}
+
+/// A short token unique to this process and moment, used in canaries.
+pub(crate) fn unique_token() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{:x}{:x}{:x}", std::process::id(), nanos, count)
+}

@@ -1,0 +1,11 @@
+//! Owns the hermetic sandbox one scenario runs in: a temp root with HOME, STOAT_HOME,
+//! TMPDIR, a work dir and a PATH of fake tools; the pinned environment; fixture writers;
+//! fake running VMs; and cleanup (by PID) even when the scenario fails.
+
+mod fixtures;
+mod imp;
+mod running;
+
+pub use fixtures::{Forward, VmFixture};
+pub use imp::{Sandbox, SandboxOptions, FAKE_TOOLS, PINNED_ENV};
+pub use running::RunningVm;

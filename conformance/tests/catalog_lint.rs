@@ -1,0 +1,133 @@
+//! The catalog lint: every id unique and well-formed, cited (a known section and a quote
+//! found verbatim in the contract or DESIGN.md when those are reachable), documented, and
+//! wired (scenario checks have a body; mutant operators name real checks). Also keeps
+//! docs/checks.md current.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use stoat_conformance::catalog::{all, Kind};
+use stoat_conformance::mutate::OPERATORS;
+use stoat_conformance::spec::{Source, SECTIONS};
+
+fn normalize(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The shared documents, when this checkout can see them (a sibling `shared/`).
+fn shared_doc(relative: &str) -> Option<String> {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut candidates = vec![
+        repo.join("../shared").join(relative),
+        PathBuf::from("/work/shared").join(relative),
+    ];
+    if let Some(dir) = std::env::var_os("STOAT_SHARED_DIR") {
+        candidates.insert(0, PathBuf::from(dir).join(relative));
+    }
+    candidates
+        .into_iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+}
+
+#[test]
+fn ids_are_unique_and_well_formed() {
+    let pattern = regex::Regex::new(r"^[A-Z]+\.[a-z0-9]+(-[a-z0-9]+)*$").expect("regex");
+    let mut seen = BTreeSet::new();
+    for def in all() {
+        assert!(
+            pattern.is_match(def.id),
+            "{} is not AREA.kebab-case",
+            def.id
+        );
+        assert!(seen.insert(def.id), "{} is declared twice", def.id);
+    }
+}
+
+#[test]
+fn every_check_is_cited_documented_and_wired() {
+    for def in all() {
+        assert!(
+            SECTIONS.iter().any(|(anchor, _)| *anchor == def.spec),
+            "{}: unknown section {}",
+            def.id,
+            def.spec
+        );
+        assert!(!def.title.trim().is_empty(), "{} has no title", def.id);
+        assert!(def.quote.trim().len() >= 10, "{} quotes nothing", def.id);
+        assert!(!def.tags.is_empty(), "{} has no tags", def.id);
+        match def.kind {
+            Kind::Scenario => assert!(
+                def.scenario.is_some(),
+                "{} is a scenario without a body",
+                def.id
+            ),
+            Kind::Oracle => assert!(
+                def.scenario.is_none(),
+                "{} is an oracle rule with a body",
+                def.id
+            ),
+        }
+        match def.source {
+            Source::Design => assert_eq!(
+                def.spec, "design#decisions",
+                "{}: a DESIGN quote cites design#decisions",
+                def.id
+            ),
+            Source::Contract => assert!(
+                def.spec.starts_with("json-v3#"),
+                "{}: a contract quote cites json-v3#",
+                def.id
+            ),
+        }
+    }
+}
+
+#[test]
+fn every_quote_is_verbatim_from_its_source() {
+    let contract = shared_doc("contract/stoat-json-v3.md").map(|t| normalize(&t));
+    let design = shared_doc("DESIGN.md").map(|t| normalize(&t));
+    if contract.is_none() || design.is_none() {
+        eprintln!(
+            "skipping quote verification: shared/ documents not reachable (set STOAT_SHARED_DIR)"
+        );
+        return;
+    }
+    for def in all() {
+        let text = match def.source {
+            Source::Contract => contract.as_deref(),
+            Source::Design => design.as_deref(),
+        };
+        let quote = normalize(def.quote);
+        assert!(
+            text.is_some_and(|t| t.contains(&quote)),
+            "{}: quote not found verbatim in its source: {quote:?}",
+            def.id
+        );
+    }
+}
+
+#[test]
+fn mutant_operators_name_real_checks() {
+    let mut names = BTreeSet::new();
+    for op in OPERATORS {
+        assert!(names.insert(op.name), "operator {} declared twice", op.name);
+        for id in op.caught_by {
+            assert!(
+                all().iter().any(|d| d.id == *id),
+                "operator {} names unknown check {id}",
+                op.name
+            );
+        }
+    }
+}
+
+#[test]
+fn docs_checks_md_is_current() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/checks.md");
+    let expected = stoat_conformance::report::catalog_doc::markdown();
+    if std::env::var_os("STOAT_BLESS").is_some() && std::env::var_os("CI").is_none() {
+        std::fs::write(&path, &expected).expect("write docs/checks.md");
+    }
+    let actual = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(actual == expected, "docs/checks.md is stale: run `stoat-conformance list --format md > docs/checks.md` (or STOAT_BLESS=1 cargo test)");
+}

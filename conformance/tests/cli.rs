@@ -1,0 +1,222 @@
+//! The `stoat-conformance` binary end to end: run against the fixture with every report
+//! format, rerun-failed narrowing, the baseline rules, `check`, `report --compare`, `list`.
+
+use assert_cmd::Command;
+
+fn conformance() -> Command {
+    Command::cargo_bin("stoat-conformance").expect("binary")
+}
+
+fn fixture() -> &'static str {
+    env!("CARGO_BIN_EXE_stoat-fixture-sut")
+}
+
+#[test]
+fn run_against_the_fixture_passes_and_writes_reports() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let json = dir.path().join("r.json");
+    let junit = dir.path().join("r.xml");
+    let tap = dir.path().join("r.tap");
+    let output = conformance()
+        .args([
+            "run",
+            "--id",
+            "LS.*",
+            "--id",
+            "GET.not-found",
+            "--id",
+            "ENV.*",
+            "--seed",
+            "1",
+            "--json-report",
+        ])
+        .arg(&json)
+        .arg("--junit")
+        .arg(&junit)
+        .arg("--tap")
+        .arg(&tap)
+        .args(["--", fixture()])
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    let last = stdout.lines().last().unwrap_or("");
+    assert!(
+        regex::Regex::new(r"^\d+ passed, 0 failed, \d+ skipped$")
+            .expect("re")
+            .is_match(last),
+        "{last}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    assert_eq!(report["schema"], "stoat-conformance-report/1");
+    assert!(std::fs::read_to_string(&junit)
+        .expect("junit")
+        .contains("<testsuite"));
+    assert!(std::fs::read_to_string(&tap)
+        .expect("tap")
+        .starts_with("TAP version 14\n"));
+}
+
+#[test]
+fn a_mutant_fails_the_run_and_rerun_failed_narrows_to_the_failures() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let json = dir.path().join("r.json");
+    let mutant = [
+        env!("CARGO_BIN_EXE_stoat-conformance"),
+        "mutate",
+        "--op",
+        "null-list",
+        "--",
+        fixture(),
+    ];
+    let output = conformance()
+        .args(["run", "--id", "LS.*", "--id", "LIST.*", "--json-report"])
+        .arg(&json)
+        .arg("--")
+        .args(mutant)
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(1));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    let failed: Vec<String> = report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| c["status"] == "failed")
+        .map(|c| c["id"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(
+        failed.contains(&"LIST.never-null".to_string()),
+        "{failed:?}"
+    );
+
+    let again = dir.path().join("again.json");
+    conformance()
+        .arg("run")
+        .arg("--rerun-failed")
+        .arg(&json)
+        .arg("--json-report")
+        .arg(&again)
+        .arg("--")
+        .args(mutant)
+        .assert()
+        .code(1);
+    let rerun: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&again).expect("json")).expect("parse");
+    let mut ids: Vec<String> = rerun["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .map(|c| c["id"].as_str().unwrap_or("").to_string())
+        .collect();
+    ids.sort();
+    let mut expected = failed.clone();
+    expected.sort();
+    assert_eq!(ids, expected, "rerun-failed runs exactly the failed checks");
+
+    let compare = conformance()
+        .args(["report"])
+        .arg(&json)
+        .arg("--compare")
+        .arg(&again)
+        .output()
+        .expect("compare");
+    assert!(String::from_utf8_lossy(&compare.stdout).contains("## stoat-conformance: comparison"));
+}
+
+#[test]
+fn the_baseline_forgives_listed_failures_and_flags_stale_entries() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let baseline = dir.path().join("baseline.toml");
+    std::fs::write(&baseline, "[[expected]]\nid = \"LS.empty-is-array\"\nreason = \"known: null list\"\n[[expected]]\nid = \"LIST.never-null\"\nreason = \"known: null list\"\n").expect("write");
+    let mutant = [
+        env!("CARGO_BIN_EXE_stoat-conformance"),
+        "mutate",
+        "--op",
+        "null-list",
+        "--",
+        fixture(),
+    ];
+    conformance()
+        .args([
+            "run",
+            "--id",
+            "LS.empty-is-array",
+            "--id",
+            "LIST.never-null",
+            "--baseline",
+        ])
+        .arg(&baseline)
+        .arg("--")
+        .args(mutant)
+        .assert()
+        .code(0);
+    // Against the correct fixture the same baseline is stale.
+    conformance()
+        .args([
+            "run",
+            "--id",
+            "LS.empty-is-array",
+            "--id",
+            "LIST.never-null",
+            "--baseline",
+        ])
+        .arg(&baseline)
+        .args(["--", fixture()])
+        .assert()
+        .code(1);
+}
+
+#[test]
+fn check_judges_a_transcript_offline() {
+    let good = "{\"v\":3,\"type\":\"result\",\"cmd\":\"ls\",\"ok\":true,\"data\":{\"vms\":[]}}\n";
+    conformance()
+        .args(["check", "-", "--cmd", "ls", "--exit", "0"])
+        .write_stdin(good)
+        .assert()
+        .code(0);
+    let two = format!("{good}{good}");
+    let output = conformance()
+        .args(["check", "-", "--exit", "0"])
+        .write_stdin(two)
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("ENV.one-result"));
+    conformance()
+        .args(["check", "-", "--exit", "1"])
+        .write_stdin("panic: boom\n")
+        .assert()
+        .code(1);
+}
+
+#[test]
+fn usage_errors_exit_2_and_a_missing_sut_is_a_harness_error() {
+    conformance().args(["run"]).assert().code(2);
+    conformance().args(["frobnicate"]).assert().code(2);
+    conformance()
+        .args(["run", "--", "/nonexistent/stoat"])
+        .assert()
+        .code(3);
+}
+
+#[test]
+fn list_formats() {
+    let text = conformance()
+        .args(["list", "--tier", "fake"])
+        .output()
+        .expect("list");
+    assert!(String::from_utf8_lossy(&text.stdout).contains("EXEC.base64-stdout"));
+    let json = conformance()
+        .args(["list", "--format", "json", "--id", "ENV.*"])
+        .output()
+        .expect("list");
+    let rows: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert!(rows
+        .as_array()
+        .expect("rows")
+        .iter()
+        .all(|r| r["id"].as_str().unwrap_or("").starts_with("ENV.")));
+}

@@ -1,0 +1,223 @@
+//! The fake host tools through the real `stoat-fake` binary: scripted bytes, logging, the
+//! qemu daemon with QMP and its cleanup, keygen, qemu-img snapshots.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::os::unix::net::UnixStream;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use stoat_conformance::fakes::script::{FakeScript, QemuScript, Rule, ScriptBytes};
+use stoat_conformance::sandbox::{Sandbox, SandboxOptions};
+
+fn sandbox() -> Sandbox {
+    Sandbox::new(SandboxOptions {
+        fakes: Some(env!("CARGO_BIN_EXE_stoat-fake").into()),
+        only_tools: None,
+        seed_keys: true,
+    })
+    .expect("sandbox")
+}
+
+fn tool(sandbox: &Sandbox, name: &str) -> Command {
+    let mut command = Command::new(sandbox.bin.join(name));
+    command
+        .env_clear()
+        .envs(sandbox.env())
+        .current_dir(&sandbox.work);
+    command
+}
+
+#[test]
+fn ssh_answers_scripted_bytes_and_logs_the_remote_command() {
+    let sandbox = sandbox();
+    let bytes = vec![0xff, 0x00, b'\n'];
+    sandbox
+        .write_script(&FakeScript::default().rule(
+            "ssh",
+            Rule {
+                stdout: Some(ScriptBytes::bytes(&bytes)),
+                stderr: Some(ScriptBytes::text("e")),
+                exit: Some(7),
+                ..Default::default()
+            },
+        ))
+        .expect("script");
+    let output = tool(&sandbox, "ssh")
+        .args([
+            "-p",
+            "2200",
+            "-o",
+            "BatchMode=yes",
+            "root@127.0.0.1",
+            "'ls' '-la'",
+        ])
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(7));
+    assert_eq!(output.stdout, bytes);
+    assert_eq!(output.stderr, b"e");
+    let calls = sandbox.fake_calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].remote_command.as_deref(), Some("'ls' '-la'"));
+}
+
+#[test]
+fn ssh_runs_locally_like_sshd() {
+    let sandbox = sandbox();
+    sandbox
+        .write_script(&FakeScript::default().rule(
+            "ssh",
+            Rule {
+                run_locally: true,
+                ..Default::default()
+            },
+        ))
+        .expect("script");
+    let output = tool(&sandbox, "ssh")
+        .args(["root@127.0.0.1", "printf", "'[%s]'", "'a b'"])
+        .output()
+        .expect("run");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "[a b]");
+}
+
+#[test]
+fn keygen_writes_both_files() {
+    let sandbox = sandbox();
+    let key = sandbox.data.join("k");
+    let status = tool(&sandbox, "ssh-keygen")
+        .args(["-t", "ed25519", "-N", "", "-C", "stoat", "-f"])
+        .arg(&key)
+        .status()
+        .expect("run");
+    assert!(status.success());
+    assert!(key.exists() && sandbox.data.join("k.pub").exists());
+}
+
+#[test]
+fn qemu_img_snapshot_cycle() {
+    let sandbox = sandbox();
+    let disk = sandbox.work.join("d.qcow2");
+    let run = |args: &[&str]| {
+        tool(&sandbox, "qemu-img")
+            .args(args)
+            .arg(&disk)
+            .output()
+            .expect("run")
+    };
+    assert!(tool(&sandbox, "qemu-img")
+        .args(["create", "-f", "qcow2"])
+        .arg(&disk)
+        .arg("8G")
+        .status()
+        .expect("run")
+        .success());
+    assert!(run(&["snapshot", "-l"]).stdout.is_empty());
+    assert!(run(&["snapshot", "-c", "clean"]).status.success());
+    let listed = String::from_utf8_lossy(&run(&["snapshot", "-l"]).stdout).into_owned();
+    assert!(
+        listed.contains("clean") && listed.contains("2026-08-04"),
+        "{listed}"
+    );
+    assert!(run(&["snapshot", "-a", "clean"]).status.success());
+    assert!(!run(&["snapshot", "-a", "missing"]).status.success());
+    assert!(run(&["snapshot", "-d", "clean"]).status.success());
+}
+
+#[test]
+fn qemu_daemonizes_speaks_qmp_and_exits_on_powerdown() {
+    let sandbox = sandbox();
+    let vm = sandbox.vm_dir("work");
+    std::fs::create_dir_all(&vm).expect("vm dir");
+    let pidfile = vm.join("qemu.pid");
+    let qmp = vm.join("qmp.sock");
+    let status = tool(&sandbox, "qemu-system-x86_64")
+        .args(["-daemonize", "-pidfile"])
+        .arg(&pidfile)
+        .arg("-qmp")
+        .arg(format!("unix:{},server,nowait", qmp.display()))
+        .status()
+        .expect("run");
+    assert!(status.success());
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .expect("pidfile")
+        .trim()
+        .parse()
+        .expect("pid");
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).expect("cmdline");
+    assert!(
+        String::from_utf8_lossy(&cmdline).contains(&format!("{}/", vm.display())),
+        "the daemon's argv keeps the VM dir"
+    );
+
+    let stream = UnixStream::connect(&qmp).expect("qmp");
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok();
+    let mut writer = stream.try_clone().expect("clone");
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).expect("greeting");
+    assert!(line.contains("\"QMP\""), "{line}");
+    for (command, expect) in [
+        ("{\"execute\":\"qmp_capabilities\"}", "\"return\""),
+        ("{\"execute\":\"query-status\"}", "running"),
+        ("{\"execute\":\"human-monitor-command\",\"arguments\":{\"command-line\":\"savevm clean\"}}", "\"return\""),
+        ("{\"execute\":\"human-monitor-command\",\"arguments\":{\"command-line\":\"info snapshots\"}}", "clean"),
+        ("{\"execute\":\"system_powerdown\"}", "\"return\""),
+    ] {
+        writeln!(writer, "{command}").expect("send");
+        line.clear();
+        reader.read_line(&mut line).expect("reply");
+        assert!(line.contains(expect), "{command} -> {line}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while std::path::Path::new(&format!("/proc/{pid}/cmdline")).exists()
+        && std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|c| !c.is_empty())
+            .unwrap_or(false)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the fake qemu did not exit after system_powerdown"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!pidfile.exists(), "the pidfile is removed on exit");
+}
+
+#[test]
+fn qemu_refuses_when_scripted() {
+    let sandbox = sandbox();
+    let refuse = Rule {
+        stderr: Some(ScriptBytes::text("no kvm\n")),
+        ..Default::default()
+    };
+    sandbox
+        .write_script(&FakeScript {
+            qemu: QemuScript {
+                refuse: Some(refuse),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .expect("script");
+    let output = tool(&sandbox, "qemu-system-x86_64")
+        .args(["-daemonize"])
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.stderr, b"no kvm\n");
+}
+
+#[test]
+fn a_fake_running_vm_counts_and_is_reaped_when_the_sandbox_drops() {
+    let mut sandbox = sandbox();
+    std::fs::create_dir_all(sandbox.vm_dir("work")).expect("vm dir");
+    let pid = sandbox.start_running("work").expect("start");
+    let pidfile =
+        std::fs::read_to_string(sandbox.vm_dir("work").join("qemu.pid")).expect("pidfile");
+    assert_eq!(pidfile.trim(), pid.to_string());
+    drop(sandbox);
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the running VM was killed and reaped"
+    );
+}

@@ -1,0 +1,200 @@
+//! The proof that the suite works: the whole catalog passes against the fixture SUT, and
+//! every mutant (the fixture wrapped by one mutation operator) is caught by the checks the
+//! operator names, while the benign operators are not flagged at all.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use stoat_conformance::catalog::Tier;
+use stoat_conformance::mutate::OPERATORS;
+use stoat_conformance::report::Report;
+use stoat_conformance::run::{self, RunConfig, Selection, Status, Sut};
+
+fn fixture() -> String {
+    env!("CARGO_BIN_EXE_stoat-fixture-sut").to_string()
+}
+
+fn fakes() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_stoat-fake"))
+}
+
+fn run_suite(sut: Vec<String>, selection: Selection, skip_smoke: bool) -> Report {
+    let config = RunConfig {
+        sut: Sut::from_argv(&sut).expect("sut"),
+        fakes: Some(fakes()),
+        selection,
+        jobs: 2,
+        seed: 42,
+        timeout: Duration::from_secs(30),
+        baseline: None,
+        skip_smoke,
+        oracle: None,
+    };
+    let mut report = Report::default();
+    run::run(config, &mut |event| report.absorb(event)).expect("the harness runs");
+    report
+}
+
+fn mutant(op: &str) -> Vec<String> {
+    vec![
+        env!("CARGO_BIN_EXE_stoat-conformance").to_string(),
+        "mutate".into(),
+        "--op".into(),
+        op.into(),
+        "--".into(),
+        fixture(),
+    ]
+}
+
+/// Oracle rules no fixture invocation can trigger (the fixture never streams events and
+/// always answers); they are exercised by the mutants and the oracle's unit tests instead.
+const NOT_EXERCISED_BY_FIXTURE: &[&str] = &[
+    "ENV.ok-only-on-result",
+    "ENV.event-data",
+    "EXIT.crash-nonzero",
+];
+
+#[test]
+fn the_fixture_passes_every_pure_and_fake_check() {
+    let report = run_suite(vec![fixture()], Selection::default(), false);
+    assert!(!report.smoke_failed, "smoke failed: {:?}", report.smoke);
+    let mut problems = Vec::new();
+    for check in &report.checks {
+        let allowed_skip = check.status == Status::Skipped
+            && NOT_EXERCISED_BY_FIXTURE.contains(&check.id.as_str());
+        if check.status != Status::Passed && !allowed_skip {
+            problems.push(format!(
+                "{} {}: {:?} {:?}",
+                check.status.label(),
+                check.id,
+                check.reason,
+                check.findings
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "the fixture must pass:\n{}",
+        problems.join("\n")
+    );
+    let expected = stoat_conformance::catalog::all()
+        .iter()
+        .filter(|d| d.tier != Tier::Real)
+        .count();
+    assert_eq!(
+        report.checks.len(),
+        expected,
+        "every pure and fake check ran"
+    );
+}
+
+/// Which scenarios make invocations that each operator acts on (the model of the self-test).
+fn triggers(op: &str) -> &'static [&'static str] {
+    match op {
+        "null-list" => &["LS.empty-is-array"],
+        "exit-3" | "error-exit-0" => &["GET.not-found"],
+        "usage-exit-1" | "usage-exit-0" => &["USAGE.unknown-command"],
+        "leak-password" => &["GET.vm-status"],
+        "exec-exit-passthrough" => &["EXEC.exit-code"],
+        "exec-lossy" => &["EXEC.base64-stdout", "EXEC.base64-stderr"],
+        "exec-omit-empty" => &["EXEC.empty-streams"],
+        "exec-both-fields" => &["EXEC.base64-stdout"],
+        "json-eaten-after-exec" => &["ARGV.json-after-exec-name", "ARGV.json-before-exec"],
+        "doctor-unhealthy-exit-1" => &["DOCTOR.unhealthy-exit-0"],
+        "read-stdin" => &["RM.confirmation-required-no-stdin"],
+        "base64-for-utf8" => &["EXEC.utf8-plain"],
+        "unknown-event" | "extra-field" | "stderr-noise" => &[
+            "LS.lists-fixture",
+            "GET.vm-status",
+            "GET.not-found",
+            "USAGE.unknown-command",
+            "EXEC.utf8-plain",
+            "EXEC.base64-stdout",
+            "RM.deletes",
+        ],
+        _ => &["LS.lists-fixture", "GET.not-found"],
+    }
+}
+
+#[test]
+fn every_mutant_is_caught_by_the_checks_it_names_and_benign_ones_pass() {
+    let mut failures = Vec::new();
+    // Four mutants at a time: the machine is small and shared.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Report>>> = OPERATORS
+        .iter()
+        .map(|_| std::sync::Mutex::new(None))
+        .collect();
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| loop {
+                let index = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some(op) = OPERATORS.get(index) else {
+                    break;
+                };
+                let mut include: Vec<String> =
+                    triggers(op.name).iter().map(|s| s.to_string()).collect();
+                include.extend(op.caught_by.iter().map(|s| s.to_string()));
+                include.extend(["ENV.*", "EXIT.*", "LEAK.*", "LIST.*", "EXEC.*"].map(String::from));
+                let selection = Selection {
+                    include,
+                    ..Default::default()
+                };
+                let report = run_suite(mutant(op.name), selection, true);
+                *slots[index].lock().expect("slot") = Some(report);
+            });
+        }
+    });
+    let results: Vec<(String, Report)> = OPERATORS
+        .iter()
+        .zip(slots)
+        .map(|(op, slot)| {
+            (
+                op.name.to_string(),
+                slot.into_inner().expect("slot").expect("every mutant ran"),
+            )
+        })
+        .collect();
+    for ((name, report), op) in results.iter().zip(OPERATORS) {
+        let flagged: Vec<&str> = report
+            .checks
+            .iter()
+            .filter(|c| matches!(c.status, Status::Failed | Status::Crashed | Status::Warned))
+            .map(|c| c.id.as_str())
+            .collect();
+        if op.caught_by.is_empty() {
+            if !flagged.is_empty() {
+                failures.push(format!("benign operator {name} was flagged by {flagged:?}"));
+            }
+            continue;
+        }
+        let missed: Vec<&&str> = op
+            .caught_by
+            .iter()
+            .filter(|id| !flagged.contains(id))
+            .collect();
+        if !missed.is_empty() {
+            failures.push(format!(
+                "mutant {name} ({}) was not caught by {missed:?}; flagged: {flagged:?}",
+                op.breaks
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn the_smoke_stage_stops_a_wrong_contract_with_one_clear_error() {
+    let report = run_suite(mutant("v-2"), Selection::default(), false);
+    assert!(report.smoke_failed);
+    assert!(
+        report.checks.is_empty(),
+        "no check runs after a failed smoke stage"
+    );
+    let smoke = report.smoke.expect("smoke recorded");
+    assert!(
+        smoke.findings.iter().any(|f| f.check_id == "ENV.v-is-3"),
+        "{:?}",
+        smoke.findings
+    );
+}
