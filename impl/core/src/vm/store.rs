@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use stoat_wire::dto::{AgentAccess, Forward, Vm, VmFacts, VmLiveFacts};
 
 use super::config::VmConfig;
-use super::state::running_pid;
+use super::running_pid;
 use crate::error::IoContext;
 use crate::{Env, Error, Result, Root};
 
@@ -60,7 +60,7 @@ impl Loaded {
 
 impl StoredVm {
     /// Returns whether QEMU is running this VM, and its pid.
-    pub fn running_pid(&self) -> Option<i32> {
+    pub fn running_pid(&self) -> Option<u32> {
         running_pid(&self.dir)
     }
 
