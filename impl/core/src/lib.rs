@@ -12,6 +12,7 @@ pub mod events;
 pub mod keys;
 pub mod lock;
 pub mod log;
+pub mod ops;
 pub mod ports;
 pub mod recipe_state;
 pub mod root;

@@ -2,6 +2,7 @@
 
 pub mod info;
 pub mod lifecycle;
+pub mod vmops;
 pub mod vms;
 
 use stoat_core::{Error, Result};
@@ -18,6 +19,11 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Reply> {
         Command::Schema(args) => info::schema(&args),
         Command::Ls(args) => vms::ls(ctx, &args),
         Command::Get(args) => vms::get(ctx, &args.vm),
+        Command::Create(args) => vmops::create(ctx, args),
+        Command::Update(args) => vmops::update(ctx, args),
+        Command::Rm(args) => vmops::rm(ctx, args),
+        Command::Clone(args) => vmops::clone(ctx, args),
+        Command::Forward(args) => vmops::forward(ctx, args),
         Command::Ssh(_) if ctx.json => Err(Error::Usage(
             "ssh replaces the stoat process, so it cannot answer in JSON; use `stoat exec <vm> <cmd>` or `stoat ssh-command <vm>`".into(),
         )),
