@@ -4,3 +4,4 @@
 mod common;
 
 mod test_basics;
+mod test_vmops;
