@@ -227,7 +227,7 @@ fn local_match(root: &Root, entry: &CatalogEntry) -> Option<String> {
         let (os, backend) = infer(file);
         os == entry.os
             && backend == entry.backend
-            && entry.flavor.map_or(true, |flavor| file.contains(flavor))
+            && entry.flavor.is_none_or(|flavor| file.contains(flavor))
     })
 }
 
