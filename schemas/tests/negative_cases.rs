@@ -352,7 +352,19 @@ fn an_image_file_with_a_slash_fails() {
     assert_rejected("dto/image.json", image.clone(), "/file");
     assert_rejected(
         "dto/image.json",
-        with(image, "file", json!("isos/alpine.iso")),
+        with(image.clone(), "file", json!("isos/alpine.iso")),
+        "/file",
+    );
+}
+
+#[test]
+fn an_image_file_is_empty_exactly_when_not_downloaded() {
+    let image = json!({"id":"alpine-virt","os":"alpine","variant":"virt","backend":"apkovl",
+        "file":"","downloaded":false,"bytes":69206016,"bytes_exact":false,"byo":false});
+    assert_accepted("dto/image.json", image.clone());
+    assert_rejected(
+        "dto/image.json",
+        with(image, "downloaded", json!(true)),
         "/file",
     );
 }

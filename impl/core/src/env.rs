@@ -25,6 +25,10 @@ pub const VARS: &[(&str, &str)] = &[
         "a TOML file that replaces the built-in image catalog",
     ),
     (
+        "STOAT_PULL_STALL_SECS",
+        "seconds without a byte before `pull` gives up (download_stalled); default 60",
+    ),
+    (
         "STOAT_RECIPE_INDEX",
         "path or URL of the index `recipe search` reads",
     ),

@@ -9,6 +9,7 @@ pub mod display;
 pub mod env;
 pub mod error;
 pub mod events;
+pub mod images;
 pub mod keys;
 pub mod lock;
 pub mod log;

@@ -1,5 +1,6 @@
 //! Dispatch: one match arm per command, each calling `commands::<area>::<cmd>`.
 
+pub mod images;
 pub mod info;
 pub mod lifecycle;
 pub mod vmops;
@@ -24,6 +25,8 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Reply> {
         Command::Rm(args) => vmops::rm(ctx, args),
         Command::Clone(args) => vmops::clone(ctx, args),
         Command::Forward(args) => vmops::forward(ctx, args),
+        Command::Images => images::images(ctx),
+        Command::Pull(args) => images::pull(ctx, &args.id),
         Command::Ssh(_) if ctx.json => Err(Error::Usage(
             "ssh replaces the stoat process, so it cannot answer in JSON; use `stoat exec <vm> <cmd>` or `stoat ssh-command <vm>`".into(),
         )),

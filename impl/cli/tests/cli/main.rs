@@ -5,3 +5,4 @@ mod common;
 
 mod test_basics;
 mod test_vmops;
+mod test_images;
