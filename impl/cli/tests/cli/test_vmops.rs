@@ -227,6 +227,28 @@ fn create_from_an_absolute_byo_path_infers_and_accepts_overrides() {
 }
 
 #[test]
+fn create_uses_the_catalog_that_stoat_catalog_names() {
+    let mut env = TestEnv::new();
+    let catalog = env.tmp().join("catalog.toml");
+    std::fs::write(
+        &catalog,
+        "[[image]]\nid = \"tiny\"\nos = \"debian\"\nbackend = \"cloudinit\"\nurl = \"http://127.0.0.1:1/tiny-guest.qcow2\"\nssh_user = \"stoat\"\n",
+    )
+    .unwrap();
+    env.set_env("STOAT_CATALOG", catalog.to_str().unwrap());
+    env.json(&["create", "t", "--image", "tiny"])
+        .error("image_not_downloaded");
+    env.json(&["create", "t", "--image", "alpine-virt"])
+        .error("not_found");
+    plant_image(&env, "tiny-guest.qcow2");
+    let vm = env.json(&["create", "t", "--image", "tiny"]).data()["vm"].clone();
+    assert_eq!(
+        (vm["os"].as_str(), vm["mode"].as_str()),
+        (Some("debian"), Some("cloud"))
+    );
+}
+
+#[test]
 fn create_from_a_bare_filename_in_isos() {
     let env = TestEnv::new();
     plant_image(&env, "custom-ubuntu-cloudimg.img");
