@@ -15,6 +15,7 @@ pub mod images;
 pub mod keys;
 pub mod lock;
 pub mod log;
+pub mod ops;
 pub mod ports;
 pub mod qemu;
 pub mod recipe_state;

@@ -5,6 +5,7 @@ pub mod images;
 pub mod info;
 pub mod lifecycle;
 pub mod recipes;
+pub mod vmops;
 pub mod vms;
 
 use stoat_core::{Error, Result};
@@ -25,6 +26,11 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Reply> {
         Command::CheckRecipes(args) => recipes::check_recipes(ctx, &args),
         Command::Recipe(sub) => recipes::recipe(ctx, &sub),
         Command::Guest(sub) => recipes::guest(ctx, &sub),
+        Command::Create(args) => vmops::create(ctx, args),
+        Command::Update(args) => vmops::update(ctx, args),
+        Command::Rm(args) => vmops::rm(ctx, args),
+        Command::Clone(args) => vmops::clone(ctx, args),
+        Command::Forward(args) => vmops::forward(ctx, args),
         Command::Images => images::images(ctx),
         Command::Pull(args) => images::pull(ctx, &args.id),
         Command::Ssh(_) if ctx.json => Err(Error::Usage(

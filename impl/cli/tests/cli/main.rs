@@ -6,4 +6,5 @@ mod common;
 mod test_basics;
 mod test_host;
 mod test_recipes;
+mod test_vmops;
 mod test_images;

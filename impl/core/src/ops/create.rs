@@ -1,0 +1,337 @@
+//! `create`: a new VM from an image, with defaults, validation, a free ssh port chosen under
+//! the data-root lock, an atomic vm.toml, its `shared/<name>` directory and, in disk mode, an
+//! empty qcow2 disk.
+//!
+//! Implements upstream facts §1.5 (create flags), §2 (name rules, ports, locks), §3 "Create
+//! image resolution", §12 item 9; stoat-json-v3 `create` → `{vm: VM}`.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+
+use super::image_ref::{self, ResolvedImage, BACKENDS};
+use super::recipe_check::check_recipes_applicable;
+use crate::vm::{self, StoredVm, VmConfig};
+use crate::{lock, ports, Env, Error, Result, Root};
+
+/// The default RAM in MB, vCPUs and disk size of a new VM.
+pub const DEFAULT_RAM_MB: u32 = 4096;
+pub const DEFAULT_CPUS: u32 = 4;
+pub const DEFAULT_DISK: &str = "8G";
+/// The console password a cloudinit VM gets when none is asked for.
+pub const DEFAULT_CONSOLE_PASSWORD: &str = "stoat";
+
+/// What the caller asked for; `None` means "the default".
+#[derive(Debug, Clone, Default)]
+pub struct CreateSpec {
+    pub name: String,
+    pub image: String,
+    pub os: Option<String>,
+    pub backend: Option<String>,
+    pub mode: Option<String>,
+    /// 0 means the default, as upstream.
+    pub ram_mb: Option<u32>,
+    /// 0 means the default, as upstream.
+    pub cpus: Option<u32>,
+    pub disk: Option<String>,
+    pub share: Option<String>,
+    pub console_password: Option<String>,
+    pub recipes: Vec<String>,
+    /// `recipe.param=value`, or `param=value` when exactly one recipe is named.
+    pub params: Vec<String>,
+    pub allow_exec: bool,
+    pub agent_access: Option<String>,
+    pub display: Option<String>,
+}
+
+/// Creates the VM; returns it as saved.
+pub fn create(root: &Root, env: &Env, spec: &CreateSpec) -> Result<StoredVm> {
+    let name = spec.name.trim();
+    vm::check_name(name)?;
+    refuse_taken(root, name)?;
+    let image = image_ref::resolve(root, env, &spec.image)?;
+    let config = plan(root, env, spec, name, &image)?;
+    let _root_lock = lock::exclusive(&root.lock_file())?;
+    refuse_taken(root, name)?;
+    let mut config = config;
+    config.sshport = ports::free_ssh_port(root)?;
+    let stored = vm::save_new(root, name, config)?;
+    if let Err(e) = finish_directories(root, env, &stored) {
+        super::discard_new_vm(root, &stored.name);
+        return Err(e);
+    }
+    Ok(stored)
+}
+
+/// `name_taken` when `<root>/<name>` exists as anything, or the name is reserved.
+fn refuse_taken(root: &Root, name: &str) -> Result<()> {
+    let exists = std::fs::symlink_metadata(root.vm_dir(name)).is_ok();
+    if exists || Root::is_reserved(name) {
+        return Err(Error::NameTaken {
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Builds the vm.toml of the new VM (every field but the ssh port) and validates it.
+fn plan(
+    root: &Root,
+    env: &Env,
+    spec: &CreateSpec,
+    name: &str,
+    image: &ResolvedImage,
+) -> Result<VmConfig> {
+    let (os, backend) = os_and_backend(spec, image)?;
+    let mode = mode_for(&backend, spec.mode.as_deref())?;
+    let ram = pick(spec.ram_mb, DEFAULT_RAM_MB);
+    super::check_ram(ram)?;
+    let cpus = pick(spec.cpus, DEFAULT_CPUS);
+    super::check_cpus(cpus)?;
+    let disk = disk_for(&mode, spec.disk.as_deref())?;
+    let share = match &spec.share {
+        Some(text) => super::resolve_share(env, text)?,
+        None => String::new(),
+    };
+    let recipes = super::split_recipes(&spec.recipes);
+    check_recipes_applicable(root, &os, &backend, &recipes)?;
+    let recipe_params = parse_params(&spec.params, &recipes)?;
+    let cloudinit = backend == "cloudinit";
+    let console_password = console_password_for(cloudinit, spec.console_password.as_deref())?;
+    let sshuser = if cloudinit {
+        "stoat".to_owned()
+    } else {
+        image.ssh_user.clone().unwrap_or_default()
+    };
+    let agent_access = spec
+        .agent_access
+        .as_deref()
+        .map(super::check_agent_access)
+        .transpose()?;
+    let display = match &spec.display {
+        Some(pref) => super::check_display(pref)?,
+        None => String::new(),
+    };
+    let (iso, base) = if mode == "cloud" {
+        (String::new(), image.path.display().to_string())
+    } else {
+        (image.iso.clone(), String::new())
+    };
+    Ok(VmConfig {
+        name: name.to_owned(),
+        mode,
+        os,
+        iso,
+        ram,
+        cpus,
+        disk,
+        installed: false,
+        share,
+        sshport: 0,
+        recipes,
+        display,
+        forwards: Vec::new(),
+        backend,
+        base,
+        sshuser,
+        console_password,
+        allow_exec: Some(spec.allow_exec),
+        agent_access,
+        recipe_params,
+        ..VmConfig::default()
+    })
+}
+
+fn pick(given: Option<u32>, default: u32) -> u32 {
+    given.filter(|v| *v != 0).unwrap_or(default)
+}
+
+/// The VM's OS and backend: inferred or overridden for a BYO image; the catalog's otherwise,
+/// where an override that contradicts the catalog is refused rather than ignored.
+fn os_and_backend(spec: &CreateSpec, image: &ResolvedImage) -> Result<(String, String)> {
+    let os_flag = spec.os.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    let backend_flag = spec
+        .backend
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
+    if let Some(backend) = backend_flag {
+        if !BACKENDS.contains(&backend) {
+            return Err(Error::InvalidSpec(format!(
+                "backend {backend:?} is not one of {}",
+                BACKENDS.join(", ")
+            )));
+        }
+    }
+    if let Some(id) = &image.catalog_id {
+        for (flag, given, catalog) in [
+            ("os", os_flag, image.os.as_str()),
+            ("backend", backend_flag, image.backend.as_str()),
+        ] {
+            if given.is_some_and(|g| g != catalog) {
+                return Err(Error::InvalidSpec(format!(
+                    "--{flag} applies to your own images only; catalog image {id} is {flag} {catalog}"
+                )));
+            }
+        }
+        return Ok((image.os.clone(), image.backend.clone()));
+    }
+    Ok((
+        os_flag.unwrap_or(&image.os).to_owned(),
+        backend_flag.unwrap_or(&image.backend).to_owned(),
+    ))
+}
+
+/// The mode matrix: cloudinit → cloud; ssh → disk; apkovl → live (default) or disk.
+fn mode_for(backend: &str, requested: Option<&str>) -> Result<String> {
+    let allowed: &[&str] = match backend {
+        "cloudinit" => &["cloud"],
+        "ssh" => &["disk"],
+        _ => &["live", "disk"],
+    };
+    let requested = requested.map(str::trim).filter(|m| !m.is_empty());
+    match requested {
+        None => Ok(allowed[0].to_owned()),
+        Some(mode) if allowed.contains(&mode) => Ok(mode.to_owned()),
+        Some(mode) => Err(Error::InvalidSpec(format!(
+            "mode {mode:?} does not work with backend {backend}; use {}",
+            allowed.join(" or ")
+        ))),
+    }
+}
+
+/// `""` for live (which has no disk), else the given size (validated) or 8G.
+fn disk_for(mode: &str, requested: Option<&str>) -> Result<String> {
+    let requested = requested.map(str::trim).filter(|d| !d.is_empty());
+    match (mode, requested) {
+        ("live", None) => Ok(String::new()),
+        ("live", Some(_)) => Err(Error::InvalidSpec(
+            "a live VM has no disk; drop --disk or use --mode disk".into(),
+        )),
+        (_, None) => Ok(DEFAULT_DISK.to_owned()),
+        (_, Some(size)) => {
+            crate::size::parse_size(size)?;
+            Ok(size.to_owned())
+        }
+    }
+}
+
+/// The console password: cloudinit only; `random` makes 32 lowercase hex characters.
+fn console_password_for(cloudinit: bool, requested: Option<&str>) -> Result<String> {
+    match (cloudinit, requested) {
+        (false, None) => Ok(String::new()),
+        (false, Some(_)) => Err(Error::InvalidSpec(
+            "--console-password needs a cloudinit image; other backends have no console password"
+                .into(),
+        )),
+        (true, None) => Ok(DEFAULT_CONSOLE_PASSWORD.to_owned()),
+        (true, Some("random")) => random_hex(16),
+        (true, Some(password)) if password.is_empty() || password.contains(['\n', '\r']) => Err(
+            Error::InvalidSpec("a console password must be one non-empty line".into()),
+        ),
+        (true, Some(password)) => Ok(password.to_owned()),
+    }
+}
+
+fn random_hex(bytes: usize) -> Result<String> {
+    let mut buf = vec![0u8; bytes];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .map_err(|e| Error::io("read /dev/urandom", e))?;
+    Ok(hex::encode(buf))
+}
+
+/// Parses `--param` values into per-recipe tables; each must name one of the VM's recipes.
+// TODO(recipes): validate names and types against each recipe's declared params.
+fn parse_params(
+    params: &[String],
+    recipes: &[String],
+) -> Result<BTreeMap<String, BTreeMap<String, String>>> {
+    let mut tables: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for param in params {
+        let invalid = |why: &str| Error::InvalidSpec(format!("--param {param:?}: {why}"));
+        let (key, value) = param
+            .split_once('=')
+            .ok_or_else(|| invalid("want recipe.param=value"))?;
+        let (recipe, key) = match key.split_once('.') {
+            Some((recipe, key)) => (recipe.trim().to_owned(), key.trim()),
+            None if recipes.len() == 1 => (recipes[0].clone(), key.trim()),
+            None => return Err(invalid("say which recipe: recipe.param=value")),
+        };
+        if key.is_empty() {
+            return Err(invalid("the parameter name is empty"));
+        }
+        if !recipes.contains(&recipe) {
+            return Err(invalid(&format!(
+                "{recipe} is not one of this VM's recipes"
+            )));
+        }
+        tables
+            .entry(recipe)
+            .or_default()
+            .insert(key.to_owned(), value.to_owned());
+    }
+    Ok(tables)
+}
+
+/// Makes `shared/<name>` (0700) and, in disk mode, the empty qcow2 disk.
+fn finish_directories(root: &Root, env: &Env, stored: &StoredVm) -> Result<()> {
+    super::make_shared_dir(root, &stored.name)?;
+    if stored.config.mode == "disk" {
+        let disk = super::disk_path(&stored.dir);
+        super::qemu_img(
+            env,
+            &[
+                "create".as_ref(),
+                "-q".as_ref(),
+                "-f".as_ref(),
+                "qcow2".as_ref(),
+                disk.as_os_str(),
+                stored.config.disk.as_ref(),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mode_matrix() {
+        assert_eq!(mode_for("cloudinit", None).unwrap(), "cloud");
+        assert!(mode_for("cloudinit", Some("disk")).is_err());
+        assert_eq!(mode_for("ssh", None).unwrap(), "disk");
+        assert!(mode_for("ssh", Some("live")).is_err());
+        assert_eq!(mode_for("apkovl", None).unwrap(), "live");
+        assert_eq!(mode_for("apkovl", Some("disk")).unwrap(), "disk");
+        assert!(mode_for("apkovl", Some("cloud")).is_err());
+    }
+
+    #[test]
+    fn disks_and_passwords() {
+        assert_eq!(disk_for("live", None).unwrap(), "");
+        assert!(disk_for("live", Some("8G")).is_err());
+        assert_eq!(disk_for("disk", None).unwrap(), "8G");
+        assert!(disk_for("cloud", Some("8GB")).is_err());
+        assert_eq!(console_password_for(true, None).unwrap(), "stoat");
+        let random = console_password_for(true, Some("random")).unwrap();
+        assert_eq!(random.len(), 32);
+        assert!(random
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(console_password_for(false, Some("x")).is_err());
+        assert_eq!(console_password_for(false, None).unwrap(), "");
+    }
+
+    #[test]
+    fn params_name_a_recipe() {
+        let recipes = vec!["docker".to_owned()];
+        let tables =
+            parse_params(&["channel=test".into(), "docker.user=me".into()], &recipes).unwrap();
+        assert_eq!(tables["docker"]["channel"], "test");
+        assert_eq!(tables["docker"]["user"], "me");
+        assert!(parse_params(&["xfce.a=b".into()], &recipes).is_err());
+        assert!(parse_params(&["novalue".into()], &recipes).is_err());
+    }
+}

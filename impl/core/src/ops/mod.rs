@@ -1,0 +1,181 @@
+//! The commands that change VMs: create, update, rm, clone and forward (upstream facts §2, §3
+//! "Create image resolution", §7; stoat-json-v3 "Per-command data").
+//!
+//! Every operation that chooses a port or writes a vm.toml holds the data-root lock from its
+//! checks to its save, so concurrent invocations see each other's results.
+
+pub mod clone;
+pub mod create;
+pub mod forward;
+pub mod image_ref;
+pub mod recipe_check;
+pub mod remove;
+pub mod update;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use stoat_wire::dto::AgentAccess;
+
+use crate::{Env, Error, Result};
+
+/// The smallest RAM a VM may have, in MB.
+pub const MIN_RAM_MB: u32 = 256;
+/// The smallest number of vCPUs a VM may have.
+pub const MIN_CPUS: u32 = 1;
+
+/// Refuses RAM below the minimum.
+pub fn check_ram(ram_mb: u32) -> Result<()> {
+    if ram_mb < MIN_RAM_MB {
+        return Err(Error::InvalidSpec(format!(
+            "ram {ram_mb} MB is below the minimum of {MIN_RAM_MB} MB"
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a vCPU count below the minimum.
+pub fn check_cpus(cpus: u32) -> Result<()> {
+    if cpus < MIN_CPUS {
+        return Err(Error::InvalidSpec(format!(
+            "cpus {cpus}: a VM needs at least {MIN_CPUS}"
+        )));
+    }
+    Ok(())
+}
+
+/// Returns the stored spelling of an MCP access level, refusing unknown levels.
+pub fn check_agent_access(level: &str) -> Result<String> {
+    AgentAccess::parse(level.trim())
+        .map(|level| level.as_str().to_owned())
+        .ok_or_else(|| {
+            Error::InvalidSpec(format!(
+                "agent access {level:?} is not one of none, observe, manage, exec"
+            ))
+        })
+}
+
+/// Returns a display preference as stored: `""` and `auto` mean "a window when graphical".
+pub fn check_display(pref: &str) -> Result<String> {
+    match pref.trim() {
+        "" | "auto" => Ok(String::new()),
+        "window" | "vnc" => Ok(pref.trim().to_owned()),
+        other => Err(Error::InvalidSpec(format!(
+            "display {other:?} is not one of auto, window, vnc"
+        ))),
+    }
+}
+
+/// Returns a share directory as stored: `~` expanded, made absolute, `""` for none.
+pub fn resolve_share(env: &Env, text: &str) -> Result<String> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Ok(String::new());
+    }
+    let expanded = env.expand_tilde(trimmed);
+    let absolute = if expanded.is_absolute() {
+        expanded
+    } else {
+        std::env::current_dir()
+            .map_err(|e| Error::io("resolve the share against the current directory", e))?
+            .join(expanded)
+    };
+    path_text(&absolute)
+}
+
+/// Returns a path as UTF-8 text (vm.toml is text).
+fn path_text(path: &Path) -> Result<String> {
+    path.to_str()
+        .map(str::to_owned)
+        .ok_or_else(|| Error::InvalidSpec(format!("path {} is not UTF-8", path.display())))
+}
+
+/// Splits a comma-separated recipe list, dropping blanks and repeats (first one wins).
+pub fn split_recipes<S: AsRef<str>>(items: &[S]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for name in items.iter().flat_map(|item| item.as_ref().split(',')) {
+        let name = name.trim();
+        if !name.is_empty() && !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
+    }
+    names
+}
+
+/// Runs `qemu-img` with `args`; its stderr becomes the error message.
+pub fn qemu_img(env: &Env, args: &[&std::ffi::OsStr]) -> Result<()> {
+    let tool = env.which("qemu-img").ok_or_else(|| Error::Tool {
+        tool: "qemu-img".into(),
+        message: "not found on PATH; install qemu-utils (or qemu-img)".into(),
+    })?;
+    let output = Command::new(tool)
+        .args(args)
+        .env_clear()
+        .env("PATH", env.path_var())
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::io("run qemu-img", e))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let message = if stderr.trim().is_empty() {
+        stdout
+    } else {
+        stderr
+    };
+    Err(Error::Tool {
+        tool: "qemu-img".into(),
+        message: message.trim().to_owned(),
+    })
+}
+
+/// Makes a VM's writable `shared/<name>` export, readable by its owner only (0700).
+pub fn make_shared_dir(root: &crate::Root, name: &str) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let shared = root.shared(name);
+    std::fs::create_dir_all(&shared).map_err(|e| Error::io(format!("create shared/{name}"), e))?;
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| Error::io(format!("chmod shared/{name}"), e))
+}
+
+/// Undoes a half-made VM: its directory and its shared export.
+pub fn discard_new_vm(root: &crate::Root, name: &str) {
+    let _ = std::fs::remove_dir_all(root.vm_dir(name));
+    let _ = std::fs::remove_dir_all(root.shared(name));
+}
+
+/// The qcow2 disk of a VM directory.
+pub fn disk_path(vm_dir: &Path) -> PathBuf {
+    vm_dir.join("disk.qcow2")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recipes_split_trim_and_dedupe() {
+        assert_eq!(split_recipes(&["a, b", "a", " ", "c"]), ["a", "b", "c"]);
+        assert!(split_recipes(&[""]).is_empty());
+    }
+
+    #[test]
+    fn share_expands_home_and_empty_clears() {
+        let env = Env::from_pairs([("HOME", "/home/u")]);
+        assert_eq!(resolve_share(&env, "~/src").unwrap(), "/home/u/src");
+        assert_eq!(resolve_share(&env, "  ").unwrap(), "");
+        assert!(resolve_share(&env, "rel").unwrap().starts_with('/'));
+    }
+
+    #[test]
+    fn display_and_access_levels() {
+        assert_eq!(check_display("auto").unwrap(), "");
+        assert_eq!(check_display("vnc").unwrap(), "vnc");
+        assert!(check_display("hdmi").is_err());
+        assert_eq!(check_agent_access("observe").unwrap(), "observe");
+        assert!(check_agent_access("root").is_err());
+    }
+}

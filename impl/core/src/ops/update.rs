@@ -1,0 +1,250 @@
+//! `update`: change only the fields that were given, under the data-root lock; grow a disk
+//! with `qemu-img resize` before the new size is saved.
+//!
+//! Implements upstream facts §7 "update" and §12 item 10, without upstream bug §11.9:
+//! `changed` lists only fields whose value actually changed, and `--recipes` is validated.
+//! stoat-json-v3 `update` → `{vm, changed, applies_at}`.
+
+use stoat_wire::dto::AppliesAt;
+
+use super::forward;
+use super::recipe_check::check_recipes_applicable;
+use crate::vm::{self, StoredVm, VmConfig};
+use crate::{lock, Env, Error, Result, Root};
+
+/// The flags given; `None` means "leave it alone".
+#[derive(Debug, Clone, Default)]
+pub struct UpdateSpec {
+    pub ram_mb: Option<u32>,
+    pub cpus: Option<u32>,
+    pub ssh_port: Option<u16>,
+    pub disk: Option<String>,
+    /// `""` clears the share.
+    pub share: Option<String>,
+    /// A comma-separated list that replaces the old one; `""` clears it.
+    pub recipes: Option<String>,
+    pub agent_access: Option<String>,
+    pub allow_exec: Option<bool>,
+    pub display: Option<String>,
+    /// Fields that can never change, with the value asked for: (`os`|`backend`|`mode`|`image`, value).
+    pub immutable: Vec<(&'static str, String)>,
+}
+
+impl UpdateSpec {
+    /// Returns whether no flag was given at all.
+    pub fn is_empty(&self) -> bool {
+        self.ram_mb.is_none()
+            && self.cpus.is_none()
+            && self.ssh_port.is_none()
+            && self.disk.is_none()
+            && self.share.is_none()
+            && self.recipes.is_none()
+            && self.agent_access.is_none()
+            && self.allow_exec.is_none()
+            && self.display.is_none()
+            && self.immutable.is_empty()
+    }
+}
+
+/// What update did.
+#[derive(Debug)]
+pub struct Updated {
+    pub vm: StoredVm,
+    /// Wire names of the fields whose value changed, sorted.
+    pub changed: Vec<String>,
+    pub applies_at: AppliesAt,
+}
+
+/// The flags update takes, for the "nothing to change" message.
+pub const UPDATE_FLAGS: &str =
+    "--ram, --cpus, --ssh-port, --disk, --share, --recipes, --agent-access, --allow-exec, --display";
+
+/// Applies `spec` to VM `name`.
+pub fn update(root: &Root, env: &Env, name: &str, spec: &UpdateSpec) -> Result<Updated> {
+    if spec.is_empty() {
+        return Err(Error::Usage(format!(
+            "update: nothing to change; pass at least one of {UPDATE_FLAGS}"
+        )));
+    }
+    let _root_lock = lock::exclusive(&root.lock_file())?;
+    let mut stored = vm::load_ok(root, name)?;
+    refuse_immutable(&stored.config, &spec.immutable)?;
+    let running = stored.running_pid().is_some();
+    let old = stored.config.clone();
+    let new = planned_config(root, env, &stored, spec, running)?;
+    let changed = changed_fields(&old, &new);
+    if new.disk != old.disk {
+        grow_disk(env, &stored, &new.disk)?;
+    }
+    if new != old {
+        // Saved even when no wire value moved (e.g. pinning the level already in effect).
+        stored.config = new;
+        vm::save(&stored)?;
+    }
+    Ok(Updated {
+        vm: stored,
+        changed,
+        applies_at: if running {
+            AppliesAt::NextStart
+        } else {
+            AppliesAt::Now
+        },
+    })
+}
+
+/// Refuses a change to a field fixed at create; asking for the current value is not a change.
+fn refuse_immutable(config: &VmConfig, asked: &[(&'static str, String)]) -> Result<()> {
+    for (field, value) in asked {
+        let current = match *field {
+            "os" => Some(&config.os),
+            "backend" => Some(&config.backend),
+            "mode" => Some(&config.mode),
+            _ => None,
+        };
+        if current.map(|c| c != value.trim()).unwrap_or(true) {
+            return Err(Error::ImmutableField(format!(
+                "{field} is fixed when a VM is created; make a new VM instead"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Returns the configuration with every given flag applied and validated.
+fn planned_config(
+    root: &Root,
+    env: &Env,
+    stored: &StoredVm,
+    spec: &UpdateSpec,
+    running: bool,
+) -> Result<VmConfig> {
+    let mut new = stored.config.clone();
+    if let Some(ram) = spec.ram_mb {
+        super::check_ram(ram)?;
+        new.ram = ram;
+    }
+    if let Some(cpus) = spec.cpus {
+        super::check_cpus(cpus)?;
+        new.cpus = cpus;
+    }
+    if let Some(share) = &spec.share {
+        new.share = super::resolve_share(env, share)?;
+    }
+    if let Some(list) = &spec.recipes {
+        let recipes = super::split_recipes(&[list]);
+        check_recipes_applicable(root, &new.os, &new.backend, &recipes)?;
+        new.recipe_params
+            .retain(|recipe, _| recipes.contains(recipe));
+        new.recipes = recipes;
+    }
+    if let Some(level) = &spec.agent_access {
+        new.agent_access = Some(super::check_agent_access(level)?);
+    }
+    if let Some(allow) = spec.allow_exec {
+        new.allow_exec = Some(allow);
+    }
+    if let Some(pref) = &spec.display {
+        new.display = super::check_display(pref)?;
+    }
+    if let Some(port) = spec.ssh_port.filter(|p| *p != stored.config.sshport) {
+        check_ssh_port(root, stored, port)?;
+        new.sshport = port;
+    }
+    if let Some(disk) = &spec.disk {
+        new.disk = planned_disk(stored, disk, running)?;
+    }
+    Ok(new)
+}
+
+/// A new ssh port must pass the forward rules and not be one of this VM's own forwards.
+fn check_ssh_port(root: &Root, stored: &StoredVm, port: u16) -> Result<()> {
+    let prefixed = |e: Error| match e {
+        Error::InvalidSpec(why) => Error::InvalidSpec(format!("ssh port: {why}")),
+        other => other,
+    };
+    forward::port_in_range(i64::from(port), "host").map_err(prefixed)?;
+    forward::refuse_privileged(port).map_err(prefixed)?;
+    if stored.config.forwards.iter().any(|f| f.hostport == port) {
+        return Err(Error::InvalidSpec(format!(
+            "ssh port: host port {port} is one of {}'s own forwards",
+            stored.name
+        )));
+    }
+    forward::check_other_vms(root, &stored.name, &[port], "ssh port: ")
+}
+
+/// Validates a disk change in upstream's order; returns the size to store.
+fn planned_disk(stored: &StoredVm, requested: &str, running: bool) -> Result<String> {
+    let requested = requested.trim();
+    if requested == stored.config.disk {
+        return Ok(requested.to_owned());
+    }
+    let name = &stored.name;
+    if stored.config.mode == "live" {
+        return Err(Error::InvalidSpec(format!(
+            "{name} is a live VM and has no disk"
+        )));
+    }
+    let wanted = crate::size::parse_size(requested)?;
+    if running {
+        return Err(Error::AlreadyRunning { name: name.clone() });
+    }
+    let current = crate::size::parse_size(&stored.config.disk).map_err(|_| {
+        Error::InvalidSpec(format!(
+            "{name}'s recorded disk size {:?} does not parse",
+            stored.config.disk
+        ))
+    })?;
+    if wanted < current {
+        return Err(Error::DiskShrink {
+            name: name.clone(),
+            current: stored.config.disk.clone(),
+            requested: requested.to_owned(),
+        });
+    }
+    if !super::disk_path(&stored.dir).exists() && stored.config.mode == "cloud" {
+        return Err(Error::InvalidSpec(format!(
+            "{name} has no disk yet; start it once (stoat up {name}) so its disk exists, then resize"
+        )));
+    }
+    Ok(requested.to_owned())
+}
+
+/// Grows the qcow2 to `size` (update has already refused shrinking).
+fn grow_disk(env: &Env, stored: &StoredVm, size: &str) -> Result<()> {
+    let disk = super::disk_path(&stored.dir);
+    if !disk.exists() {
+        // A disk VM whose qcow2 is gone: the new size applies when one is made.
+        return Ok(());
+    }
+    super::qemu_img(
+        env,
+        &[
+            "resize".as_ref(),
+            "-q".as_ref(),
+            disk.as_os_str(),
+            size.as_ref(),
+        ],
+    )
+}
+
+/// Returns, sorted, the wire names of the fields whose wire value differs.
+pub fn changed_fields(old: &VmConfig, new: &VmConfig) -> Vec<String> {
+    let mut changed: Vec<&str> = Vec::new();
+    let mut note = |differs: bool, field: &'static str| {
+        if differs {
+            changed.push(field);
+        }
+    };
+    note(old.agent_access() != new.agent_access(), "agent_access");
+    note(old.allow_exec() != new.allow_exec(), "allow_exec");
+    note(old.cpus != new.cpus, "cpus");
+    note(old.disk != new.disk, "disk");
+    note(old.display != new.display, "display");
+    note(old.ram != new.ram, "ram");
+    note(old.recipes != new.recipes, "recipes");
+    note(old.share != new.share, "share");
+    note(old.sshport != new.sshport, "ssh_port");
+    changed.sort_unstable();
+    changed.into_iter().map(str::to_owned).collect()
+}
