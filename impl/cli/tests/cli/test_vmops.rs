@@ -429,15 +429,9 @@ fn create_errors_carry_their_codes() {
 fn create_refuses_a_recipe_offered_to_another_os() {
     let env = TestEnv::new();
     plant_image(&env, ALPINE_VIRT);
-    let recipe = env.root().join("recipes/xfce");
-    std::fs::create_dir_all(&recipe).unwrap();
-    std::fs::write(
-        recipe.join("recipe.toml"),
-        "name = \"xfce\"\nos = [\"debian\"]\n",
-    )
-    .unwrap();
+    write_recipe(&env, "debtool", "os = [\"debian\"]\n");
     let message = env
-        .json(&["create", "a", "--image", "alpine-virt", "--recipes", "xfce"])
+        .json(&["create", "a", "--image", "alpine-virt", "--recipes", "debtool"])
         .error("recipe_not_applicable");
     assert!(message.contains("alpine"), "{message}");
 }
@@ -545,9 +539,7 @@ fn update_recipes_replace_clear_and_are_validated() {
     let env = TestEnv::new();
     create_live(&env, "w");
     for name in ["a", "b"] {
-        let dir = env.root().join("recipes").join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("recipe.toml"), format!("name = \"{name}\"\n")).unwrap();
+        write_recipe(&env, name, "");
     }
     let run = env.json(&["update", "w", "--recipes", "a,b"]);
     assert_eq!(run.data()["vm"]["recipes"], json!(["a", "b"]));
@@ -929,4 +921,16 @@ fn forward_validation_refuses_every_clash() {
     assert_eq!(env.json(&["forward", "w"]).data()["forwards"], json!([]));
     let out = env.run(&["forward", "w", "x:1"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// Writes a valid local recipe `<root>/recipes/<name>` with extra manifest lines.
+fn write_recipe(env: &TestEnv, name: &str, extra: &str) {
+    let dir = env.root().join("recipes").join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("recipe.toml"),
+        format!("name = \"{name}\"\nscript = \"install.sh\"\n{extra}"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("install.sh"), "#!/bin/sh\ntrue\n").unwrap();
 }
