@@ -686,6 +686,9 @@ fn update_disk_shrink(case: &mut Case<'_>) -> Result<(), HarnessError> {
 
 fn update_disk_grow(case: &mut Case<'_>) -> Result<(), HarnessError> {
     let sandbox = with_disk_work(case)?;
+    // A disk VM has its qcow2 from create on; the fake qemu-img only needs the file to exist.
+    let disk = sandbox.vm_dir("work").join("disk.qcow2");
+    std::fs::write(&disk, b"QFI\xfb").map_err(|e| HarnessError::io(&disk, e))?;
     let ran = case.json(&sandbox, &["update", "work", "--disk", "16G"])?;
     if let Some(data) = case.expect_ok(&ran).cloned() {
         expect_eq(case, &data, "/changed", &json!(["disk"]));

@@ -110,7 +110,6 @@ pub fn qemu_img(env: &Env, args: &[&std::ffi::OsStr]) -> Result<()> {
     })?;
     let output = Command::new(tool)
         .args(args)
-        .env_clear()
         .env("PATH", env.path_var())
         .env("LC_ALL", "C")
         .stdin(Stdio::null())
