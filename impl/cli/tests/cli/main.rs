@@ -7,3 +7,4 @@ mod test_basics;
 mod test_host;
 mod test_recipes;
 mod test_images;
+mod test_runtime;
