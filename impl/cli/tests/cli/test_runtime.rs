@@ -521,6 +521,44 @@ fn real_guest_lifecycle() {
     assert_eq!(png.len() as u64, data["bytes"].as_u64().unwrap());
     assert!(png.starts_with(b"\x89PNG"));
 
+    // Online snapshots: QEMU refuses savevm while 9p is mounted, and says what to do.
+    let refused = env
+        .json(&["snapshot", "t1", "s1"])
+        .error("monitor_rejected");
+    assert!(refused.contains("umount"), "{refused}");
+    let umount = env.json_raw(&["--json", "exec", "t1", "sudo", "umount", "/mnt/work"]);
+    assert_eq!(umount.data()["exit_code"], 0, "{}", umount.stdout);
+    env.json_raw(&[
+        "--json",
+        "exec",
+        "t1",
+        "sh",
+        "-c",
+        "echo before > /tmp/mark",
+    ]);
+    timed("snapshot save", || {
+        env.json(&["snapshot", "t1", "s1"]).data().clone()
+    });
+    let list = env.json(&["snapshot", "t1"]);
+    assert_eq!(list.data()["snapshots"][0]["tag"], "s1");
+    assert_eq!(list.data()["snapshots"][0]["vm_state"], true);
+    env.json_raw(&["--json", "exec", "t1", "sh", "-c", "echo after > /tmp/mark"]);
+    timed("snapshot restore", || {
+        env.json(&["snapshot", "t1", "s1", "--restore"])
+            .data()
+            .clone()
+    });
+    env.json(&["wait", "t1", "--until", "reachable", "--timeout", "60s"]);
+    let mark = env.json_raw(&["--json", "exec", "t1", "cat", "/tmp/mark"]);
+    assert_eq!(mark.data()["stdout"], "before\n", "the guest state reverts");
+    env.json(&["snapshot", "t1", "nope", "--delete"])
+        .error("invalid_spec");
+    env.json(&["snapshot", "t1", "s1", "--delete"]);
+    assert_eq!(
+        env.json(&["snapshot", "t1"]).data()["snapshots"],
+        serde_json::json!([])
+    );
+
     let down = timed("down", || env.json(&["down", "t1"]));
     assert_eq!(down.data()["vm"]["state"], "stopped");
     env.json(&["wait", "t1", "--until", "stopped", "--timeout", "5s"]);
