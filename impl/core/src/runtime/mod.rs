@@ -43,3 +43,83 @@ pub(crate) fn tool(env: &crate::Env, name: &str, package: &str) -> Result<std::p
         message: format!("not found on PATH; install {package} (`stoat doctor` checks the host)"),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::qemu::QemuError;
+    use crate::Error;
+    use stoat_wire::ErrorCode;
+
+    #[test]
+    fn qemu_errors_map_to_their_contract_codes() {
+        let cases = [
+            (
+                QemuError::QemuMissing {
+                    binary: "q".into(),
+                    reason: "r".into(),
+                },
+                ErrorCode::QemuMissing,
+            ),
+            (
+                QemuError::QemuStartFailed {
+                    stderr: "boom".into(),
+                    hint: None,
+                },
+                ErrorCode::QemuStartFailed,
+            ),
+            (
+                QemuError::KvmUnusable {
+                    device: "/dev/kvm".into(),
+                    reason: "r".into(),
+                },
+                ErrorCode::KvmUnusable,
+            ),
+            (
+                QemuError::UnknownAccel { value: "x".into() },
+                ErrorCode::InvalidSpec,
+            ),
+            (
+                QemuError::InvalidOptionValue {
+                    what: "w",
+                    value: "v".into(),
+                    reason: "r",
+                },
+                ErrorCode::InvalidSpec,
+            ),
+            (
+                QemuError::MonitorUnreachable {
+                    socket: "/s".into(),
+                    reason: "r".into(),
+                },
+                ErrorCode::MonitorUnreachable,
+            ),
+            (
+                QemuError::MonitorRejected {
+                    command: "c".into(),
+                    class: "k".into(),
+                    desc: "d".into(),
+                },
+                ErrorCode::MonitorRejected,
+            ),
+            (
+                QemuError::MonitorTimeout {
+                    command: "c".into(),
+                    after: std::time::Duration::from_secs(1),
+                },
+                ErrorCode::Timeout,
+            ),
+            (
+                QemuError::MonitorProtocol { detail: "d".into() },
+                ErrorCode::Internal,
+            ),
+        ];
+        for (qemu, code) in cases {
+            assert_eq!(Error::from(qemu).code(), code);
+        }
+        let start = Error::from(QemuError::QemuStartFailed {
+            stderr: "boom".into(),
+            hint: None,
+        });
+        assert_eq!(start.to_string(), "qemu failed to start: boom");
+    }
+}
