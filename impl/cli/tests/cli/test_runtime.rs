@@ -425,6 +425,70 @@ fn screenshot_needs_a_running_vm_and_its_monitor() {
     env.json(&["screenshot", "r"]).error("monitor_unreachable");
 }
 
+const GREETING: &str = r#"{"QMP": {"version": {"qemu": {"micro": 2, "minor": 0, "major": 10}, "package": ""}, "capabilities": []}}"#;
+
+/// A fake QMP monitor on `<vm>/qmp.sock` serving one client: capabilities, then one
+/// `screendump` that writes a 2x3 PNG (or, with `refuse`, answers QEMU's error).
+fn fake_qmp_screendump(vm_dir: &Path, refuse: bool) -> std::thread::JoinHandle<()> {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::os::unix::net::UnixListener::bind(vm_dir.join("qmp.sock")).unwrap();
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut writer = stream.try_clone().unwrap();
+        let mut reader = BufReader::new(stream);
+        writeln!(writer, "{GREETING}").unwrap();
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap_or(0) > 0 {
+            let request: serde_json::Value = serde_json::from_str(&line).unwrap();
+            line.clear();
+            let reply = match request["execute"].as_str() {
+                Some("screendump") if refuse => {
+                    r#"{"error": {"class": "GenericError", "desc": "no surface to dump"}}"#
+                        .to_owned()
+                }
+                Some("screendump") => {
+                    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+                    png.extend_from_slice(&2u32.to_be_bytes());
+                    png.extend_from_slice(&3u32.to_be_bytes());
+                    png.extend_from_slice(b"rest");
+                    std::fs::write(request["arguments"]["filename"].as_str().unwrap(), png)
+                        .unwrap();
+                    assert_eq!(request["arguments"]["format"], "png");
+                    r#"{"return": {}}"#.to_owned()
+                }
+                _ => r#"{"return": {}}"#.to_owned(),
+            };
+            writeln!(writer, "{reply}").unwrap();
+        }
+    })
+}
+
+#[test]
+fn screenshot_writes_a_png_and_reports_its_size() {
+    let (env, _reaper) = running_vm("r", 29318);
+    let dir = env.root().join("r");
+    let server = fake_qmp_screendump(&dir, false);
+    let shot = env.json(&["screenshot", "r"]);
+    let data = shot.data();
+    assert_eq!(data["width"], 2);
+    assert_eq!(data["height"], 3);
+    assert_eq!(data["bytes"], 28);
+    let path = data["path"].as_str().unwrap();
+    assert!(
+        path.starts_with(&format!("{}/screenshots/", dir.display())),
+        "{path}"
+    );
+    assert!(path.ends_with("Z.png"), "{path}");
+    assert_eq!(std::fs::metadata(path).unwrap().len(), 28);
+    server.join().unwrap();
+
+    std::fs::remove_file(dir.join("qmp.sock")).unwrap();
+    let server = fake_qmp_screendump(&dir, true);
+    let message = env.json(&["screenshot", "r"]).error("screenshot_failed");
+    assert!(message.contains("no surface"), "{message}");
+    server.join().unwrap();
+}
+
 // ---- REAL tier ----------------------------------------------------------------------------
 
 /// Stops a real QEMU by the PID in its pidfile, whatever happened.

@@ -56,7 +56,7 @@ pub fn png_size(bytes: &[u8]) -> Option<(u32, u32)> {
     Some((word(16), word(20)))
 }
 
-/// `<dir>/YYYYMMDDTHHMMSS.mmmZ.png`, with a counter if two land in one millisecond.
+/// `<dir>/YYYY-MM-DDTHHMMSSZ.png` (the contract's example), `-N` added if two land in one second.
 fn unused_path(dir: &Path) -> PathBuf {
     let stamp = utc_stamp(SystemTime::now());
     let mut path = dir.join(format!("{stamp}.png"));
@@ -68,18 +68,17 @@ fn unused_path(dir: &Path) -> PathBuf {
     path
 }
 
-/// A compact UTC timestamp with milliseconds.
+/// A UTC timestamp safe in file names.
 pub fn utc_stamp(time: SystemTime) -> String {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs() as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (year, month, day) = civil_from_days(days);
     format!(
-        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}.{:03}Z",
+        "{year:04}-{month:02}-{day:02}T{:02}{:02}{:02}Z",
         rem / 3600,
         rem % 3600 / 60,
-        rem % 60,
-        since.subsec_millis()
+        rem % 60
     )
 }
 
@@ -105,8 +104,8 @@ mod tests {
     #[test]
     fn stamps_are_utc() {
         let t = UNIX_EPOCH + Duration::from_millis(1_796_069_832_045);
-        assert_eq!(utc_stamp(t), "20261130T201712.045Z");
-        assert_eq!(utc_stamp(UNIX_EPOCH), "19700101T000000.000Z");
+        assert_eq!(utc_stamp(t), "2026-11-30T201712Z");
+        assert_eq!(utc_stamp(UNIX_EPOCH), "1970-01-01T000000Z");
     }
 
     #[test]
