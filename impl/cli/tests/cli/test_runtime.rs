@@ -143,21 +143,28 @@ fn up_without_qemu_is_qemu_missing() {
 }
 
 #[test]
+fn up_on_a_work_share_without_user_xattrs_is_no_xattr() {
+    let env = TestEnv::new();
+    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    write_live_vm(&env, "w", 29319, "");
+    // sysfs refuses user.* xattrs; the work share is reached through a symlink to it.
+    std::fs::create_dir_all(env.root().join("shared")).unwrap();
+    std::os::unix::fs::symlink("/sys/kernel", env.root().join("shared/w")).unwrap();
+    let message = env.json(&["up", "w"]).error("no_xattr");
+    assert!(message.contains("extended attributes"), "{message}");
+    assert!(!env.root().join("w/qemu.pid").exists());
+}
+
+#[test]
 fn up_with_kvm_unusable_is_kvm_unusable() {
     let mut env = TestEnv::new();
-    if std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/kvm")
-        .is_ok()
-    {
-        println!("SKIPPED: /dev/kvm opens here, so kvm_unusable cannot be provoked");
-        return;
-    }
     stub(&env, "qemu-system-x86_64", FAKE_QEMU);
     write_live_vm(&env, "w", 29305, "");
     env.set_env("STOAT_ACCEL", "kvm");
-    env.json(&["up", "w"]).error("kvm_unusable");
+    env.set_env("STOAT_KVM_DEVICE", "/nonexistent/kvm");
+    let message = env.json(&["up", "w"]).error("kvm_unusable");
+    assert!(message.contains("STOAT_ACCEL=tcg"), "{message}");
+    assert!(!env.root().join("w/qemu.pid").exists());
 }
 
 #[test]

@@ -26,7 +26,12 @@ pub fn up(root: &Root, env: &Env, name: &str) -> Result<Vm> {
         return Err(Error::AlreadyRunning { name: stored.name });
     }
     let accel = Accel::parse(env.get(qemu::accel::ACCEL_ENV))?;
-    qemu::ensure_usable(accel)?;
+    // STOAT_KVM_DEVICE points the probe elsewhere: the only way to test `kvm_unusable` on a
+    // host whose /dev/kvm opens.
+    let kvm_device = env
+        .get("STOAT_KVM_DEVICE")
+        .unwrap_or(qemu::accel::KVM_DEVICE);
+    qemu::accel::ensure_usable_with(accel, Path::new(kvm_device))?;
     let binary = env.which(QEMU_BINARY).ok_or_else(|| {
         Error::QemuMissing(format!(
             "{QEMU_BINARY} not found on PATH; install qemu-system-x86"
