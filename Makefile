@@ -37,6 +37,8 @@ conformance: setup build
 ## bench: fixed costs of stoat, printed as ratios against named baselines
 bench:
 	$(CARGO) bench -p stoat-cli --bench invocation
+	impl/cli/benches/pull_vs_curl.sh
+	GUEST=$(GUEST_DIR) impl/cli/benches/runtime_vs_raw.sh
 
 docs:
 	$(CONFORMANCE) list --format md > docs/checks.md
