@@ -10,3 +10,4 @@ mod test_vmops;
 mod test_images;
 mod test_runtime;
 mod test_mcp;
+mod test_mcp_client;
