@@ -274,8 +274,8 @@ fn agent_access_levels_gate_each_class() {
             ("exec", json!({"vm":"ex","command":["id"]})),
         ],
     );
-    for i in 0..6 {
-        assert_eq!(err(&results[i]), "access_denied", "call {}", i + 1);
+    for (i, result) in results.iter().enumerate().take(6).skip(0) {
+        assert_eq!(err(result), "access_denied", "call {}", i + 1);
     }
     assert_eq!(ok(&results[6])["changed"], json!(["cpus"]));
     // exec is allowed on "ex"; it fails only because the VM is not running
@@ -334,8 +334,8 @@ fn create_update_destroy_through_mcp() {
     assert_eq!(err(&results[3]), "invalid_spec");
     assert_eq!(err(&results[4]), "invalid_spec");
     assert!(!env.root().join("x").exists());
-    for i in 5..8 {
-        assert_eq!(err(&results[i]), "access_denied", "call {}", i + 1);
+    for (i, result) in results.iter().enumerate().take(8).skip(5) {
+        assert_eq!(err(result), "access_denied", "call {}", i + 1);
     }
     let updated = ok(&results[8]);
     assert_eq!(updated["vm"]["ram_mb"], 1024);
@@ -453,11 +453,11 @@ fn copy_tools_stay_in_the_vms_export() {
             ),
         ],
     );
-    for i in 0..6 {
-        assert_eq!(err(&results[i]), "access_denied", "call {}", i + 1);
+    for (i, result) in results.iter().enumerate().take(6).skip(0) {
+        assert_eq!(err(result), "access_denied", "call {}", i + 1);
     }
-    for i in 6..9 {
-        assert_eq!(err(&results[i]), "not_running", "call {}", i + 1);
+    for (i, result) in results.iter().enumerate().take(9).skip(6) {
+        assert_eq!(err(result), "not_running", "call {}", i + 1);
     }
     assert!(!env.tmp().join("stolen").exists());
     assert!(!evil.exists());
