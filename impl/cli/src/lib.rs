@@ -10,6 +10,7 @@ mod ctx;
 mod exec_args;
 mod grammar;
 mod human;
+mod mcp;
 mod output;
 mod scan;
 mod signals;

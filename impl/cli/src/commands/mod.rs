@@ -3,9 +3,10 @@
 pub mod host;
 pub mod images;
 pub mod info;
+pub mod mcp;
 pub mod recipes;
-pub mod vmops;
 pub mod runtime;
+pub mod vmops;
 pub mod vms;
 
 use stoat_core::{Error, Result};
@@ -48,6 +49,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Reply> {
         Command::Wait(args) => runtime::wait(ctx, &args),
         Command::Cp(args) => runtime::cp(ctx, &args),
         Command::Screenshot(args) => runtime::screenshot(ctx, &args.vm),
+        Command::Mcp(args) => mcp::mcp(ctx, &args),
         other => Err(Error::Internal(format!(
             "`stoat {}` is not implemented in this build yet",
             other.wire_name()

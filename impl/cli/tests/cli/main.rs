@@ -9,3 +9,5 @@ mod test_recipes;
 mod test_vmops;
 mod test_images;
 mod test_runtime;
+mod test_mcp;
+mod test_mcp_client;
