@@ -3,9 +3,12 @@
 //! fake running VMs; and cleanup (by PID) even when the scenario fails.
 
 mod fixtures;
+pub mod http;
 mod imp;
 mod running;
 
 pub use fixtures::{Forward, VmFixture};
+pub use http::{HttpServer, ImageFiles, Route};
+pub(crate) use imp::set_mode;
 pub use imp::{Sandbox, SandboxOptions, FAKE_TOOLS, PINNED_ENV};
 pub use running::RunningVm;
