@@ -161,6 +161,21 @@ pub const OPERATORS: &[Operator] = &[
         caught_by: &["EXEC.base64-only-non-utf8"],
     },
     Operator {
+        name: "progress-repeat",
+        breaks: "a progress event repeated with the same percentage",
+        caught_by: &["PULL.progress-monotonic"],
+    },
+    Operator {
+        name: "event-without-data",
+        breaks: "a progress/stage/log event without its data object",
+        caught_by: &["ENV.event-data"],
+    },
+    Operator {
+        name: "write-home",
+        breaks: "a file written under HOME although STOAT_HOME is set",
+        caught_by: &["SANDBOX.no-writes-outside"],
+    },
+    Operator {
         name: "unknown-event",
         breaks: "nothing: an unknown event type must be tolerated",
         caught_by: &[],
@@ -222,6 +237,11 @@ pub fn run(op: &Operator, sut: &[String]) -> i32 {
     let (stdout, code) = transform_output(op, stdout, code);
     let _ = std::io::stdout().write_all(&stdout);
     let _ = std::io::stdout().flush();
+    if op.name == "write-home" {
+        if let Some(home) = std::env::var_os("HOME") {
+            let _ = std::fs::write(std::path::Path::new(&home).join(".stoat-mutant"), b"x");
+        }
+    }
     if op.name == "stderr-noise" {
         eprintln!("note: stderr noise from the mutant kit");
     }
@@ -397,6 +417,27 @@ fn transform_output(op: &Operator, stdout: Vec<u8>, code: i32) -> (Vec<u8>, i32)
         {
             code = 1
         }
+        "progress-repeat" => {
+            if let Some(index) = lines.iter().rposition(|l| is_event(l, "progress")) {
+                let copy = lines[index].clone();
+                lines.insert(index + 1, copy);
+            }
+        }
+        "event-without-data" => {
+            for line in lines.iter_mut() {
+                if ["progress", "stage", "log"]
+                    .iter()
+                    .any(|kind| is_event(line, kind))
+                {
+                    if let Ok(mut value) = serde_json::from_str::<Value>(line) {
+                        if let Some(map) = value.as_object_mut() {
+                            map.remove("data");
+                        }
+                        *line = value.to_string();
+                    }
+                }
+            }
+        }
         "unknown-event" => lines.insert(
             result_index,
             json!({"v": 3, "type": "heartbeat", "cmd": cmd, "data": {"beat": 1}}).to_string(),
@@ -414,6 +455,13 @@ fn transform_output(op: &Operator, stdout: Vec<u8>, code: i32) -> (Vec<u8>, i32)
         out.push(b'\n');
     }
     (out, code)
+}
+
+fn is_event(line: &str, kind: &str) -> bool {
+    serde_json::from_str::<Value>(line)
+        .ok()
+        .and_then(|v| v.get("type").cloned())
+        == Some(json!(kind))
 }
 
 fn payload_object(result: &mut Value) -> Option<&mut serde_json::Map<String, Value>> {

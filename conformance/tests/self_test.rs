@@ -46,13 +46,8 @@ fn mutant(op: &str) -> Vec<String> {
     ]
 }
 
-/// Oracle rules no fixture invocation can trigger (the fixture never streams events and
-/// always answers); they are exercised by the mutants and the oracle's unit tests instead.
-const NOT_EXERCISED_BY_FIXTURE: &[&str] = &[
-    "ENV.ok-only-on-result",
-    "ENV.event-data",
-    "EXIT.crash-nonzero",
-];
+/// Oracle rules no fixture invocation can trigger (the fixture always answers); they are exercised by the mutants and the oracle's unit tests instead.
+const NOT_EXERCISED_BY_FIXTURE: &[&str] = &["EXIT.crash-nonzero"];
 
 #[test]
 fn the_fixture_passes_every_pure_and_fake_check() {
@@ -103,6 +98,10 @@ fn triggers(op: &str) -> &'static [&'static str] {
         "doctor-unhealthy-exit-1" => &["DOCTOR.unhealthy-exit-0"],
         "read-stdin" => &["RM.confirmation-required-no-stdin"],
         "base64-for-utf8" => &["EXEC.utf8-plain"],
+        "progress-repeat" => &["PULL.progress-monotonic"],
+        "event-without-data" | "ok-on-event" => {
+            &["PULL.progress-monotonic", "APPLY.streams-stage-log"]
+        }
         "unknown-event" | "extra-field" | "stderr-noise" => &[
             "LS.lists-fixture",
             "GET.vm-status",

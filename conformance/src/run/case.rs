@@ -10,7 +10,7 @@ use crate::capture::Capture;
 use crate::error::HarnessError;
 use crate::finding::Finding;
 use crate::oracle::{Context, Judgement, Oracle, Outcome};
-use crate::sandbox::{Sandbox, SandboxOptions};
+use crate::sandbox::{changes_between, Sandbox, SandboxOptions, TreeSnapshot};
 
 use super::sut::{SpawnRequest, StdinPlan, Sut};
 
@@ -196,6 +196,7 @@ impl<'a> Case<'a> {
     /// Runs the SUT once in `sandbox`; the oracle judges it.
     pub fn run(&mut self, sandbox: &Sandbox, inv: Inv) -> Result<Ran, HarnessError> {
         let env = sandbox.env();
+        let outside_before = sandbox.outside_snapshot();
         let stdin = match &inv.stdin {
             Some(bytes) => StdinPlan::Watched(bytes.clone()),
             None => StdinPlan::Null,
@@ -217,6 +218,7 @@ impl<'a> Case<'a> {
         self.oracle_findings
             .extend(judgement.findings.iter().cloned().map(|f| (index, f)));
         self.exercised.extend(judgement.exercised.iter().copied());
+        self.judge_outside_writes(index, &outside_before, sandbox);
         self.invocations.push(InvocationRecord {
             capture: truncated(&spawned.capture),
             outcome: judgement.outcome.clone(),
@@ -226,6 +228,25 @@ impl<'a> Case<'a> {
             judgement,
             stdin_unread: spawned.stdin_unread,
         })
+    }
+
+    /// SANDBOX.no-writes-outside: the invocation changed nothing outside the areas it may
+    /// write (HOME, the canary dir, the fake tools, the sandbox root are all watched).
+    fn judge_outside_writes(&mut self, index: usize, before: &TreeSnapshot, sandbox: &Sandbox) {
+        const ID: &str = "SANDBOX.no-writes-outside";
+        self.exercised.insert(ID);
+        let changes = changes_between(before, &sandbox.outside_snapshot());
+        if !changes.is_empty() {
+            let finding = Finding::new(
+                ID,
+                "filesystem",
+                format!(
+                    "wrote outside STOAT_HOME, TMPDIR and its cwd: {}",
+                    changes.join(", ")
+                ),
+            );
+            self.oracle_findings.push((index, finding));
+        }
     }
 
     /// Shorthand: `--json <args>`.

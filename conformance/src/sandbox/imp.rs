@@ -57,6 +57,9 @@ pub struct Sandbox {
     pub fake_script: PathBuf,
     pub fake_log: PathBuf,
     pub fake_pids: PathBuf,
+    /// A directory outside every path the SUT is told about, with a planted file: nothing
+    /// may touch it (nor HOME, bin or the sandbox root itself).
+    pub canary_dir: PathBuf,
     /// The console password planted in every fixture VM.
     pub console_password: String,
     fakes: Option<PathBuf>,
@@ -83,6 +86,7 @@ impl Sandbox {
             fake_script: root.join("fake-script.json"),
             fake_log: root.join("fake-log.jsonl"),
             fake_pids: root.join("fake-pids"),
+            canary_dir: root.join(format!("canary-{token}")),
             console_password: format!("cpw-{token}"),
             fakes: options.fakes.clone(),
             extra_env: Vec::new(),
@@ -96,9 +100,13 @@ impl Sandbox {
             &sandbox.tmp,
             &sandbox.work,
             &sandbox.bin,
+            &sandbox.canary_dir,
         ] {
             fs::create_dir_all(path).map_err(HarnessError::Sandbox)?;
         }
+        let planted = sandbox.canary_dir.join("canary.txt");
+        fs::write(&planted, format!("canary {token}\n"))
+            .map_err(|e| HarnessError::io(&planted, e))?;
         if let Some(fake_binary) = &options.fakes {
             let tools: Vec<&str> = options
                 .only_tools
@@ -223,6 +231,21 @@ impl Sandbox {
         out
     }
 
+    /// Every path outside the areas the SUT may write (STOAT_HOME, TMPDIR, its cwd, the
+    /// fakes' log and pid files), with size and mtime: compare two with [`changes_between`].
+    pub fn outside_snapshot(&self) -> TreeSnapshot {
+        let mut out = TreeSnapshot::new();
+        let allowed = [
+            &self.data,
+            &self.tmp,
+            &self.work,
+            &self.fake_log,
+            &self.fake_pids,
+        ];
+        snapshot_into(&self.root, &allowed, &mut out);
+        out
+    }
+
     /// The temp directory itself (kept alive by the sandbox).
     pub fn path(&self) -> &Path {
         self.dir.path()
@@ -254,6 +277,47 @@ impl Drop for Sandbox {
         self.running.clear();
         self.kill_fake_daemons();
     }
+}
+
+/// Path → (size, mtime) of every file and directory of a tree (directories: size 0, no mtime,
+/// because adding an allowed file would change theirs).
+pub type TreeSnapshot = std::collections::BTreeMap<PathBuf, (u64, Option<std::time::SystemTime>)>;
+
+fn snapshot_into(dir: &Path, allowed: &[&PathBuf], out: &mut TreeSnapshot) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if allowed.iter().any(|a| **a == path) {
+            continue;
+        }
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            out.insert(path.clone(), (0, None));
+            snapshot_into(&path, allowed, out);
+        } else {
+            out.insert(path, (meta.len(), meta.modified().ok()));
+        }
+    }
+}
+
+/// What changed between two snapshots, one line each (created, modified, deleted).
+pub fn changes_between(before: &TreeSnapshot, after: &TreeSnapshot) -> Vec<String> {
+    let mut out = Vec::new();
+    for (path, stat) in after {
+        match before.get(path) {
+            None => out.push(format!("created {}", path.display())),
+            Some(old) if old != stat => out.push(format!("modified {}", path.display())),
+            Some(_) => {}
+        }
+    }
+    for path in before.keys().filter(|p| !after.contains_key(*p)) {
+        out.push(format!("deleted {}", path.display()));
+    }
+    out
 }
 
 fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {
