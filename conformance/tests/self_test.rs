@@ -29,6 +29,7 @@ fn run_suite(sut: Vec<String>, selection: Selection, skip_smoke: bool) -> Report
         baseline: None,
         skip_smoke,
         oracle: None,
+        guest: None,
     };
     let mut report = Report::default();
     run::run(config, &mut |event| report.absorb(event)).expect("the harness runs");

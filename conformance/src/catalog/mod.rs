@@ -11,6 +11,8 @@ mod leaks;
 mod lifecycle;
 mod oracle_rules;
 mod pull;
+mod real;
+pub use real::GUEST_IMAGE;
 mod vms;
 
 use std::sync::OnceLock;
@@ -156,6 +158,7 @@ pub fn all() -> &'static [CheckDef] {
             lifecycle::CHECKS,
             pull::CHECKS,
             apply::CHECKS,
+            real::CHECKS,
             leaks::CHECKS,
         ] {
             out.extend_from_slice(part);
