@@ -37,6 +37,7 @@ conformance: setup build
 ## bench: fixed costs of stoat, printed as ratios against named baselines
 bench:
 	$(CARGO) bench -p stoat-cli --bench invocation
+	$(CARGO) build -p stoat-cli && $(CARGO) bench -p stoat-conformance --bench suite
 
 docs:
 	$(CONFORMANCE) list --format md > docs/checks.md

@@ -42,6 +42,18 @@ enum Command {
     Mutate(MutateArgs),
     /// List the mutation operators and the checks that must catch each.
     Mutants,
+    /// Time the whole pure + fake run and print the suite's overhead: `bench -- <stoat argv...>`.
+    Bench(BenchArgs),
+}
+
+#[derive(Args, Debug)]
+struct BenchArgs {
+    /// The stoat-fake binary (default: next to this executable).
+    #[arg(long)]
+    fakes: Option<PathBuf>,
+    /// The system under test and its fixed leading arguments.
+    #[arg(last = true, required = true, value_name = "SUT")]
+    sut: Vec<String>,
 }
 
 #[derive(Args, Debug, Default)]
@@ -210,6 +222,7 @@ pub fn main() -> ExitCode {
                 Ok(exit::USAGE)
             }
         },
+        Command::Bench(args) => bench_command(args),
         Command::Mutants => {
             for op in crate::mutate::OPERATORS {
                 let caught = if op.caught_by.is_empty() {
@@ -335,6 +348,21 @@ fn resolve_program(program: &Path) -> PathBuf {
         .map(|dir| dir.join(program))
         .find(|candidate| candidate.is_file())
         .unwrap_or_else(|| program.to_path_buf())
+}
+
+fn bench_command(args: BenchArgs) -> Result<u8, HarnessError> {
+    let Some(sut) = Sut::from_argv(&args.sut) else {
+        eprintln!("stoat-conformance bench: name the SUT after --");
+        return Ok(exit::USAGE);
+    };
+    let sut = Sut {
+        program: resolve_program(&sut.program),
+        leading: sut.leading,
+    };
+    let fakes = args.fakes.or_else(default_fakes);
+    let timings = crate::bench::measure(&sut, fakes)?;
+    print!("{}", crate::bench::render(&sut, &timings));
+    Ok(exit::PASS)
 }
 
 fn list_command(args: ListArgs) -> Result<u8, HarnessError> {

@@ -192,6 +192,39 @@ pub const OPERATORS: &[Operator] = &[
     },
 ];
 
+/// The scenarios whose invocations `op` acts on: what a mutant run must select so the
+/// operator has something to break (the self-tests' model of each operator).
+pub fn triggers(op: &str) -> &'static [&'static str] {
+    match op {
+        "null-list" => &["LS.empty-is-array"],
+        "exit-3" | "error-exit-0" => &["GET.not-found"],
+        "usage-exit-1" | "usage-exit-0" => &["USAGE.unknown-command"],
+        "leak-password" => &["GET.vm-status"],
+        "exec-exit-passthrough" => &["EXEC.exit-code"],
+        "exec-lossy" => &["EXEC.base64-stdout", "EXEC.base64-stderr"],
+        "exec-omit-empty" => &["EXEC.empty-streams"],
+        "exec-both-fields" => &["EXEC.base64-stdout"],
+        "json-eaten-after-exec" => &["ARGV.json-after-exec-name", "ARGV.json-before-exec"],
+        "doctor-unhealthy-exit-1" => &["DOCTOR.unhealthy-exit-0"],
+        "read-stdin" => &["RM.confirmation-required-no-stdin"],
+        "base64-for-utf8" => &["EXEC.utf8-plain"],
+        "progress-repeat" => &["PULL.progress-monotonic"],
+        "event-without-data" | "ok-on-event" => {
+            &["PULL.progress-monotonic", "APPLY.streams-stage-log"]
+        }
+        "unknown-event" | "extra-field" | "stderr-noise" => &[
+            "LS.lists-fixture",
+            "GET.vm-status",
+            "GET.not-found",
+            "USAGE.unknown-command",
+            "EXEC.utf8-plain",
+            "EXEC.base64-stdout",
+            "RM.deletes",
+        ],
+        _ => &["LS.lists-fixture", "GET.not-found"],
+    }
+}
+
 pub fn find(name: &str) -> Option<&'static Operator> {
     OPERATORS.iter().find(|op| op.name == name)
 }
