@@ -32,7 +32,7 @@ test-fast:
 
 ## conformance: the suite against the reference stoat
 conformance: setup build
-	STOAT_REAL_GUEST=$(GUEST_DIR) $(CONFORMANCE) run --report-json target/conformance-report.json -- $(STOAT)
+	$(CONFORMANCE) run --guest $(GUEST_DIR) --report-json target/conformance-report.json --html target/conformance-report.html -- $(STOAT)
 
 ## bench: fixed costs of stoat, printed as ratios against named baselines
 bench:
