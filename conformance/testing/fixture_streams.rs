@@ -194,11 +194,7 @@ fn download(image: &Image, part: &PathBuf, json_mode: bool) -> Answer {
             .map_err(|e| fail("internal", e.to_string()))?;
         hasher.update(&buffer[..n]);
         done += n as u64;
-        let percent = if total == 0 {
-            100
-        } else {
-            (done.min(total) * 100 / total) as i64
-        };
+        let percent = (done.min(total) * 100).checked_div(total).unwrap_or(100) as i64;
         if last_percent != Some(percent) {
             last_percent = Some(percent);
             event(
