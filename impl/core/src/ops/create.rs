@@ -5,7 +5,6 @@
 //! Implements upstream facts §1.5 (create flags), §2 (name rules, ports, locks), §3 "Create
 //! image resolution", §12 item 9; stoat-json-v3 `create` → `{vm: VM}`.
 
-use std::collections::BTreeMap;
 use std::io::Read;
 
 use super::image_ref::{self, ResolvedImage, BACKENDS};
@@ -94,7 +93,7 @@ fn plan(
     };
     let recipes = super::split_recipes(&spec.recipes);
     check_recipes_applicable(root, &os, &backend, &recipes)?;
-    let recipe_params = parse_params(&spec.params, &recipes)?;
+    let recipe_params = crate::recipes::params::for_create(root, &recipes, &spec.params)?;
     let cloudinit = backend == "cloudinit";
     let console_password = console_password_for(cloudinit, spec.console_password.as_deref())?;
     let sshuser = if cloudinit {
@@ -238,39 +237,6 @@ fn random_hex(bytes: usize) -> Result<String> {
         .and_then(|mut f| f.read_exact(&mut buf))
         .map_err(|e| Error::io("read /dev/urandom", e))?;
     Ok(hex::encode(buf))
-}
-
-/// Parses `--param` values into per-recipe tables; each must name one of the VM's recipes.
-// TODO(recipes): validate names and types against each recipe's declared params.
-fn parse_params(
-    params: &[String],
-    recipes: &[String],
-) -> Result<BTreeMap<String, BTreeMap<String, String>>> {
-    let mut tables: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    for param in params {
-        let invalid = |why: &str| Error::InvalidSpec(format!("--param {param:?}: {why}"));
-        let (key, value) = param
-            .split_once('=')
-            .ok_or_else(|| invalid("want recipe.param=value"))?;
-        let (recipe, key) = match key.split_once('.') {
-            Some((recipe, key)) => (recipe.trim().to_owned(), key.trim()),
-            None if recipes.len() == 1 => (recipes[0].clone(), key.trim()),
-            None => return Err(invalid("say which recipe: recipe.param=value")),
-        };
-        if key.is_empty() {
-            return Err(invalid("the parameter name is empty"));
-        }
-        if !recipes.contains(&recipe) {
-            return Err(invalid(&format!(
-                "{recipe} is not one of this VM's recipes"
-            )));
-        }
-        tables
-            .entry(recipe)
-            .or_default()
-            .insert(key.to_owned(), value.to_owned());
-    }
-    Ok(tables)
 }
 
 /// Makes `shared/<name>` (0700) and, in disk mode, the empty qcow2 disk.

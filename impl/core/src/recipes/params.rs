@@ -47,6 +47,32 @@ pub fn parse_args(args: &[String], recipes: &[String]) -> Result<ParamTables> {
     Ok(tables)
 }
 
+/// `create --param`: parses the arguments and checks them against each recipe's manifest
+/// (declared names, types, required params present). `recipes` were already found applicable.
+pub fn for_create(root: &crate::Root, recipes: &[String], args: &[String]) -> Result<ParamTables> {
+    let tables = parse_args(args, recipes)?;
+    if recipes.is_empty() {
+        return Ok(tables);
+    }
+    let catalog = super::load_catalog(root)?;
+    let empty = BTreeMap::new();
+    for recipe in recipes {
+        let Some(manifest) = catalog
+            .lookup(recipe)
+            .and_then(|f| f.manifest.as_ref().ok())
+        else {
+            continue;
+        };
+        resolve(
+            recipe,
+            manifest,
+            &VmConfig::default(),
+            tables.get(recipe).unwrap_or(&empty),
+        )?;
+    }
+    Ok(tables)
+}
+
 /// Checks given values against a manifest: each name declared, each value of its type.
 pub fn check_given(
     recipe: &str,
