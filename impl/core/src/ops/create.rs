@@ -294,10 +294,10 @@ mod tests {
     fn params_name_a_recipe() {
         let recipes = vec!["docker".to_owned()];
         let tables =
-            parse_params(&["channel=test".into(), "docker.user=me".into()], &recipes).unwrap();
+            crate::recipes::params::parse_args(&["channel=test".into(), "docker.user=me".into()], &recipes).unwrap();
         assert_eq!(tables["docker"]["channel"], "test");
         assert_eq!(tables["docker"]["user"], "me");
-        assert!(parse_params(&["xfce.a=b".into()], &recipes).is_err());
-        assert!(parse_params(&["novalue".into()], &recipes).is_err());
+        assert!(crate::recipes::params::parse_args(&["xfce.a=b".into()], &recipes).is_err());
+        assert!(crate::recipes::params::parse_args(&["novalue".into()], &recipes).is_err());
     }
 }
