@@ -401,3 +401,175 @@ fn human_apply_prints_stages_and_lines_on_stderr() {
         "w: recipes applied: r\n"
     );
 }
+
+/// A fake QEMU (as in test_runtime): a process named after the pidfile, the pidfile, exit 0.
+const FAKE_QEMU: &str = r#"#!/bin/sh
+prev=""
+for a in "$@"; do
+  [ "$prev" = "-pidfile" ] && pidfile="$a"
+  prev="$a"
+done
+sh -c 'trap "kill \$! 2>/dev/null; exit 0" TERM; sleep 300 & wait' "$pidfile" </dev/null >/dev/null 2>&1 &
+echo $! > "$pidfile"
+exit 0
+"#;
+
+/// Stops the fake QEMU of `vm` by the PID in its pidfile.
+struct StopFakeQemu(std::path::PathBuf);
+
+impl Drop for StopFakeQemu {
+    fn drop(&mut self) {
+        let pidfile = self.0.join("qemu.pid");
+        if let Some(pid) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+            .filter(|pid| *pid > 1)
+        {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains(&pidfile.display().to_string()) {
+                // SAFETY: kill(2) on a PID proven to be our fake.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+        }
+    }
+}
+
+fn install(env: &TestEnv, name: &str, body: &str) {
+    let path = env.bin().join(name);
+    std::fs::write(&path, body).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn up_applies_after_boot_with_cmd_up_and_the_vm_last() {
+    let env = TestEnv::new();
+    install_fake_ssh(&env);
+    install(&env, "qemu-system-x86_64", FAKE_QEMU);
+    let port = banner_port();
+    env.write_vm(
+        "w",
+        &format!("name = \"w\"\nmode = \"live\"\nos = \"alpine\"\nbackend = \"apkovl\"\niso = \"/nonexistent/x.iso\"\nram = 256\ncpus = 1\nsshport = {port}\nsshuser = \"root\"\nrecipes = [\"r\"]\n"),
+    );
+    recipe(&env, "r", "", "echo booted and applied\n");
+    let _stop = StopFakeQemu(env.root().join("w"));
+    let up = env.json(&["up", "w"]);
+    assert_eq!(up.data()["vm"]["state"], "running");
+    assert!(up.lines.iter().all(|l| l["cmd"] == "up"), "{}", up.stdout);
+    let kinds: Vec<&str> = up
+        .lines
+        .iter()
+        .map(|l| l["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"log"));
+    assert!(kinds.contains(&"stage"));
+    assert!(up
+        .lines
+        .iter()
+        .any(|l| l["data"]["line"] == "booted and applied"));
+    assert!(env.vm_toml("w").contains("[applied.r]"));
+    env.json(&["down", "w"]).data();
+    // --no-apply boots and nothing else; a once recipe already applied would not run anyway.
+    let again = env.json(&["up", "w", "--no-apply"]);
+    assert_eq!(again.lines.len(), 1, "{}", again.stdout);
+}
+
+#[test]
+fn cloud_seed_carries_recipes_and_first_boot_is_detected() {
+    let env = TestEnv::new();
+    // The fake guest's /var/lib/stoat lives in the test's tmp.
+    let guest = env.tmp().join("guest");
+    std::fs::create_dir_all(&guest).unwrap();
+    install(
+        &env,
+        "ssh",
+        &format!(
+            "#!/bin/sh\nwhile [ $# -gt 0 ]; do case \"$1\" in *@127.0.0.1) shift; break;; esac; shift; done\nsed 's#/var/lib/stoat#{}/var/lib/stoat#g' | sh -c \"$*\"\n",
+            guest.display()
+        ),
+    );
+    install(&env, "qemu-system-x86_64", FAKE_QEMU);
+    let base = env.tmp().join("base.qcow2");
+    assert!(std::process::Command::new("qemu-img")
+        .args(["create", "-q", "-f", "qcow2"])
+        .arg(&base)
+        .arg("64M")
+        .status()
+        .unwrap()
+        .success());
+    let port = banner_port();
+    env.write_vm(
+        "c",
+        &format!("name = \"c\"\nmode = \"cloud\"\nos = \"debian\"\nbackend = \"cloudinit\"\nram = 256\ncpus = 1\ndisk = \"128M\"\nsshport = {port}\nsshuser = \"root\"\nbase = \"{}\"\nrecipes = [\"r\"]\n[recipe_params.r]\nwho = \"cloud\"\n", base.display()),
+    );
+    recipe(
+        &env,
+        "r",
+        "[params.who]\n[outputs.greeting]\n",
+        "echo \"greeting=hello $STOAT_PARAM_WHO\" >> \"$STOAT_OUTPUTS\"\n",
+    );
+    // Play cloud-init before `up` looks: run the seeded script as runcmd would.
+    let _stop = StopFakeQemu(env.root().join("c"));
+    std::fs::create_dir_all(guest.join("var/lib/stoat/.applied")).unwrap();
+    std::fs::create_dir_all(guest.join("var/lib/stoat/outputs")).unwrap();
+    std::fs::write(guest.join("var/lib/stoat/.applied/r"), "").unwrap();
+    std::fs::write(
+        guest.join("var/lib/stoat/outputs/r"),
+        "greeting=hello cloud\n",
+    )
+    .unwrap();
+    let up = env.json(&["up", "c"]);
+    assert_eq!(up.data()["vm"]["state"], "running");
+    let user_data = std::fs::read_to_string(env.root().join("c/ovl/seed/user-data")).unwrap();
+    assert!(user_data.contains("write_files:"), "{user_data}");
+    assert!(
+        user_data.contains("/var/lib/stoat/recipes/r.sh"),
+        "{user_data}"
+    );
+    assert!(
+        user_data.contains("touch /var/lib/stoat/.applied/r"),
+        "{user_data}"
+    );
+    let get = env.json(&["get", "c"]);
+    let r = detail(get.data(), "r");
+    assert_eq!(r["applied"], true);
+    assert_eq!(r["outputs"]["greeting"], "hello cloud");
+    assert_eq!(r["params"]["who"], "cloud");
+    let log = std::fs::read_to_string(env.root().join("c/last-provision.log")).unwrap();
+    assert!(
+        log.contains("applied at first boot by cloud-init: r"),
+        "{log}"
+    );
+    assert!(log.ends_with("\ndone\n"), "{log}");
+    // `apply` now has nothing to run.
+    let again = env.json(&["apply", "c"]);
+    assert_eq!(again.data()["applied"], serde_json::json!([]));
+}
+
+#[test]
+fn first_boot_detection_reports_its_skipped_reason() {
+    let (env, _vm) = setup(&["r"], "");
+    // A cloudinit VM: rewrite the backend, keep the running fake.
+    let toml = env
+        .vm_toml("w")
+        .replace("backend = \"ssh\"", "backend = \"cloudinit\"");
+    env.write_vm("w", &toml);
+    let guest = env.tmp().join("guest");
+    std::fs::create_dir_all(guest.join("var/lib/stoat/.applied")).unwrap();
+    std::fs::write(guest.join("var/lib/stoat/.applied/r"), "").unwrap();
+    install(
+        &env,
+        "ssh",
+        &format!(
+            "#!/bin/sh\nwhile [ $# -gt 0 ]; do case \"$1\" in *@127.0.0.1) shift; break;; esac; shift; done\nsed 's#/var/lib/stoat#{}/var/lib/stoat#g' | sh -c \"$*\"\n",
+            guest.display()
+        ),
+    );
+    recipe(&env, "r", "", "echo must not run\n");
+    let run = env.json(&["apply", "w"]);
+    assert_eq!(run.data()["applied"], serde_json::json!([]));
+    assert_eq!(
+        run.data()["skipped_reason"],
+        "applied at first boot by cloud-init"
+    );
+    assert!(!run.stdout.contains("must not run"));
+}
