@@ -1,5 +1,6 @@
 //! Dispatch: one match arm per command, each calling `commands::<area>::<cmd>`.
 
+pub mod apply;
 pub mod host;
 pub mod images;
 pub mod info;
@@ -50,6 +51,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Reply> {
         Command::Cp(args) => runtime::cp(ctx, &args),
         Command::Screenshot(args) => runtime::screenshot(ctx, &args.vm),
         Command::Mcp(args) => mcp::mcp(ctx, &args),
+        Command::Apply(args) | Command::Provision(args) => apply::apply(ctx, &args),
         other => Err(Error::Internal(format!(
             "`stoat {}` is not implemented in this build yet",
             other.wire_name()

@@ -12,13 +12,22 @@ use crate::ctx::Ctx;
 use crate::grammar::{CpArgs, UpArgs, WaitArgs};
 use crate::{ExecArgs, Reply};
 
-/// `up <vm> [--no-apply]`. No recipes are applied yet, so `--no-apply` changes nothing.
+/// `up <vm> [--no-apply]`: boot, then (unless `--no-apply`) apply the VM's recipes, whose
+/// `stage`/`log` events stream with `cmd:"up"` before the `{vm}` result, re-read last.
 pub fn up(ctx: &Ctx, args: &UpArgs) -> Result<Reply> {
     let name = required_vm("up", args.vm.as_deref())?;
     let root = ctx.root()?;
     ctx.note(&format!("starting {name}..."));
     let vm = up::up(root, &ctx.env, name)?;
-    let human = format!("{} started (ssh :{})", vm.name, vm.ssh_port);
+    let mut human = format!("{} started (ssh :{})", vm.name, vm.ssh_port);
+    if args.no_apply {
+        return Ok(Reply::new(&VmData { vm }, human));
+    }
+    if let Some(applied) = super::apply::after_boot(ctx, name)? {
+        human.push('\n');
+        human.push_str(&super::apply::apply_human(&applied));
+    }
+    let vm = stoat_core::vm::load(root, name)?.to_wire(&ctx.env);
     Ok(Reply::new(&VmData { vm }, human))
 }
 

@@ -11,3 +11,4 @@ mod test_images;
 mod test_runtime;
 mod test_mcp;
 mod test_mcp_client;
+mod test_apply;

@@ -33,7 +33,8 @@ pub fn prepare(root: &Root, env: &Env, stored: &StoredVm) -> Result<(PathBuf, Pa
     if first_start {
         make_disk(env, stored, &disk)?;
     }
-    write_seed(env, &xorriso, stored, pubkey.trim(), &seed_iso)?;
+    let recipes = crate::recipes::seed::cloud_config(root, stored)?;
+    write_seed(env, &xorriso, stored, pubkey.trim(), recipes, &seed_iso)?;
     Ok((disk, seed_iso))
 }
 
@@ -88,11 +89,12 @@ fn write_seed(
     xorriso: &Path,
     stored: &StoredVm,
     pubkey: &str,
+    recipes: Option<String>,
     iso: &Path,
 ) -> Result<()> {
     let seed_dir = stored.dir.join("ovl").join("seed");
     std::fs::create_dir_all(&seed_dir).map_err(|e| Error::io("create the seed directory", e))?;
-    let user_data = user_data(stored, pubkey);
+    let user_data = user_data_with(stored, pubkey, recipes);
     write_private(&seed_dir.join("user-data"), user_data.as_bytes())?;
     let meta = format!(
         "instance-id: {}\nlocal-hostname: {}\n",
@@ -136,6 +138,11 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// The `#cloud-config-archive` user-data: the users document, then the 9p mounts document.
 pub fn user_data(stored: &StoredVm, pubkey: &str) -> String {
+    user_data_with(stored, pubkey, None)
+}
+
+/// [`user_data`] plus, when given, the recipes document (`recipes::seed::cloud_config`).
+pub fn user_data_with(stored: &StoredVm, pubkey: &str, recipes: Option<String>) -> String {
     let shell = if stored.config.os == "alpine" {
         "/bin/ash"
     } else {
@@ -159,7 +166,7 @@ pub fn user_data(stored: &StoredVm, pubkey: &str) -> String {
         mounts.push_str(&mount_line("host", "/mnt/host", "ro"));
     }
     let mut out = String::from("#cloud-config-archive\n");
-    for content in [users, mounts] {
+    for content in [Some(users), Some(mounts), recipes].into_iter().flatten() {
         out.push_str(&format!(
             "- type: text/cloud-config\n  merge_how: {}\n  content: |\n",
             quote(MERGE_HOW)
