@@ -21,6 +21,7 @@ pub mod qemu;
 pub mod recipe_state;
 pub mod recipes;
 pub mod root;
+pub mod runtime;
 pub mod size;
 pub mod vm;
 

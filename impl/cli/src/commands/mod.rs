@@ -3,8 +3,8 @@
 pub mod host;
 pub mod images;
 pub mod info;
-pub mod lifecycle;
 pub mod recipes;
+pub mod runtime;
 pub mod vmops;
 pub mod vms;
 
@@ -43,6 +43,11 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Reply> {
         Command::Prune(args) => host::prune(ctx, &args),
         Command::Snapshot(args) => host::snapshot(ctx, &args),
         Command::Capabilities(args) => host::capabilities(ctx, args.vm.as_deref()),
+        Command::Up(args) => runtime::up(ctx, &args),
+        Command::Down(args) => runtime::down(ctx, args.vm.as_deref()),
+        Command::Wait(args) => runtime::wait(ctx, &args),
+        Command::Cp(args) => runtime::cp(ctx, &args),
+        Command::Screenshot(args) => runtime::screenshot(ctx, &args.vm),
         other => Err(Error::Internal(format!(
             "`stoat {}` is not implemented in this build yet",
             other.wire_name()

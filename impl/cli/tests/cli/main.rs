@@ -8,3 +8,4 @@ mod test_host;
 mod test_recipes;
 mod test_vmops;
 mod test_images;
+mod test_runtime;
