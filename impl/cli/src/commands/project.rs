@@ -406,14 +406,20 @@ fn run_human(run: &ProjectRun) -> String {
     human::table(&["KEY", "NAME", "STATUS", "ERROR"], &rows)
 }
 
-/// A command given no VM name outside a project: a usage error.
+/// A command given no VM name outside a project: the single-VM command's own answer (its
+/// usage error), called directly so dispatch does not route it back here.
 fn single(ctx: &Ctx, command: Command) -> Result<Reply> {
-    let _ = ctx;
-    Err(Error::Usage(format!(
-        "{} needs a VM name (or run it inside a project: a directory with {} at or above it)",
-        command.wire_name(),
-        stoat_core::project::PROJECT_FILE
-    )))
+    match command {
+        Command::Up(args) => super::runtime::up(ctx, &args),
+        Command::Down(args) => super::runtime::down(ctx, args.vm.as_deref()),
+        Command::Wait(args) => super::runtime::wait(ctx, &args),
+        Command::Rm(args) => super::vmops::rm(ctx, args),
+        other => Err(Error::Usage(format!(
+            "{} needs a VM name (or run it inside a project: a directory with {} at or above it)",
+            other.wire_name(),
+            stoat_core::project::PROJECT_FILE
+        ))),
+    }
 }
 
 /// Runs one VM's command through the ordinary dispatch; its prose goes to stderr.
