@@ -9,3 +9,4 @@ mod test_recipes;
 mod test_vmops;
 mod test_images;
 mod test_runtime;
+mod test_project;
