@@ -17,6 +17,7 @@ pub mod lock;
 pub mod log;
 pub mod ops;
 pub mod ports;
+pub mod project;
 pub mod qemu;
 pub mod recipe_state;
 pub mod recipes;

@@ -5,6 +5,7 @@ pub mod host;
 pub mod images;
 pub mod info;
 pub mod mcp;
+pub mod project;
 pub mod recipes;
 pub mod runtime;
 pub mod vmops;
@@ -13,7 +14,7 @@ pub mod vms;
 use stoat_core::{Error, Result};
 
 use crate::ctx::Ctx;
-use crate::grammar::Command;
+use crate::grammar::{Command, RecipeCommand};
 use crate::Reply;
 
 /// Runs one parsed command.
@@ -22,6 +23,17 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Reply> {
         Command::Version => Ok(info::version()),
         Command::Help => Ok(info::help(info::usage_text())),
         Command::Schema(args) => info::schema(&args),
+        Command::Init => project::init(ctx),
+        Command::Status => project::status(ctx),
+        Command::Ls(args) if args.project => project::ls(ctx),
+        Command::Up(args) if args.vm.is_none() => project::up(ctx, args),
+        Command::Down(args) if args.vm.is_none() => project::down(ctx, args),
+        Command::Wait(args) if args.vm.is_none() => project::wait(ctx, args),
+        Command::Apply(args) | Command::Provision(args) if args.vm.is_none() => {
+            project::apply(ctx, args)
+        }
+        Command::Rm(args) if args.vm.is_none() => project::rm(ctx, args),
+        Command::Recipe(RecipeCommand::Lock(flag)) if flag.project => project::recipe_lock(ctx),
         Command::Ls(args) => vms::ls(ctx, &args),
         Command::Get(args) => vms::get(ctx, &args.vm),
         Command::Recipes(args) => recipes::recipes(ctx, &args),

@@ -12,3 +12,4 @@ mod test_runtime;
 mod test_mcp;
 mod test_mcp_client;
 mod test_apply;
+mod test_project;

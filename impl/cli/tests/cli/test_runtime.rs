@@ -15,7 +15,7 @@ use base64::Engine;
 use crate::common::{TestEnv, PLANTED_PASSWORD};
 
 /// Writes an executable script into the test's bin directory.
-fn stub(env: &TestEnv, name: &str, body: &str) -> PathBuf {
+pub(crate) fn stub(env: &TestEnv, name: &str, body: &str) -> PathBuf {
     let path = env.bin().join(name);
     std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -24,7 +24,7 @@ fn stub(env: &TestEnv, name: &str, body: &str) -> PathBuf {
 
 /// A fake QEMU: records its argv next to the pidfile, leaves a process named after the
 /// pidfile (it stops its own sleep on SIGTERM), writes the pidfile and exits 0.
-const FAKE_QEMU: &str = r#"prev=""
+pub(crate) const FAKE_QEMU: &str = r#"prev=""
 for a in "$@"; do
   [ "$prev" = "-pidfile" ] && pidfile="$a"
   prev="$a"
@@ -36,10 +36,10 @@ exit 0
 "#;
 
 /// Stops every fake QEMU of this test environment by the PID in its pidfile.
-struct Reaper(Vec<PathBuf>);
+pub(crate) struct Reaper(pub(crate) Vec<PathBuf>);
 
 impl Reaper {
-    fn watch(env: &TestEnv, vms: &[&str]) -> Reaper {
+    pub(crate) fn watch(env: &TestEnv, vms: &[&str]) -> Reaper {
         Reaper(
             vms.iter()
                 .map(|vm| env.root().join(vm).join("qemu.pid"))

@@ -40,6 +40,10 @@ pub struct CreateSpec {
     pub allow_exec: bool,
     pub agent_access: Option<String>,
     pub display: Option<String>,
+    /// The absolute directory of the declaring stoat.toml, `""` outside a project.
+    pub project: String,
+    /// The declaration key in that stoat.toml, `""` outside a project.
+    pub key: String,
 }
 
 /// Creates the VM; returns it as saved.
@@ -136,6 +140,8 @@ fn plan(
         allow_exec: Some(spec.allow_exec),
         agent_access,
         recipe_params,
+        project: spec.project.clone(),
+        key: spec.key.clone(),
         ..VmConfig::default()
     })
 }
