@@ -61,9 +61,13 @@ struct Inner {
 
 impl Inner {
     fn write_line<T: Serialize>(&mut self, line: &Line<'_, T>) -> io::Result<()> {
-        let mut buf = serde_json::to_vec(line).map_err(io::Error::other)?;
-        buf.push(b'\n');
-        self.out.write_all(&buf)?;
+        // Serialise straight into a buffer over the output rather than into a Vec first: a
+        // large exec result then never exists twice in memory. The lock makes the line whole.
+        let mut writer = io::BufWriter::with_capacity(64 * 1024, &mut self.out);
+        serde_json::to_writer(&mut writer, line).map_err(io::Error::other)?;
+        writer.write_all(b"\n")?;
+        writer.flush()?;
+        drop(writer);
         self.out.flush()
     }
 
