@@ -11,7 +11,7 @@ mod exec_args;
 mod grammar;
 mod human;
 mod output;
-mod scan;
+pub mod scan;
 mod signals;
 
 use std::io::Write;
