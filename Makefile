@@ -7,16 +7,20 @@ CARGO ?= cargo
 STOAT := $(CURDIR)/target/debug/stoat
 CONFORMANCE := $(CURDIR)/target/debug/stoat-conformance
 
-.PHONY: setup host-deps guest build test test-fast conformance golden fuzz bench docs clean
+.PHONY: setup host-deps guest mcp-client build test test-fast conformance golden fuzz bench docs clean
 
 ## setup: host packages (QEMU 10 from bookworm-backports, xorriso, ssh) and the test guest
-setup: host-deps guest
+setup: host-deps guest mcp-client
 
 host-deps:
 	$(SUDO) conformance/guest/install-host-deps.sh
 
 guest: host-deps
 	$(SUDO) conformance/guest/build.sh $(GUEST_DIR)
+
+## mcp-client: the Python MCP SDK (a real client no one here wrote) in target/mcp-venv
+mcp-client:
+	impl/cli/tests/mcp_client/setup.sh
 
 ## build: every binary (stoat, stoat-conformance, stoat-fake)
 build:
@@ -32,11 +36,14 @@ test-fast:
 
 ## conformance: the suite against the reference stoat
 conformance: setup build
-	STOAT_REAL_GUEST=$(GUEST_DIR) $(CONFORMANCE) run --report-json target/conformance-report.json -- $(STOAT)
+	$(CONFORMANCE) run --guest $(GUEST_DIR) --report-json target/conformance-report.json --html target/conformance-report.html -- $(STOAT)
 
 ## bench: fixed costs of stoat, printed as ratios against named baselines
 bench:
 	$(CARGO) bench -p stoat-cli --bench invocation
+	impl/cli/benches/pull_vs_curl.sh
+	GUEST=$(GUEST_DIR) impl/cli/benches/runtime_vs_raw.sh
+	$(CARGO) build -p stoat-cli && $(CARGO) bench -p stoat-conformance --bench suite
 
 docs:
 	$(CONFORMANCE) list --format md > docs/checks.md

@@ -35,21 +35,47 @@ die() { say "error: $*" >&2; exit 1; }
 APT_OPTS=(-o DPkg::Lock::Timeout=300 -o Acquire::Retries=3)
 export DEBIAN_FRONTEND=noninteractive
 
-# 1. The backports source. This file is the one place a mirror host is named:
-#    apt cannot work without it.
+# 1. The backports source, on the same mirror the machine already uses for
+#    bookworm (no mirror host is written here): the first URI of a deb822
+#    stanza whose Suites holds `bookworm`, else of a one-line `deb` entry.
 SOURCES=/etc/apt/sources.list.d/bookworm-backports.sources
+bookworm_mirror() {
+  local uri=
+  if [ -r /etc/apt/sources.list.d/debian.sources ]; then
+    uri=$(awk '
+      function flush() { if (suite && uri != "" && !found) { print uri; found = 1 } suite = 0; uri = "" }
+      /^[ \t]*$/ { flush(); next }
+      /^[ \t]*#/ { next }
+      tolower($1) == "uris:" { uri = $2 }
+      tolower($1) == "suites:" { for (i = 2; i <= NF; i++) if ($i == "bookworm") suite = 1 }
+      END { flush() }
+    ' /etc/apt/sources.list.d/debian.sources)
+  fi
+  if [ -z "$uri" ] && [ -r /etc/apt/sources.list ]; then
+    uri=$(awk '
+      $1 == "deb" {
+        i = 2
+        if ($i ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+        if ($(i + 1) == "bookworm") { print $i; exit }
+      }
+    ' /etc/apt/sources.list)
+  fi
+  printf '%s' "$uri"
+}
 need_update=
 if grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
   say "ok: bookworm-backports source present"
 else
-  cat > "$SOURCES" <<'EOF'
+  mirror=$(bookworm_mirror)
+  [ -n "$mirror" ] || die "no apt source for the bookworm suite in /etc/apt/sources.list.d/debian.sources or /etc/apt/sources.list; add one, then rerun"
+  cat > "$SOURCES" <<EOF
 Types: deb
-URIs: http://deb.debian.org/debian
+URIs: $mirror
 Suites: bookworm-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
-  say "added $SOURCES"
+  say "added $SOURCES (mirror $mirror)"
   need_update=1
 fi
 

@@ -47,6 +47,18 @@ enum Command {
     Mutants,
     /// Golden transcripts: `golden record|verify|bless [options] -- <stoat argv...>`.
     Golden(GoldenArgs),
+    /// Time the whole pure + fake run and print the suite's overhead: `bench -- <stoat argv...>`.
+    Bench(BenchArgs),
+}
+
+#[derive(Args, Debug)]
+struct BenchArgs {
+    /// The stoat-fake binary (default: next to this executable).
+    #[arg(long)]
+    fakes: Option<PathBuf>,
+    /// The system under test and its fixed leading arguments.
+    #[arg(last = true, required = true, value_name = "SUT")]
+    sut: Vec<String>,
 }
 
 #[derive(Args, Debug, Default)]
@@ -103,6 +115,10 @@ struct RunArgs {
     /// The stoat-fake binary (default: next to this executable).
     #[arg(long)]
     fakes: Option<PathBuf>,
+    /// The real tier's guest directory (output of conformance/guest/build.sh, holding
+    /// stoat-testguest-cloud.qcow2). Given without --tier, the run adds the real tier.
+    #[arg(long, value_name = "DIR")]
+    guest: Option<PathBuf>,
     /// Write the JSON report here.
     #[arg(long, value_name = "PATH", visible_alias = "report-json")]
     json_report: Option<PathBuf>,
@@ -112,6 +128,9 @@ struct RunArgs {
     /// Write TAP 14 here.
     #[arg(long, value_name = "PATH")]
     tap: Option<PathBuf>,
+    /// Write the HTML page (check matrix, one self-contained file) here.
+    #[arg(long, value_name = "PATH")]
+    html: Option<PathBuf>,
     /// Also print passing checks.
     #[arg(short, long)]
     verbose: bool,
@@ -159,6 +178,7 @@ enum ReportFormat {
     Junit,
     Tap,
     Md,
+    Html,
 }
 
 #[derive(Args, Debug)]
@@ -208,6 +228,7 @@ pub fn main() -> ExitCode {
             }
         },
         Command::Golden(args) => crate::golden::cli::run(args),
+        Command::Bench(args) => bench_command(args),
         Command::Mutants => {
             for op in crate::mutate::OPERATORS {
                 let caught = if op.caught_by.is_empty() {
@@ -246,6 +267,14 @@ fn run_command(args: RunArgs) -> Result<u8, HarnessError> {
         leading: sut.leading,
     };
     let mut selection = args.select.selection();
+    if args.guest.is_some() && selection.tiers.is_empty() {
+        selection.tiers = vec![Tier::Pure, Tier::Fake, Tier::Real];
+    }
+    let guest = args
+        .guest
+        .as_deref()
+        .map(|dir| std::fs::canonicalize(dir).map_err(|e| HarnessError::io(dir, e)))
+        .transpose()?;
     if let Some(path) = &args.rerun_failed {
         let previous = report::Report::load(path)?;
         let ids: Vec<String> = previous
@@ -287,6 +316,9 @@ fn run_command(args: RunArgs) -> Result<u8, HarnessError> {
     if let Some(path) = args.tap {
         reporters.push(Box::new(report::tap::Tap::new(path)));
     }
+    if let Some(path) = args.html {
+        reporters.push(Box::new(report::html::Html::new(path)));
+    }
     let config = RunConfig {
         sut,
         fakes,
@@ -297,6 +329,7 @@ fn run_command(args: RunArgs) -> Result<u8, HarnessError> {
         baseline,
         skip_smoke: false,
         oracle: None,
+        guest,
     };
     let (summary, smoke_failed) = run::run(config, &mut |event| {
         for reporter in reporters.iter_mut() {
@@ -321,6 +354,21 @@ pub(crate) fn resolve_program(program: &Path) -> PathBuf {
         .map(|dir| dir.join(program))
         .find(|candidate| candidate.is_file())
         .unwrap_or_else(|| program.to_path_buf())
+}
+
+fn bench_command(args: BenchArgs) -> Result<u8, HarnessError> {
+    let Some(sut) = Sut::from_argv(&args.sut) else {
+        eprintln!("stoat-conformance bench: name the SUT after --");
+        return Ok(exit::USAGE);
+    };
+    let sut = Sut {
+        program: resolve_program(&sut.program),
+        leading: sut.leading,
+    };
+    let fakes = args.fakes.or_else(default_fakes);
+    let timings = crate::bench::measure(&sut, fakes)?;
+    print!("{}", crate::bench::render(&sut, &timings));
+    Ok(exit::PASS)
 }
 
 fn list_command(args: ListArgs) -> Result<u8, HarnessError> {
@@ -447,6 +495,7 @@ fn report_command(args: ReportArgs) -> Result<u8, HarnessError> {
             print!("{}", tap.render());
         }
         ReportFormat::Md => print!("{}", report::compare::compare(&before, &before)),
+        ReportFormat::Html => print!("{}", report::html::render(&before)),
     }
     Ok(before.summary.exit_code(before.smoke_failed))
 }

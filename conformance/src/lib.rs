@@ -12,6 +12,7 @@
 //!
 //! This crate never depends on `impl/`: it is an independent reading of the contract.
 
+pub mod bench;
 pub mod capture;
 pub mod catalog;
 pub mod cli;

@@ -161,6 +161,21 @@ pub const OPERATORS: &[Operator] = &[
         caught_by: &["EXEC.base64-only-non-utf8"],
     },
     Operator {
+        name: "progress-repeat",
+        breaks: "a progress event repeated with the same percentage",
+        caught_by: &["PULL.progress-monotonic"],
+    },
+    Operator {
+        name: "event-without-data",
+        breaks: "a progress/stage/log event without its data object",
+        caught_by: &["ENV.event-data"],
+    },
+    Operator {
+        name: "write-home",
+        breaks: "a file written under HOME although STOAT_HOME is set",
+        caught_by: &["SANDBOX.no-writes-outside"],
+    },
+    Operator {
         name: "unknown-event",
         breaks: "nothing: an unknown event type must be tolerated",
         caught_by: &[],
@@ -176,6 +191,39 @@ pub const OPERATORS: &[Operator] = &[
         caught_by: &[],
     },
 ];
+
+/// The scenarios whose invocations `op` acts on: what a mutant run must select so the
+/// operator has something to break (the self-tests' model of each operator).
+pub fn triggers(op: &str) -> &'static [&'static str] {
+    match op {
+        "null-list" => &["LS.empty-is-array"],
+        "exit-3" | "error-exit-0" => &["GET.not-found"],
+        "usage-exit-1" | "usage-exit-0" => &["USAGE.unknown-command"],
+        "leak-password" => &["GET.vm-status"],
+        "exec-exit-passthrough" => &["EXEC.exit-code"],
+        "exec-lossy" => &["EXEC.base64-stdout", "EXEC.base64-stderr"],
+        "exec-omit-empty" => &["EXEC.empty-streams"],
+        "exec-both-fields" => &["EXEC.base64-stdout"],
+        "json-eaten-after-exec" => &["ARGV.json-after-exec-name", "ARGV.json-before-exec"],
+        "doctor-unhealthy-exit-1" => &["DOCTOR.unhealthy-exit-0"],
+        "read-stdin" => &["RM.confirmation-required-no-stdin"],
+        "base64-for-utf8" => &["EXEC.utf8-plain"],
+        "progress-repeat" => &["PULL.progress-monotonic"],
+        "event-without-data" | "ok-on-event" => {
+            &["PULL.progress-monotonic", "APPLY.streams-stage-log"]
+        }
+        "unknown-event" | "extra-field" | "stderr-noise" => &[
+            "LS.lists-fixture",
+            "GET.vm-status",
+            "GET.not-found",
+            "USAGE.unknown-command",
+            "EXEC.utf8-plain",
+            "EXEC.base64-stdout",
+            "RM.deletes",
+        ],
+        _ => &["LS.lists-fixture", "GET.not-found"],
+    }
+}
 
 pub fn find(name: &str) -> Option<&'static Operator> {
     OPERATORS.iter().find(|op| op.name == name)
@@ -222,6 +270,11 @@ pub fn run(op: &Operator, sut: &[String]) -> i32 {
     let (stdout, code) = transform_output(op, stdout, code);
     let _ = std::io::stdout().write_all(&stdout);
     let _ = std::io::stdout().flush();
+    if op.name == "write-home" {
+        if let Some(home) = std::env::var_os("HOME") {
+            let _ = std::fs::write(std::path::Path::new(&home).join(".stoat-mutant"), b"x");
+        }
+    }
     if op.name == "stderr-noise" {
         eprintln!("note: stderr noise from the mutant kit");
     }
@@ -397,6 +450,27 @@ fn transform_output(op: &Operator, stdout: Vec<u8>, code: i32) -> (Vec<u8>, i32)
         {
             code = 1
         }
+        "progress-repeat" => {
+            if let Some(index) = lines.iter().rposition(|l| is_event(l, "progress")) {
+                let copy = lines[index].clone();
+                lines.insert(index + 1, copy);
+            }
+        }
+        "event-without-data" => {
+            for line in lines.iter_mut() {
+                if ["progress", "stage", "log"]
+                    .iter()
+                    .any(|kind| is_event(line, kind))
+                {
+                    if let Ok(mut value) = serde_json::from_str::<Value>(line) {
+                        if let Some(map) = value.as_object_mut() {
+                            map.remove("data");
+                        }
+                        *line = value.to_string();
+                    }
+                }
+            }
+        }
         "unknown-event" => lines.insert(
             result_index,
             json!({"v": 3, "type": "heartbeat", "cmd": cmd, "data": {"beat": 1}}).to_string(),
@@ -414,6 +488,13 @@ fn transform_output(op: &Operator, stdout: Vec<u8>, code: i32) -> (Vec<u8>, i32)
         out.push(b'\n');
     }
     (out, code)
+}
+
+fn is_event(line: &str, kind: &str) -> bool {
+    serde_json::from_str::<Value>(line)
+        .ok()
+        .and_then(|v| v.get("type").cloned())
+        == Some(json!(kind))
 }
 
 fn payload_object(result: &mut Value) -> Option<&mut serde_json::Map<String, Value>> {

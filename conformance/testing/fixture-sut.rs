@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
+#[path = "fixture_streams.rs"]
+mod streams;
+
 type Answer = Result<Value, Failure>;
 
 struct Failure {
@@ -278,19 +281,13 @@ fn dispatch(cmd: &str, args: &[String], json_mode: bool) -> Answer {
         }
         "cp" => cp(&parsed),
         "forward" => forward(&need_name()?, &parsed),
-        "images" => Ok(json!({"images": []})),
-        "pull" => Err(fail(
-            "no_such_image",
-            format!("{} is not in the image index", need_name()?),
-        )),
+        "images" => streams::images(),
+        "pull" => streams::pull(&need_name()?, json_mode),
         "snapshot" => snapshot(&need_name()?, &parsed),
         "prune" => Ok(json!({"dry_run": !parsed.has("--apply"), "items": []})),
         "apply" | "provision" => {
             let vm = load(&need_name()?)?.good()?;
-            if !vm.running() {
-                return Err(fail("not_running", format!("{} is not running", vm.name)));
-            }
-            Ok(json!({"vm": vm.name, "applied": [], "skipped_reason": "no recipes"}))
+            streams::apply(vm, &parsed, json_mode)
         }
         "recipes" => Ok(json!({"recipes": []})),
         "check-recipes" => {

@@ -14,6 +14,7 @@ fn sandbox() -> Sandbox {
         fakes: Some(env!("CARGO_BIN_EXE_stoat-fake").into()),
         only_tools: None,
         seed_keys: true,
+        ..Default::default()
     })
     .expect("sandbox")
 }

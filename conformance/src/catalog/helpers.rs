@@ -83,3 +83,39 @@ impl Rng {
         (0..len).map(|_| self.next() as u8).collect()
     }
 }
+
+/// A loopback listener that greets like sshd, for as long as the guard lives.
+pub struct Banner {
+    pub port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Banner {
+    pub fn start() -> Result<Self, HarnessError> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(HarnessError::Sandbox)?;
+        let port = listener.local_addr().map_err(HarnessError::Sandbox)?.port();
+        listener
+            .set_nonblocking(true)
+            .map_err(HarnessError::Sandbox)?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        std::thread::spawn(move || {
+            use std::io::Write as _;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((mut stream, _)) => {
+                        let _ = stream.write_all(b"SSH-2.0-OpenSSH_9.6 stoat-conformance\r\n");
+                    }
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                }
+            }
+        });
+        Ok(Banner { port, stop })
+    }
+}
+
+impl Drop for Banner {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}

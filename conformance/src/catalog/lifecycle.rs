@@ -141,6 +141,7 @@ fn up_missing(case: &mut Case<'_>) -> Result<(), HarnessError> {
         fakes: case.fakes(),
         only_tools: Some(tools),
         seed_keys: true,
+        ..Default::default()
     })?;
     prepare_bootable(&sandbox)?;
     let ran = case.json(&sandbox, &["up", "work"])?;

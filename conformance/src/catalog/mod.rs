@@ -3,12 +3,16 @@
 //! THE table is [`all`]; `docs/checks.md` is generated from it (`stoat-conformance list
 //! --format md`) and a lint test keeps ids unique, cited and documented.
 
+mod apply;
 mod basics;
 mod exec;
 mod helpers;
 mod leaks;
 mod lifecycle;
 mod oracle_rules;
+mod pull;
+mod real;
+pub use real::GUEST_IMAGE;
 mod vms;
 
 use std::sync::OnceLock;
@@ -152,6 +156,9 @@ pub fn all() -> &'static [CheckDef] {
             vms::CHECKS,
             exec::CHECKS,
             lifecycle::CHECKS,
+            pull::CHECKS,
+            apply::CHECKS,
+            real::CHECKS,
             leaks::CHECKS,
         ] {
             out.extend_from_slice(part);

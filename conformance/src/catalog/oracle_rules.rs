@@ -75,4 +75,6 @@ pub(super) const CHECKS: &[CheckDef] = &[
         "*_base64 is standard padded base64", &["exec"]),
     rule("EXEC.base64-only-non-utf8", Should, "json-v3#exec-bytes", "Stoat therefore uses base64 for a stream that is not valid UTF-8",
         "base64 is used only for bytes that are not valid UTF-8", &["exec"]),
+    from_design(rule("SANDBOX.no-writes-outside", Must, "design#decisions", "`$STOAT_HOME`, else `$HOME/.stoat`",
+        "no invocation creates, modifies or deletes anything outside STOAT_HOME, TMPDIR and its cwd (HOME, a planted canary dir and the sandbox root are snapshotted around every invocation)", &["sandbox"])),
 ];

@@ -4,7 +4,9 @@
 
 use serde_json::{json, Value};
 
-use super::helpers::{expect_eq, get_vm, str_at, with_disk_work, with_running_work, with_work};
+use super::helpers::{
+    expect_eq, get_vm, str_at, with_disk_work, with_running_work, with_work, Banner,
+};
 use super::{from_design, scenario, CheckDef, Tier};
 use crate::error::HarnessError;
 use crate::finding::Level::{Must, Should};
@@ -312,42 +314,6 @@ fn get_display_window(case: &mut Case<'_>) -> Result<(), HarnessError> {
         expect_eq(case, &vm, "/display", &json!("window"));
     }
     Ok(())
-}
-
-/// A loopback listener that greets like sshd, for as long as the guard lives.
-struct Banner {
-    port: u16,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl Banner {
-    fn start() -> Result<Self, HarnessError> {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(HarnessError::Sandbox)?;
-        let port = listener.local_addr().map_err(HarnessError::Sandbox)?.port();
-        listener
-            .set_nonblocking(true)
-            .map_err(HarnessError::Sandbox)?;
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = stop.clone();
-        std::thread::spawn(move || {
-            use std::io::Write as _;
-            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((mut stream, _)) => {
-                        let _ = stream.write_all(b"SSH-2.0-OpenSSH_9.6 stoat-conformance\r\n");
-                    }
-                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
-                }
-            }
-        });
-        Ok(Banner { port, stop })
-    }
-}
-
-impl Drop for Banner {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
 }
 
 fn wait_reachable(case: &mut Case<'_>) -> Result<(), HarnessError> {

@@ -111,6 +111,7 @@ fn sandbox_for(config: &GoldenConfig, case: &GoldenCase) -> Result<(Sandbox, Red
         fakes: config.fakes.clone(),
         only_tools,
         seed_keys: false,
+        ..SandboxOptions::default()
     })?;
     let redactor = Redactor::for_sandbox(&sandbox);
     write_tree(&sandbox.data, &case.fixture, &redactor)?;
@@ -406,6 +407,7 @@ pub fn inputs_from_spec(config: &GoldenConfig, spec: &CaseSpec) -> Result<Golden
         fakes: config.fakes.clone(),
         only_tools: None,
         seed_keys: !spec.no_keys,
+        ..SandboxOptions::default()
     })?;
     let redactor = Redactor::for_sandbox(&sandbox);
     for vm in &spec.vms {

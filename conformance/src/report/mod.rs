@@ -4,6 +4,7 @@
 
 pub mod catalog_doc;
 pub mod compare;
+pub mod html;
 pub mod human;
 pub mod json;
 pub mod junit;

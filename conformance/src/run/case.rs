@@ -10,7 +10,7 @@ use crate::capture::Capture;
 use crate::error::HarnessError;
 use crate::finding::Finding;
 use crate::oracle::{Context, Judgement, Oracle, Outcome};
-use crate::sandbox::{Sandbox, SandboxOptions};
+use crate::sandbox::{changes_between, Sandbox, SandboxOptions, TreeSnapshot};
 
 use super::sut::{SpawnRequest, StdinPlan, Sut};
 
@@ -22,6 +22,8 @@ pub struct RunEnv {
     pub fakes: Option<std::path::PathBuf>,
     pub timeout: Duration,
     pub seed: u64,
+    /// The real tier's guest directory (output of conformance/guest/build.sh).
+    pub guest: Option<std::path::PathBuf>,
 }
 
 /// One invocation to make.
@@ -31,6 +33,8 @@ pub struct Inv {
     pub json: bool,
     pub expect_cmd: Option<String>,
     pub stdin: Option<Vec<u8>>,
+    /// Overrides the run's per-invocation timeout (a real boot needs minutes).
+    pub timeout: Option<Duration>,
 }
 
 impl Inv {
@@ -46,6 +50,7 @@ impl Inv {
             json: true,
             expect_cmd,
             stdin: None,
+            timeout: None,
         }
     }
 
@@ -58,6 +63,7 @@ impl Inv {
             json: true,
             expect_cmd,
             stdin: None,
+            timeout: None,
         }
     }
 
@@ -71,6 +77,11 @@ impl Inv {
 
     pub fn cmd(mut self, cmd: Option<&str>) -> Self {
         self.expect_cmd = cmd.map(str::to_string);
+        self
+    }
+
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
         self
     }
 
@@ -166,6 +177,25 @@ impl<'a> Case<'a> {
             fakes: self.env.fakes.clone(),
             only_tools: None,
             seed_keys: true,
+            ..Default::default()
+        })
+    }
+
+    /// The guest directory of the real tier (`--guest`), when given.
+    pub fn guest(&self) -> Option<&std::path::Path> {
+        self.env.guest.as_deref()
+    }
+
+    /// A real-tier sandbox: PATH `/usr/bin:/bin`, no fakes, no seeded keys, its root under
+    /// `/var/tmp` (user xattrs for 9p shares; not a tmpfs) or `STOAT_CONFORMANCE_REAL_TMP`.
+    pub fn real_sandbox(&self) -> Result<Sandbox, HarnessError> {
+        let parent = std::env::var_os("STOAT_CONFORMANCE_REAL_TMP")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| std::path::PathBuf::from("/var/tmp"));
+        Sandbox::new(SandboxOptions {
+            real_tools: true,
+            parent: Some(parent),
+            ..Default::default()
         })
     }
 
@@ -175,6 +205,7 @@ impl<'a> Case<'a> {
             fakes: self.env.fakes.clone(),
             only_tools: Some(Vec::new()),
             seed_keys: true,
+            ..Default::default()
         })
     }
 
@@ -196,6 +227,7 @@ impl<'a> Case<'a> {
     /// Runs the SUT once in `sandbox`; the oracle judges it.
     pub fn run(&mut self, sandbox: &Sandbox, inv: Inv) -> Result<Ran, HarnessError> {
         let env = sandbox.env();
+        let outside_before = sandbox.outside_snapshot();
         let stdin = match &inv.stdin {
             Some(bytes) => StdinPlan::Watched(bytes.clone()),
             None => StdinPlan::Null,
@@ -205,7 +237,10 @@ impl<'a> Case<'a> {
             env: &env,
             cwd: &sandbox.work,
             stdin,
-            timeout: self.env.timeout,
+            timeout: inv
+                .timeout
+                .unwrap_or(self.env.timeout)
+                .max(self.env.timeout),
             json: inv.json,
         })?;
         let context = Context {
@@ -217,6 +252,7 @@ impl<'a> Case<'a> {
         self.oracle_findings
             .extend(judgement.findings.iter().cloned().map(|f| (index, f)));
         self.exercised.extend(judgement.exercised.iter().copied());
+        self.judge_outside_writes(index, &outside_before, sandbox);
         self.invocations.push(InvocationRecord {
             capture: truncated(&spawned.capture),
             outcome: judgement.outcome.clone(),
@@ -226,6 +262,25 @@ impl<'a> Case<'a> {
             judgement,
             stdin_unread: spawned.stdin_unread,
         })
+    }
+
+    /// SANDBOX.no-writes-outside: the invocation changed nothing outside the areas it may
+    /// write (HOME, the canary dir, the fake tools, the sandbox root are all watched).
+    fn judge_outside_writes(&mut self, index: usize, before: &TreeSnapshot, sandbox: &Sandbox) {
+        const ID: &str = "SANDBOX.no-writes-outside";
+        self.exercised.insert(ID);
+        let changes = changes_between(before, &sandbox.outside_snapshot());
+        if !changes.is_empty() {
+            let finding = Finding::new(
+                ID,
+                "filesystem",
+                format!(
+                    "wrote outside STOAT_HOME, TMPDIR and its cwd: {}",
+                    changes.join(", ")
+                ),
+            );
+            self.oracle_findings.push((index, finding));
+        }
     }
 
     /// Shorthand: `--json <args>`.

@@ -34,6 +34,8 @@ pub struct RunConfig {
     pub skip_smoke: bool,
     /// The oracle to judge with (default: every schema checker this build has).
     pub oracle: Option<Oracle>,
+    /// The real tier's guest directory (`--guest`); real checks skip without it.
+    pub guest: Option<PathBuf>,
 }
 
 /// What one scenario produced, sent from a worker to the main thread.
@@ -79,6 +81,7 @@ pub fn run(
         fakes: config.fakes.clone(),
         timeout: config.timeout,
         seed: config.seed,
+        guest: config.guest.clone(),
     };
     let jobs = config.jobs.max(1);
 
@@ -233,6 +236,12 @@ fn run_one(def: &'static CheckDef, env: &RunEnv) -> Done {
     let outcome = match def.scenario {
         Some(_) if def.tier == catalog::Tier::Fake && !case.has_fakes() => {
             case.skip("needs the stoat-fake tools (pass --fakes PATH)");
+            Ok(())
+        }
+        Some(_) if def.tier == catalog::Tier::Real && case.guest().is_none() => {
+            case.skip(
+                "the real tier needs --guest <dir> (the output of conformance/guest/build.sh)",
+            );
             Ok(())
         }
         Some(scenario) => scenario(&mut case),

@@ -1,7 +1,7 @@
 //! Owns [`Selection`]: which checks a run includes (id globs, tags, tiers, explicit ids from
 //! `--rerun-failed`), and the glob matcher (`*` matches any run of characters).
 
-use crate::catalog::{CheckDef, Tier};
+use crate::catalog::{CheckDef, Kind, Tier};
 
 #[derive(Clone, Debug, Default)]
 pub struct Selection {
@@ -35,7 +35,8 @@ impl Selection {
         let excluded = self.exclude.iter().any(|g| glob_match(g, def.id));
         let tagged =
             self.tags.is_empty() || self.tags.iter().any(|t| def.tags.contains(&t.as_str()));
-        let tiered = self.tiers().contains(&def.tier);
+        // Oracle rules judge every invocation, whatever tier made it.
+        let tiered = def.kind == Kind::Oracle || self.tiers().contains(&def.tier);
         included && !excluded && tagged && tiered
     }
 }

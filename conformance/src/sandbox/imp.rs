@@ -40,7 +40,15 @@ pub struct SandboxOptions {
     pub only_tools: Option<Vec<&'static str>>,
     /// Pre-seed `id_stoat{,.pub}` so no keygen is needed.
     pub seed_keys: bool,
+    /// The real tier: PATH is the host's `/usr/bin:/bin` (real QEMU, ssh, qemu-img...).
+    pub real_tools: bool,
+    /// Where to make the temp root (default: the system temp dir). The real tier needs a
+    /// filesystem with user xattrs, so not a tmpfs.
+    pub parent: Option<PathBuf>,
 }
+
+/// PATH in a real-tier sandbox.
+pub const REAL_PATH: &str = "/usr/bin:/bin";
 
 /// One scenario's private world. Dropping it kills what it started and deletes it.
 pub struct Sandbox {
@@ -57,9 +65,13 @@ pub struct Sandbox {
     pub fake_script: PathBuf,
     pub fake_log: PathBuf,
     pub fake_pids: PathBuf,
+    /// A directory outside every path the SUT is told about, with a planted file: nothing
+    /// may touch it (nor HOME, bin or the sandbox root itself).
+    pub canary_dir: PathBuf,
     /// The console password planted in every fixture VM.
     pub console_password: String,
     fakes: Option<PathBuf>,
+    real_tools: bool,
     extra_env: Vec<(String, String)>,
     running: Vec<RunningVm>,
 }
@@ -68,10 +80,17 @@ impl Sandbox {
     /// Creates the directories, links the fakes and seeds the keys.
     pub fn new(options: SandboxOptions) -> Result<Self, HarnessError> {
         let token = unique_token();
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("stoat-conf-{token}-"))
-            .tempdir()
-            .map_err(HarnessError::Sandbox)?;
+        let mut builder = tempfile::Builder::new();
+        let prefix = format!("stoat-conf-{token}-");
+        builder.prefix(&prefix);
+        let dir = match &options.parent {
+            Some(parent) => {
+                fs::create_dir_all(parent).map_err(HarnessError::Sandbox)?;
+                builder.tempdir_in(parent)
+            }
+            None => builder.tempdir(),
+        }
+        .map_err(HarnessError::Sandbox)?;
         // Canonical, so the canaries match what the SUT sees after resolving symlinks.
         let root = fs::canonicalize(dir.path()).map_err(HarnessError::Sandbox)?;
         let sandbox = Sandbox {
@@ -83,8 +102,10 @@ impl Sandbox {
             fake_script: root.join("fake-script.json"),
             fake_log: root.join("fake-log.jsonl"),
             fake_pids: root.join("fake-pids"),
+            canary_dir: root.join(format!("canary-{token}")),
             console_password: format!("cpw-{token}"),
             fakes: options.fakes.clone(),
+            real_tools: options.real_tools,
             extra_env: Vec::new(),
             running: Vec::new(),
             root,
@@ -96,10 +117,14 @@ impl Sandbox {
             &sandbox.tmp,
             &sandbox.work,
             &sandbox.bin,
+            &sandbox.canary_dir,
         ] {
             fs::create_dir_all(path).map_err(HarnessError::Sandbox)?;
         }
-        if let Some(fake_binary) = &options.fakes {
+        let planted = sandbox.canary_dir.join("canary.txt");
+        fs::write(&planted, format!("canary {token}\n"))
+            .map_err(|e| HarnessError::io(&planted, e))?;
+        if let Some(fake_binary) = options.fakes.as_ref().filter(|_| !options.real_tools) {
             let tools: Vec<&str> = options
                 .only_tools
                 .clone()
@@ -151,7 +176,12 @@ impl Sandbox {
         env.push(("HOME".into(), path(&self.home)));
         env.push(("STOAT_HOME".into(), path(&self.data)));
         env.push(("TMPDIR".into(), path(&self.tmp)));
-        env.push(("PATH".into(), path(&self.bin)));
+        let search = if self.real_tools {
+            REAL_PATH.to_string()
+        } else {
+            path(&self.bin)
+        };
+        env.push(("PATH".into(), search));
         env.push(("STOAT_FAKE_SCRIPT".into(), path(&self.fake_script)));
         env.push(("STOAT_FAKE_LOG".into(), path(&self.fake_log)));
         env.push(("STOAT_FAKE_PIDS".into(), path(&self.fake_pids)));
@@ -223,6 +253,21 @@ impl Sandbox {
         out
     }
 
+    /// Every path outside the areas the SUT may write (STOAT_HOME, TMPDIR, its cwd, the
+    /// fakes' log and pid files), with size and mtime: compare two with [`changes_between`].
+    pub fn outside_snapshot(&self) -> TreeSnapshot {
+        let mut out = TreeSnapshot::new();
+        let allowed = [
+            &self.data,
+            &self.tmp,
+            &self.work,
+            &self.fake_log,
+            &self.fake_pids,
+        ];
+        snapshot_into(&self.root, &allowed, &mut out);
+        out
+    }
+
     /// The temp directory itself (kept alive by the sandbox).
     pub fn path(&self) -> &Path {
         self.dir.path()
@@ -253,7 +298,85 @@ impl Drop for Sandbox {
     fn drop(&mut self) {
         self.running.clear();
         self.kill_fake_daemons();
+        self.kill_leftover_qemus();
     }
+}
+
+impl Sandbox {
+    /// Kills any QEMU a SUT left running: each `<data>/<vm>/qemu.pid` whose process's
+    /// cmdline names this sandbox (so a recycled pid is never touched), then waits for it.
+    fn kill_leftover_qemus(&self) {
+        let Ok(entries) = fs::read_dir(&self.data) else {
+            return;
+        };
+        let root = self.root.to_string_lossy().into_owned();
+        for entry in entries.flatten() {
+            let Ok(text) = fs::read_to_string(entry.path().join("qemu.pid")) else {
+                continue;
+            };
+            let Ok(pid) = text.trim().parse::<i32>() else {
+                continue;
+            };
+            if pid <= 1 || !names_sandbox(pid, &root) {
+                continue;
+            }
+            // SAFETY: kill(2) on a pid whose cmdline we just verified names our sandbox.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while names_sandbox(pid, &root) && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+/// Whether `/proc/<pid>/cmdline` mentions `root` (a zombie's is empty: it no longer counts).
+fn names_sandbox(pid: i32, root: &str) -> bool {
+    let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    String::from_utf8_lossy(&cmdline).contains(root)
+}
+
+/// Path → (size, mtime) of every file and directory of a tree (directories: size 0, no mtime,
+/// because adding an allowed file would change theirs).
+pub type TreeSnapshot = std::collections::BTreeMap<PathBuf, (u64, Option<std::time::SystemTime>)>;
+
+fn snapshot_into(dir: &Path, allowed: &[&PathBuf], out: &mut TreeSnapshot) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if allowed.iter().any(|a| **a == path) {
+            continue;
+        }
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            out.insert(path.clone(), (0, None));
+            snapshot_into(&path, allowed, out);
+        } else {
+            out.insert(path, (meta.len(), meta.modified().ok()));
+        }
+    }
+}
+
+/// What changed between two snapshots, one line each (created, modified, deleted).
+pub fn changes_between(before: &TreeSnapshot, after: &TreeSnapshot) -> Vec<String> {
+    let mut out = Vec::new();
+    for (path, stat) in after {
+        match before.get(path) {
+            None => out.push(format!("created {}", path.display())),
+            Some(old) if old != stat => out.push(format!("modified {}", path.display())),
+            Some(_) => {}
+        }
+    }
+    for path in before.keys().filter(|p| !after.contains_key(*p)) {
+        out.push(format!("deleted {}", path.display()));
+    }
+    out
 }
 
 fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {

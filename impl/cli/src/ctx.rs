@@ -59,6 +59,13 @@ impl Ctx {
         &self.sink
     }
 
+    /// Writes a non-terminal event line under --json; nothing otherwise.
+    pub fn json_event<T: serde::Serialize>(&self, kind: EventType, data: &T) {
+        if let Some(stream) = &self.sink.stream {
+            let _ = stream.event(kind, data);
+        }
+    }
+
     /// Says something to a human (stderr), unless quiet or under --json.
     pub fn note(&self, text: &str) {
         if !self.quiet {

@@ -10,6 +10,7 @@ mod ctx;
 mod exec_args;
 mod grammar;
 mod human;
+mod mcp;
 mod output;
 pub mod scan;
 mod signals;
@@ -106,7 +107,7 @@ fn run(
     );
     let result = match parsed {
         Parsed::Help(usage) => Ok(commands::info::help(usage)),
-        Parsed::Exec(exec) => commands::lifecycle::exec(&ctx, exec),
+        Parsed::Exec(exec) => commands::runtime::exec(&ctx, exec),
         Parsed::Command(command) => commands::dispatch(&ctx, command),
     };
     output::finish(emitter, cmd, result, json)

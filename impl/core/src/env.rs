@@ -33,6 +33,14 @@ pub const VARS: &[(&str, &str)] = &[
         "path or URL of the index `recipe search` reads",
     ),
     ("NO_COLOR", "no colour in human output"),
+    (
+        "STOAT_MCP_RATE",
+        "`stoat mcp` per-tool rate bucket, capacity/refill_per_sec; default 30/0.5",
+    ),
+    (
+        "STOAT_MCP_RATE_SHARED",
+        "`stoat mcp` bucket shared by all tools, capacity/refill_per_sec; default 60/1",
+    ),
 ];
 
 /// A snapshot of the environment.

@@ -183,3 +183,25 @@ impl<T> IoContext<T> for std::io::Result<T> {
         })
     }
 }
+
+/// THE one mapping from QEMU failures to stoat failures (and so to contract codes).
+impl From<crate::qemu::QemuError> for Error {
+    fn from(error: crate::qemu::QemuError) -> Error {
+        use crate::qemu::QemuError as Q;
+        let message = error.to_string();
+        match error {
+            Q::QemuMissing { .. } => Error::QemuMissing(message),
+            Q::KvmUnusable { .. } => Error::KvmUnusable(message),
+            Q::QemuStartFailed { stderr, hint } => Error::QemuStartFailed(match hint {
+                Some(hint) => format!("{stderr} ({hint})"),
+                None => stderr,
+            }),
+            Q::UnknownAccel { .. } | Q::InvalidOptionValue { .. } => Error::InvalidSpec(message),
+            Q::MonitorUnreachable { .. } => Error::MonitorUnreachable(message),
+            Q::MonitorRejected { .. } => Error::MonitorRejected(message),
+            Q::MonitorTimeout { .. } => Error::Timeout(message),
+            Q::MonitorProtocol { .. } => Error::Internal(message),
+            Q::Io { context, source } => Error::Io { context, source },
+        }
+    }
+}

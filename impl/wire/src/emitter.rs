@@ -23,6 +23,8 @@ pub enum EventType {
     Stage,
     /// One line of guest output during `apply` or `up`.
     Log,
+    /// One declared VM's progress during a project fan-out (`started`, then its outcome).
+    Vm,
 }
 
 impl EventType {
@@ -32,6 +34,7 @@ impl EventType {
             EventType::Progress => "progress",
             EventType::Stage => "stage",
             EventType::Log => "log",
+            EventType::Vm => "vm",
         }
     }
 }

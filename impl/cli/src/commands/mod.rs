@@ -1,17 +1,20 @@
 //! Dispatch: one match arm per command, each calling `commands::<area>::<cmd>`.
 
+pub mod apply;
 pub mod host;
 pub mod images;
 pub mod info;
-pub mod lifecycle;
+pub mod mcp;
+pub mod project;
 pub mod recipes;
+pub mod runtime;
 pub mod vmops;
 pub mod vms;
 
 use stoat_core::{Error, Result};
 
 use crate::ctx::Ctx;
-use crate::grammar::Command;
+use crate::grammar::{Command, RecipeCommand};
 use crate::Reply;
 
 /// Runs one parsed command.
@@ -20,6 +23,17 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Reply> {
         Command::Version => Ok(info::version()),
         Command::Help => Ok(info::help(info::usage_text())),
         Command::Schema(args) => info::schema(&args),
+        Command::Init => project::init(ctx),
+        Command::Status => project::status(ctx),
+        Command::Ls(args) if args.project => project::ls(ctx),
+        Command::Up(args) if args.vm.is_none() => project::up(ctx, args),
+        Command::Down(args) if args.vm.is_none() => project::down(ctx, args),
+        Command::Wait(args) if args.vm.is_none() => project::wait(ctx, args),
+        Command::Apply(args) | Command::Provision(args) if args.vm.is_none() => {
+            project::apply(ctx, args)
+        }
+        Command::Rm(args) if args.vm.is_none() => project::rm(ctx, args),
+        Command::Recipe(RecipeCommand::Lock(flag)) if flag.project => project::recipe_lock(ctx),
         Command::Ls(args) => vms::ls(ctx, &args),
         Command::Get(args) => vms::get(ctx, &args.vm),
         Command::Recipes(args) => recipes::recipes(ctx, &args),
@@ -43,6 +57,13 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Reply> {
         Command::Prune(args) => host::prune(ctx, &args),
         Command::Snapshot(args) => host::snapshot(ctx, &args),
         Command::Capabilities(args) => host::capabilities(ctx, args.vm.as_deref()),
+        Command::Up(args) => runtime::up(ctx, &args),
+        Command::Down(args) => runtime::down(ctx, args.vm.as_deref()),
+        Command::Wait(args) => runtime::wait(ctx, &args),
+        Command::Cp(args) => runtime::cp(ctx, &args),
+        Command::Screenshot(args) => runtime::screenshot(ctx, &args.vm),
+        Command::Mcp(args) => mcp::mcp(ctx, &args),
+        Command::Apply(args) | Command::Provision(args) => apply::apply(ctx, &args),
         other => Err(Error::Internal(format!(
             "`stoat {}` is not implemented in this build yet",
             other.wire_name()

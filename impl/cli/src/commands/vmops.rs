@@ -33,6 +33,7 @@ pub fn create(ctx: &Ctx, args: CreateArgs) -> Result<Reply> {
         allow_exec: args.allow_exec,
         agent_access: args.agent_access,
         display: args.display,
+        ..CreateSpec::default()
     };
     let stored = ops::create::create(root, &ctx.env, &spec)?;
     stoat_core::log::append(root, "info", &format!("created vm={}", stored.name));

@@ -20,7 +20,7 @@ pub fn ls(ctx: &Ctx, _args: &LsArgs) -> Result<Reply> {
     Ok(Reply::new(&LsData { vms }, human))
 }
 
-fn ls_human(vms: &[Vm]) -> String {
+pub(crate) fn ls_human(vms: &[Vm]) -> String {
     if vms.is_empty() {
         return "no VMs; create one with `stoat create <name> --image <id>`".into();
     }

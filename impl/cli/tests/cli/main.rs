@@ -8,3 +8,8 @@ mod test_host;
 mod test_recipes;
 mod test_vmops;
 mod test_images;
+mod test_runtime;
+mod test_mcp;
+mod test_mcp_client;
+mod test_apply;
+mod test_project;

@@ -506,7 +506,7 @@ fn snapshot_errors() {
     env.json(&["snapshot", "fresh", "t"]).error("no_disk");
     let _qemu = FakeQemu::start(&env, "work");
     let running = env.json(&["snapshot", "work", "t"]);
-    assert!(running.error("internal").contains("runtime"));
+    assert!(running.error("monitor_unreachable").contains("qmp.sock"));
     assert_eq!(
         env.run(&["snapshot", "work", "--restore"]).status.code(),
         Some(2)

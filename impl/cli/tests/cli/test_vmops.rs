@@ -286,7 +286,7 @@ fn create_records_share_recipes_params_access_and_display() {
             "--recipes",
             "docker",
             "--param",
-            "channel=test",
+            "user=me",
             "--allow-exec=false",
             "--agent-access",
             "observe",
@@ -303,7 +303,7 @@ fn create_records_share_recipes_params_access_and_display() {
     assert_eq!(vm["agent_access"], "observe");
     assert_eq!(vm["display"], "vnc");
     assert_eq!(vm["cpus"], 2);
-    assert!(env.vm_toml("w").contains("channel = \"test\""));
+    assert!(env.vm_toml("w").contains("user = \"me\""));
     let plain = env.json(&[
         "create",
         "p",

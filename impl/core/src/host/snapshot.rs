@@ -67,7 +67,7 @@ fn disk_path(vm: &StoredVm) -> PathBuf {
 pub fn list(root: &Root, env: &Env, name: &str) -> Result<SnapshotListData> {
     let vm = load_disk_vm(root, name)?;
     if vm.running_pid().is_some() {
-        return snapshot_running(&vm, None);
+        return running_list(&vm);
     }
     let disk = disk_path(&vm);
     let snapshots = if disk.exists() {
@@ -95,7 +95,12 @@ pub fn act(
     validate_tag(tag)?;
     let vm = load_disk_vm(root, name)?;
     if vm.running_pid().is_some() {
-        snapshot_running(&vm, Some((tag, action)))?;
+        running_act(&vm, tag, action)?;
+        return Ok(SnapshotActData {
+            vm: vm.name,
+            tag: tag.to_owned(),
+            action: action.as_str().to_owned(),
+        });
     }
     let disk = disk_path(&vm);
     if !disk.exists() {
@@ -142,13 +147,47 @@ fn delete_oldest(env: &Env, tag: &str, count: usize, disk: &Path) -> Result<()> 
     Ok(())
 }
 
-/// The seam for a running VM: online snapshots go through QEMU's monitor, which the runtime
-/// owns. Until it lands, this refuses rather than touching a disk QEMU has open.
-pub fn snapshot_running<T>(vm: &StoredVm, _request: Option<(&str, Action)>) -> Result<T> {
-    Err(Error::Internal(format!(
-        "{} is running: online snapshots need the runtime (QEMU monitor); stop it and retry",
-        vm.name
-    )))
+/// A running VM's snapshots, from the monitor's `info snapshots` (QEMU has the disk open).
+fn running_list(vm: &StoredVm) -> Result<SnapshotListData> {
+    let mut qmp = crate::runtime::connect_qmp(vm)?;
+    let rows = parse_table(&qmp.hmp("info snapshots")?);
+    Ok(SnapshotListData {
+        vm: vm.name.clone(),
+        snapshots: rows.into_iter().map(|row| row.snapshot).collect(),
+    })
+}
+
+/// savevm / loadvm / delvm through the monitor. Restore and delete of an unknown tag are
+/// `invalid_spec`, as offline; QEMU's refusals are `monitor_rejected` with what to do.
+fn running_act(vm: &StoredVm, tag: &str, action: Action) -> Result<()> {
+    let mut qmp = crate::runtime::connect_qmp(vm)?;
+    if action != Action::Save {
+        let rows = parse_table(&qmp.hmp("info snapshots")?);
+        if !rows.iter().any(|row| row.snapshot.tag == tag) {
+            return Err(Error::InvalidSpec(format!(
+                "{} has no snapshot named {tag:?}",
+                vm.name
+            )));
+        }
+    }
+    let verb = match action {
+        Action::Save => "savevm",
+        Action::Restore => "loadvm",
+        Action::Delete => "delvm",
+    };
+    qmp.hmp_silent(&format!("{verb} {tag}")).map_err(|error| {
+        let text = error.to_string();
+        if text.contains("VirtFS") || text.contains("9p") || text.contains("mount_tag") {
+            Error::MonitorRejected(format!(
+                "{text}; QEMU cannot snapshot a running VM while a 9p share is mounted in the guest: \
+                 unmount it in the guest (`sudo umount /mnt/work /mnt/host`) and retry, or \
+                 `stoat down {}` and snapshot it stopped",
+                vm.name
+            ))
+        } else {
+            Error::from(error)
+        }
+    })
 }
 
 fn list_rows(env: &Env, disk: &Path) -> Result<Vec<Row>> {

@@ -5,7 +5,6 @@
 //! Implements upstream facts §1.5 (create flags), §2 (name rules, ports, locks), §3 "Create
 //! image resolution", §12 item 9; stoat-json-v3 `create` → `{vm: VM}`.
 
-use std::collections::BTreeMap;
 use std::io::Read;
 
 use super::image_ref::{self, ResolvedImage, BACKENDS};
@@ -41,6 +40,10 @@ pub struct CreateSpec {
     pub allow_exec: bool,
     pub agent_access: Option<String>,
     pub display: Option<String>,
+    /// The absolute directory of the declaring stoat.toml, `""` outside a project.
+    pub project: String,
+    /// The declaration key in that stoat.toml, `""` outside a project.
+    pub key: String,
 }
 
 /// Creates the VM; returns it as saved.
@@ -94,7 +97,7 @@ fn plan(
     };
     let recipes = super::split_recipes(&spec.recipes);
     check_recipes_applicable(root, &os, &backend, &recipes)?;
-    let recipe_params = parse_params(&spec.params, &recipes)?;
+    let recipe_params = crate::recipes::params::for_create(root, &recipes, &spec.params)?;
     let cloudinit = backend == "cloudinit";
     let console_password = console_password_for(cloudinit, spec.console_password.as_deref())?;
     let sshuser = if cloudinit {
@@ -137,6 +140,8 @@ fn plan(
         allow_exec: Some(spec.allow_exec),
         agent_access,
         recipe_params,
+        project: spec.project.clone(),
+        key: spec.key.clone(),
         ..VmConfig::default()
     })
 }
@@ -240,39 +245,6 @@ fn random_hex(bytes: usize) -> Result<String> {
     Ok(hex::encode(buf))
 }
 
-/// Parses `--param` values into per-recipe tables; each must name one of the VM's recipes.
-// TODO(recipes): validate names and types against each recipe's declared params.
-fn parse_params(
-    params: &[String],
-    recipes: &[String],
-) -> Result<BTreeMap<String, BTreeMap<String, String>>> {
-    let mut tables: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    for param in params {
-        let invalid = |why: &str| Error::InvalidSpec(format!("--param {param:?}: {why}"));
-        let (key, value) = param
-            .split_once('=')
-            .ok_or_else(|| invalid("want recipe.param=value"))?;
-        let (recipe, key) = match key.split_once('.') {
-            Some((recipe, key)) => (recipe.trim().to_owned(), key.trim()),
-            None if recipes.len() == 1 => (recipes[0].clone(), key.trim()),
-            None => return Err(invalid("say which recipe: recipe.param=value")),
-        };
-        if key.is_empty() {
-            return Err(invalid("the parameter name is empty"));
-        }
-        if !recipes.contains(&recipe) {
-            return Err(invalid(&format!(
-                "{recipe} is not one of this VM's recipes"
-            )));
-        }
-        tables
-            .entry(recipe)
-            .or_default()
-            .insert(key.to_owned(), value.to_owned());
-    }
-    Ok(tables)
-}
-
 /// Makes `shared/<name>` (0700) and, in disk mode, the empty qcow2 disk.
 fn finish_directories(root: &Root, env: &Env, stored: &StoredVm) -> Result<()> {
     super::make_shared_dir(root, &stored.name)?;
@@ -328,10 +300,10 @@ mod tests {
     fn params_name_a_recipe() {
         let recipes = vec!["docker".to_owned()];
         let tables =
-            parse_params(&["channel=test".into(), "docker.user=me".into()], &recipes).unwrap();
+            crate::recipes::params::parse_args(&["channel=test".into(), "docker.user=me".into()], &recipes).unwrap();
         assert_eq!(tables["docker"]["channel"], "test");
         assert_eq!(tables["docker"]["user"], "me");
-        assert!(parse_params(&["xfce.a=b".into()], &recipes).is_err());
-        assert!(parse_params(&["novalue".into()], &recipes).is_err());
+        assert!(crate::recipes::params::parse_args(&["xfce.a=b".into()], &recipes).is_err());
+        assert!(crate::recipes::params::parse_args(&["novalue".into()], &recipes).is_err());
     }
 }

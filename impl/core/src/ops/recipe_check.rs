@@ -24,28 +24,40 @@ pub fn check_recipes_applicable(
 mod tests {
     use super::*;
 
+    fn write_recipe(root: &Root, name: &str, extra: &str) {
+        let dir = root.recipes().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("recipe.toml"),
+            format!("name = \"{name}\"\nscript = \"install.sh\"\n{extra}"),
+        )
+        .unwrap();
+        std::fs::write(dir.join("install.sh"), "#!/bin/sh\ntrue\n").unwrap();
+    }
+
     #[test]
     fn missing_and_other_os_recipes_are_refused() {
         let temp = tempfile::tempdir().unwrap();
         let root = Root::at(temp.path());
-        let dir = root.recipes().join("xfce");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("recipe.toml"),
-            "name = \"xfce\"\nos = [\"alpine\", \"debian\"]\n",
-        )
-        .unwrap();
-        let any = root.recipes().join("any");
-        std::fs::create_dir_all(&any).unwrap();
-        std::fs::write(any.join("recipe.toml"), "name = \"any\"\n").unwrap();
+        root.ensure().unwrap();
+        write_recipe(&root, "alpinetool", "os = [\"alpine\", \"debian\"]\n");
+        write_recipe(&root, "any", "");
         let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert!(
-            check_recipes_applicable(&root, "alpine", "apkovl", &names(&["xfce", "any"])).is_ok()
-        );
-        assert!(check_recipes_applicable(&root, "fedora", "cloudinit", &names(&["xfce"])).is_err());
-        assert!(
-            check_recipes_applicable(&root, "fedora", "cloudinit", &names(&["ghost"])).is_err()
-        );
-        assert!(check_recipes_applicable(&root, "fedora", "cloudinit", &names(&["../x"])).is_err());
+        check_recipes_applicable(&root, "alpine", "apkovl", &names(&["alpinetool", "any"]))
+            .unwrap();
+        for (os, name) in [
+            ("fedora", "alpinetool"),
+            ("fedora", "ghost"),
+            ("fedora", "../x"),
+        ] {
+            let err =
+                check_recipes_applicable(&root, os, "cloudinit", &names(&[name])).unwrap_err();
+            assert_eq!(
+                err.code(),
+                stoat_wire::ErrorCode::RecipeNotApplicable,
+                "{name}: {err}"
+            );
+        }
+        check_recipes_applicable(&root, "fedora", "cloudinit", &[]).unwrap();
     }
 }

@@ -20,8 +20,7 @@ use super::manifest::{Manifest, MANIFEST_FILE};
 use crate::guests::GuestDef;
 use crate::{Error, Result, Root};
 
-/// The file that marks a project directory.
-pub const PROJECT_FILE: &str = "stoat.toml";
+pub use crate::project::PROJECT_FILE;
 /// The global (git-added) recipes, under `<root>/recipes/`.
 pub const REMOTE_DIR: &str = ".remote";
 
@@ -70,12 +69,10 @@ pub struct Catalog {
     pub found: Vec<Found>,
 }
 
-/// Returns the nearest directory at or above `start` holding a `stoat.toml`.
+/// Returns the nearest directory at or above `start` holding a `stoat.toml` (the project
+/// module's walk: one implementation).
 pub fn find_project(start: &Path) -> Option<PathBuf> {
-    start
-        .ancestors()
-        .find(|dir| dir.join(PROJECT_FILE).is_file())
-        .map(Path::to_path_buf)
+    crate::project::find(start)
 }
 
 /// Returns the search roots in search order.

@@ -5,10 +5,15 @@
 //! Every reader goes through [`Catalog::load`], which installs the bundled recipes lazily: only
 //! the commands that read recipes pay for it, never `ls` or `version`.
 
+pub mod apply;
 pub mod bundled;
 pub mod catalog;
+pub mod guest_shell;
 pub mod manifest;
+pub mod params;
+pub mod plan;
 pub mod scaffold;
+pub mod seed;
 
 use std::collections::BTreeMap;
 

@@ -3,9 +3,9 @@
 mod config;
 mod store;
 
-pub use config::{describe_toml_error, AppliedRecipe, ForwardConfig, VmConfig};
 /// Whether a VM is running: one implementation, shared with the QEMU launcher.
 pub use crate::qemu::launch::running as running_pid;
+pub use config::{describe_toml_error, AppliedRecipe, ForwardConfig, VmConfig};
 pub use store::{
     check_name, list, load, load_ok, save, save_new, write_atomically, Loaded, StoredVm,
 };

@@ -1,4 +1,5 @@
-//! The MCP-related DTOs the CLI prints: `mcp doctor` and `mcp install`.
+//! The MCP DTOs: `mcp doctor` and `mcp install` data, and the tool results whose shape differs
+//! from the CLI row (CopyResult, ForwardList, ApplyResult, wait's healthy).
 
 use serde::Serialize;
 
@@ -29,4 +30,33 @@ pub struct McpInstallData {
     pub client: String,
     pub path: String,
     pub json: String,
+}
+
+/// MCP `copy_to` / `copy_from` result: `local` is the resolved host path inside the VM's
+/// export; `to_remote` is true for copy_to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CopyResult {
+    pub vm: String,
+    pub local: String,
+    pub remote: String,
+    pub to_remote: bool,
+}
+
+/// MCP `forward` result: the VM's forwards after the call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ForwardList {
+    pub forwards: Vec<super::Forward>,
+}
+
+/// MCP `apply_recipes` result: the VM and its stored per-recipe state after the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApplyResult {
+    pub vm: String,
+    pub recipes_detail: Vec<super::RecipeDetail>,
+}
+
+/// MCP `wait` result: whether the VM reached the state asked for in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct WaitResult {
+    pub healthy: bool,
 }

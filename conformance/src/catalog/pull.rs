@@ -1,0 +1,240 @@
+//! Owns the `pull` and after-pull `images` checks, against a loopback HTTP server the suite
+//! starts itself and a `STOAT_CATALOG` file pointing the SUT at it (contract "Streaming",
+//! the pull row of "Per-command data", the download error codes). These are the scenarios
+//! that make a SUT stream `progress` events, so ENV.event-data and ENV.ok-only-on-result
+//! judge real events here.
+
+use serde_json::{json, Value};
+
+use super::helpers::{expect_eq, str_at};
+use super::{from_design, scenario, CheckDef, Tier};
+use crate::error::HarnessError;
+use crate::finding::Level::Must;
+use crate::run::{Case, Ran};
+use crate::sandbox::{ImageFiles, Sandbox};
+
+pub(super) const CHECKS: &[CheckDef] = &[
+    scenario("PULL.progress-monotonic", Must, Tier::Pure, "json-v3#streaming", "progress fires only when the percentage changes, not per read.",
+        "`pull` streams progress events {id, done, total, percent} before its result: percent strictly increasing, done never above total", &["pull", "events"], progress_monotonic),
+    scenario("PULL.result-shape", Must, Tier::Pure, "json-v3#per-command-data", "pull {\"id\":\"alpine-virt\",\"downloaded\":true,\"verified\":true,\"checksum_available\":true}",
+        "`pull` of an image with a checksum file answers {id, downloaded: true, verified: true, checksum_available: true}", &["pull"], result_shape),
+    from_design(scenario("PULL.verified", Must, Tier::Pure, "design#decisions", "tests on a loopback server",
+        "after `pull`, isos/ holds exactly the served bytes under the URL's file name, no partial file, and the checksum file was fetched", &["pull"], verified)),
+    scenario("PULL.checksum-mismatch", Must, Tier::Pure, "json-v3#error-codes", "checksum_mismatch the downloaded bytes do not match the published digest",
+        "bytes whose digest differs from SHA256SUMS fail with checksum_mismatch and leave no file in isos/", &["pull", "errors"], checksum_mismatch),
+    scenario("PULL.download-failed-404", Must, Tier::Pure, "json-v3#error-codes", "download_failed a mirror or a checksum file did not answer with the image",
+        "a mirror answering 404 fails with download_failed and leaves no file in isos/", &["pull", "errors"], download_failed),
+    scenario("IMAGES.file-bare-name", Must, Tier::Pure, "json-v3#types", "Image.file is a bare filename under the data root's isos/, never an absolute path.",
+        "after `pull tiny`, `images` lists tiny downloaded, file the bare name tiny.img, bytes exact (bytes_exact true), byo false", &["images", "pull"], images_after_pull),
+];
+
+/// A sandbox whose `STOAT_CATALOG` names the loopback server's images.
+fn with_catalog(case: &Case<'_>) -> Result<(Sandbox, ImageFiles), HarnessError> {
+    let files = ImageFiles::start(case.seed())?;
+    let mut sandbox = case.sandbox()?;
+    let path = sandbox.root.join("catalog.toml");
+    std::fs::write(&path, &files.catalog).map_err(|e| HarnessError::io(&path, e))?;
+    sandbox.set_env("STOAT_CATALOG", &path.to_string_lossy());
+    Ok((sandbox, files))
+}
+
+/// The entries of `<root>/isos` (empty when it does not exist).
+fn isos_entries(sandbox: &Sandbox) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(sandbox.data.join("isos"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn progress_events(ran: &Ran) -> Vec<Value> {
+    ran.judgement
+        .events()
+        .into_iter()
+        .filter(|e| e.get("type").and_then(Value::as_str) == Some("progress"))
+        .cloned()
+        .collect()
+}
+
+fn progress_monotonic(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let (sandbox, _files) = with_catalog(case)?;
+    let ran = case.json(&sandbox, &["pull", "tiny"])?;
+    if case.expect_ok(&ran).is_none() {
+        return Ok(());
+    }
+    let events = progress_events(&ran);
+    if !case.ensure(
+        !events.is_empty(),
+        "stdout",
+        "a pull that downloaded 1 MiB emitted no progress event",
+    ) {
+        return Ok(());
+    }
+    let mut last_percent: Option<i64> = None;
+    let mut last_done = 0i64;
+    for (index, event) in events.iter().enumerate() {
+        let at = |field: &str| format!("progress {}/data/{field}", index + 1);
+        let number = |field: &str| {
+            event
+                .pointer(&format!("/data/{field}"))
+                .and_then(Value::as_i64)
+        };
+        let (Some(done), Some(total), Some(percent)) =
+            (number("done"), number("total"), number("percent"))
+        else {
+            case.fail(
+                at(""),
+                format!(
+                    "progress data needs integer done, total, percent: {}",
+                    event["data"]
+                ),
+            );
+            continue;
+        };
+        expect_eq(case, &event["data"], "/id", &json!("tiny"));
+        case.ensure(
+            done <= total,
+            &at("done"),
+            format!("done {done} is above total {total}"),
+        );
+        case.ensure(
+            done >= last_done,
+            &at("done"),
+            format!("done went backwards: {last_done} then {done}"),
+        );
+        if let Some(previous) = last_percent {
+            case.ensure(
+                percent > previous,
+                &at("percent"),
+                format!("percent {percent} after {previous}: progress fires only when the percentage changes"),
+            );
+        }
+        last_percent = Some(percent);
+        last_done = done;
+    }
+    Ok(())
+}
+
+fn result_shape(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let (sandbox, _files) = with_catalog(case)?;
+    let ran = case.json(&sandbox, &["pull", "tiny"])?;
+    if let Some(data) = case.expect_ok(&ran).cloned() {
+        expect_eq(case, &data, "/id", &json!("tiny"));
+        expect_eq(case, &data, "/downloaded", &json!(true));
+        expect_eq(case, &data, "/verified", &json!(true));
+        expect_eq(case, &data, "/checksum_available", &json!(true));
+    }
+    Ok(())
+}
+
+fn verified(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let (sandbox, files) = with_catalog(case)?;
+    let ran = case.json(&sandbox, &["pull", "tiny"])?;
+    if case.expect_ok(&ran).is_none() {
+        return Ok(());
+    }
+    let path = sandbox.data.join("isos").join("tiny.img");
+    match std::fs::read(&path) {
+        Ok(bytes) => {
+            case.ensure(
+                bytes == files.payload,
+                "isos/tiny.img",
+                format!(
+                    "the pulled file holds {} bytes that differ from the {} served",
+                    bytes.len(),
+                    files.payload.len()
+                ),
+            );
+        }
+        Err(_) => case.fail(
+            "isos/tiny.img",
+            "pull answered ok but isos/tiny.img does not exist",
+        ),
+    }
+    let entries = isos_entries(&sandbox);
+    case.ensure(
+        entries == ["tiny.img"],
+        "isos/",
+        format!("after one pull isos/ should hold only tiny.img, holds {entries:?}"),
+    );
+    let requests = files.server.requests();
+    case.ensure(
+        requests.iter().any(|r| r == "/SHA256SUMS"),
+        "http",
+        format!("verified:true without fetching the checksum file (requests: {requests:?})"),
+    );
+    Ok(())
+}
+
+fn failed_pull_leaves_nothing(
+    case: &mut Case<'_>,
+    id: &str,
+    code: &str,
+) -> Result<(), HarnessError> {
+    let (sandbox, _files) = with_catalog(case)?;
+    let ran = case.json(&sandbox, &["pull", id])?;
+    case.expect_error(&ran, code);
+    let entries = isos_entries(&sandbox);
+    case.ensure(
+        entries.is_empty(),
+        "isos/",
+        format!("a failed pull left files behind in isos/: {entries:?}"),
+    );
+    Ok(())
+}
+
+fn checksum_mismatch(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    failed_pull_leaves_nothing(case, "bad", "checksum_mismatch")
+}
+
+fn download_failed(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    failed_pull_leaves_nothing(case, "gone", "download_failed")
+}
+
+fn images_after_pull(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let (sandbox, _files) = with_catalog(case)?;
+    let pulled = case.json(&sandbox, &["pull", "tiny"])?;
+    if case.expect_ok(&pulled).is_none() {
+        return Ok(());
+    }
+    let ran = case.json(&sandbox, &["images"])?;
+    let Some(data) = case.expect_ok(&ran).cloned() else {
+        return Ok(());
+    };
+    let images = data
+        .get("images")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let Some(index) = images.iter().position(|i| str_at(i, "/id") == Some("tiny")) else {
+        case.fail(
+            "/data/images",
+            "images does not list the catalog image tiny",
+        );
+        return Ok(());
+    };
+    let row = &images[index];
+    let pointer = |field: &str| format!("/images/{index}/{field}");
+    expect_eq(case, &data, &pointer("file"), &json!("tiny.img"));
+    expect_eq(case, &data, &pointer("downloaded"), &json!(true));
+    expect_eq(
+        case,
+        &data,
+        &pointer("bytes"),
+        &json!(crate::sandbox::http::IMAGE_BYTES),
+    );
+    expect_eq(case, &data, &pointer("bytes_exact"), &json!(true));
+    expect_eq(case, &data, &pointer("byo"), &json!(false));
+    let file = str_at(row, "/file").unwrap_or("");
+    case.ensure(
+        !file.contains('/'),
+        &pointer("file"),
+        format!("file must be a bare filename, got {file:?}"),
+    );
+    Ok(())
+}

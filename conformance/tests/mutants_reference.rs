@@ -1,0 +1,157 @@
+//! The mutant kit against the REFERENCE stoat: each mutation operator wraps the reference
+//! (`stoat-conformance mutate --op OP -- <stoat>`) and must be caught, i.e. some check that
+//! passes on the unmutated reference fails on the mutant; the benign operators must flag
+//! nothing that passes on the reference. Prints which checks caught each mutant.
+//!
+//! Independence: conformance never depends on impl/ crates, so the reference is found by
+//! path (`../target/debug/stoat`, or `STOAT_REFERENCE`); without one the test prints SKIPPED.
+//! An operator whose trigger scenarios all fail on the reference itself (a command the
+//! reference does not implement yet) cannot be exercised: it is listed as NOT EXERCISED,
+//! never counted as caught.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use stoat_conformance::mutate::{triggers, OPERATORS};
+use stoat_conformance::report::Report;
+use stoat_conformance::run::{self, RunConfig, Selection, Status, Sut};
+
+fn reference() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("STOAT_REFERENCE") {
+        return Some(PathBuf::from(path));
+    }
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/stoat");
+    path.is_file()
+        .then(|| std::fs::canonicalize(&path).unwrap_or(path))
+}
+
+fn run_suite(sut: Vec<String>, include: Vec<String>, skip_smoke: bool) -> Report {
+    let config = RunConfig {
+        sut: Sut::from_argv(&sut).expect("sut"),
+        fakes: Some(PathBuf::from(env!("CARGO_BIN_EXE_stoat-fake"))),
+        selection: Selection {
+            include,
+            ..Default::default()
+        },
+        jobs: 2,
+        seed: 42,
+        timeout: Duration::from_secs(30),
+        baseline: None,
+        skip_smoke,
+        oracle: None,
+        guest: None,
+    };
+    let mut report = Report::default();
+    run::run(config, &mut |event| report.absorb(event)).expect("the harness runs");
+    report
+}
+
+fn with_status(report: &Report, wanted: &[Status]) -> BTreeSet<String> {
+    report
+        .checks
+        .iter()
+        .filter(|c| wanted.contains(&c.status))
+        .map(|c| c.id.clone())
+        .collect()
+}
+
+/// What a mutant run selects: the operator's triggers and named checks, plus the oracle.
+fn selection_for(op: &str, caught_by: &[&str]) -> Vec<String> {
+    let mut include: Vec<String> = triggers(op).iter().map(|s| s.to_string()).collect();
+    include.extend(caught_by.iter().map(|s| s.to_string()));
+    include.extend(
+        [
+            "ENV.*",
+            "EXIT.*",
+            "LEAK.*",
+            "LIST.*",
+            "EXEC.*",
+            "SANDBOX.*",
+            "SCHEMA.*",
+        ]
+        .map(String::from),
+    );
+    include
+}
+
+#[test]
+fn every_mutant_of_the_reference_is_caught() {
+    let Some(stoat) = reference() else {
+        println!("SKIPPED: no reference stoat at ../target/debug/stoat (cargo build -p stoat-cli) and STOAT_REFERENCE unset");
+        return;
+    };
+    let stoat = stoat.display().to_string();
+    let clean = run_suite(vec![stoat.clone()], Vec::new(), false);
+    assert!(
+        !clean.smoke_failed,
+        "the reference fails the smoke stage: {:?}",
+        clean.smoke
+    );
+    let passing = with_status(&clean, &[Status::Passed]);
+
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<Report>>> = OPERATORS.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..3 {
+            scope.spawn(|| loop {
+                let index = next.fetch_add(1, Ordering::SeqCst);
+                let Some(op) = OPERATORS.get(index) else {
+                    break;
+                };
+                let sut = vec![
+                    env!("CARGO_BIN_EXE_stoat-conformance").to_string(),
+                    "mutate".into(),
+                    "--op".into(),
+                    op.name.into(),
+                    "--".into(),
+                    stoat.clone(),
+                ];
+                let report = run_suite(sut, selection_for(op.name, op.caught_by), true);
+                *slots[index].lock().expect("slot") = Some(report);
+            });
+        }
+    });
+
+    let mut failures = Vec::new();
+    let mut not_exercised = Vec::new();
+    for (op, slot) in OPERATORS.iter().zip(slots) {
+        let report = slot.into_inner().expect("slot").expect("every mutant ran");
+        let flagged = with_status(&report, &[Status::Failed, Status::Crashed, Status::Warned]);
+        let newly: Vec<&String> = flagged.iter().filter(|id| passing.contains(*id)).collect();
+        if op.caught_by.is_empty() {
+            println!("benign  {:<24} flagged by {newly:?}", op.name);
+            if !newly.is_empty() {
+                failures.push(format!(
+                    "benign operator {} was flagged by {newly:?}",
+                    op.name
+                ));
+            }
+            continue;
+        }
+        let exercisable = triggers(op.name).iter().any(|t| passing.contains(*t));
+        if !newly.is_empty() {
+            println!("caught  {:<24} by {newly:?}", op.name);
+        } else if exercisable {
+            failures.push(format!(
+                "mutant {} ({}) was not caught: nothing that passes on the reference failed; flagged: {flagged:?}",
+                op.name, op.breaks
+            ));
+        } else {
+            println!(
+                "NOT EXERCISED {:<18} its trigger scenarios {:?} fail on the reference itself",
+                op.name,
+                triggers(op.name)
+            );
+            not_exercised.push(op.name);
+        }
+    }
+    println!(
+        "{} operators, {} not exercisable on this reference: {not_exercised:?}",
+        OPERATORS.len(),
+        not_exercised.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -1,0 +1,62 @@
+//! `apply` (and its hidden alias `provision`, which answers `cmd:"apply"`), `up`'s apply after
+//! boot, and the remote recipe subcommands (stoat-json-v3 `apply`, `apply --dry-run`,
+//! "Streaming", `recipe add|lock|sync|update|rm|search`). The work is in
+//! `stoat_core::recipes::{apply, remote}`.
+
+use stoat_core::recipes::apply::{self, ApplyRequest};
+use stoat_core::{Error, Result};
+use stoat_wire::dto::ApplyData;
+
+use crate::ctx::Ctx;
+use crate::grammar::ApplyArgs;
+use crate::Reply;
+
+/// `apply <vm> [--only a,b] [--dry-run] [--param r.p=v]`.
+pub fn apply(ctx: &Ctx, args: &ApplyArgs) -> Result<Reply> {
+    let name = args
+        .vm
+        .as_deref()
+        .ok_or_else(|| Error::Usage("apply needs a VM name".into()))?;
+    let request = ApplyRequest {
+        only: args
+            .only
+            .iter()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect(),
+        params: args.params.clone(),
+    };
+    let root = ctx.root()?;
+    if args.dry_run {
+        let data = apply::dry_run(root, name, &request)?;
+        let human: String = if data.plan.is_empty() {
+            format!("{} has no recipes to plan\n", data.vm)
+        } else {
+            data.plan
+                .iter()
+                .map(|p| format!("{:<4} {:<16} {}\n", p.action, p.name, p.reason))
+                .collect()
+        };
+        return Ok(Reply::new(&data, human));
+    }
+    let data = apply::apply(root, &ctx.env, name, &request, ctx.sink(), &ctx.cancel)?;
+    let human = apply_human(&data);
+    Ok(Reply::new(&data, human))
+}
+
+/// The human summary of an apply.
+pub fn apply_human(data: &ApplyData) -> String {
+    if !data.skipped_reason.is_empty() {
+        format!("{}: nothing applied: {}", data.vm, data.skipped_reason)
+    } else {
+        format!("{}: recipes applied: {}", data.vm, data.applied.join(", "))
+    }
+}
+
+/// `up`'s apply after boot: waits for ssh and applies the VM's recipes, streaming the events
+/// (they carry the invoking command's `cmd`, so `"up"`). Nothing happens when no recipe would
+/// run.
+pub fn after_boot(ctx: &Ctx, name: &str) -> Result<Option<ApplyData>> {
+    let root = ctx.root()?;
+    apply::after_boot(root, &ctx.env, name, ctx.sink(), &ctx.cancel)
+}

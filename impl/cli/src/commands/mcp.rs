@@ -1,0 +1,68 @@
+//! `mcp`: with no subcommand, serve MCP over stdio (never under --json: MCP owns stdout);
+//! `mcp doctor` and `mcp install <client>` (stoat-json-v3 "mcp doctor", "mcp install").
+
+use stoat_core::{Error, Result};
+use stoat_wire::dto::{McpDoctorData, McpInstallData};
+
+use crate::ctx::Ctx;
+use crate::grammar::{McpArgs, McpCommand};
+use crate::mcp::{clients, server};
+use crate::{human, Reply};
+
+/// `mcp [doctor | install <client>]`.
+pub fn mcp(ctx: &Ctx, args: &McpArgs) -> Result<Reply> {
+    match &args.action {
+        None if ctx.json => Err(Error::Usage(
+            "`stoat mcp` speaks MCP (JSON-RPC) on stdin/stdout, not JSON lines; run it without --json".into(),
+        )),
+        None => {
+            server::serve(ctx.env.clone(), ctx.cancel.clone())?;
+            Ok(Reply::new(&serde_json::json!({}), ""))
+        }
+        Some(McpCommand::Doctor) => {
+            let data = clients::doctor(&ctx.env, &this_binary()?)?;
+            let human = doctor_human(&data);
+            Ok(Reply::new(&data, human))
+        }
+        Some(McpCommand::Install(install)) => {
+            let data = clients::install(&ctx.env, &this_binary()?, &install.client)?;
+            let human = install_human(&data);
+            Ok(Reply::new(&data, human))
+        }
+    }
+}
+
+fn this_binary() -> Result<std::path::PathBuf> {
+    std::env::current_exe().map_err(|e| Error::io("find this executable", e))
+}
+
+fn doctor_human(data: &McpDoctorData) -> String {
+    let rows: Vec<Vec<String>> = data
+        .clients
+        .iter()
+        .map(|c| {
+            let state = match (c.installed, c.current) {
+                (false, _) => "not installed".to_owned(),
+                (true, true) => "current".to_owned(),
+                (true, false) => format!("stale: {}", c.command),
+            };
+            vec![c.client.clone(), state, c.path.clone()]
+        })
+        .collect();
+    let mut out = format!(
+        "stoat {} serves MCP over {} (contract {}): {} mcp\n",
+        data.version, data.transport, data.contract, data.binary
+    );
+    out.push_str(&human::table(&["CLIENT", "STOAT ENTRY", "CONFIG"], &rows));
+    if data.clients.iter().any(|c| !c.current) {
+        out.push_str("add or refresh an entry with: stoat mcp install <client>\n");
+    }
+    out
+}
+
+fn install_human(data: &McpInstallData) -> String {
+    format!(
+        "added stoat to {} ({}); restart the client to pick it up\n",
+        data.client, data.path
+    )
+}

@@ -1,0 +1,181 @@
+//! Commands that run a VM or reach into a running one: up, down, wait, exec, cp, screenshot
+//! (stoat-json-v3 per-command data; the work lives in `stoat_core::runtime`).
+
+use std::io::Write;
+
+use stoat_core::runtime::{cp, down, exec, screenshot, up, wait};
+use stoat_core::{Error, Result};
+use stoat_wire::dto::{CopyDirection, ExecData, VmData};
+use stoat_wire::StreamBytes;
+
+use crate::ctx::Ctx;
+use crate::grammar::{CpArgs, UpArgs, WaitArgs};
+use crate::{ExecArgs, Reply};
+
+/// `up <vm> [--no-apply]`: boot, then (unless `--no-apply`) apply the VM's recipes, whose
+/// `stage`/`log` events stream with `cmd:"up"` before the `{vm}` result, re-read last.
+pub fn up(ctx: &Ctx, args: &UpArgs) -> Result<Reply> {
+    let name = required_vm("up", args.vm.as_deref())?;
+    let root = ctx.root()?;
+    ctx.note(&format!("starting {name}..."));
+    let vm = up::up(root, &ctx.env, name)?;
+    let mut human = format!("{} started (ssh :{})", vm.name, vm.ssh_port);
+    if args.no_apply {
+        return Ok(Reply::new(&VmData { vm }, human));
+    }
+    if let Some(applied) = super::apply::after_boot(ctx, name)? {
+        human.push('\n');
+        human.push_str(&super::apply::apply_human(&applied));
+    }
+    let vm = stoat_core::vm::load(root, name)?.to_wire(&ctx.env);
+    Ok(Reply::new(&VmData { vm }, human))
+}
+
+/// `down <vm>`.
+pub fn down(ctx: &Ctx, vm: Option<&str>) -> Result<Reply> {
+    let name = required_vm("down", vm)?;
+    let vm = down::down(ctx.root()?, &ctx.env, name)?;
+    let human = if vm.state == stoat_wire::dto::VmState::Running {
+        format!("{} is still stopping", vm.name)
+    } else {
+        format!("{} stopped", vm.name)
+    };
+    Ok(Reply::new(&VmData { vm }, human))
+}
+
+/// `wait <vm> --until X --timeout D`.
+pub fn wait(ctx: &Ctx, args: &WaitArgs) -> Result<Reply> {
+    let name = required_vm("wait", args.vm.as_deref())?;
+    let until = wait::Until::parse(&args.until)?;
+    let data = wait::wait(ctx.root()?, name, until, args.timeout, &ctx.cancel)?;
+    let human = format!("{} reached {} ({}ms)", data.vm, data.until, data.waited_ms);
+    Ok(Reply::new(&data, human))
+}
+
+/// `exec <vm> <cmd>...`: under --json exit 0 whenever the command ran; in human mode the
+/// guest's bytes go to our stdout/stderr and its status becomes ours.
+pub fn exec(ctx: &Ctx, args: ExecArgs) -> Result<Reply> {
+    let out = exec::exec(ctx.root()?, &ctx.env, &args.vm, &args.command, !ctx.json)?;
+    if ctx.json {
+        let data = ExecData {
+            vm: out.vm,
+            exit_code: out.exit_code,
+            stdout: StreamBytes::from_bytes(out.stdout),
+            stderr: StreamBytes::from_bytes(out.stderr),
+        };
+        return Ok(Reply::new(&data, ""));
+    }
+    let _ = std::io::stdout().write_all(&out.stdout);
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().write_all(&out.stderr);
+    let exit_code = out.exit_code;
+    let data = ExecData {
+        vm: out.vm,
+        exit_code,
+        stdout: StreamBytes::Text(String::new()),
+        stderr: StreamBytes::Text(String::new()),
+    };
+    Ok(Reply::new(&data, "").with_human_exit(exit_code))
+}
+
+/// `cp <vm>:<remote> <local>`, `cp <local> <vm>:<remote>`, or the flag form.
+pub fn cp(ctx: &Ctx, args: &CpArgs) -> Result<Reply> {
+    let request = parse_cp(args)?;
+    let cwd = std::env::current_dir().map_err(|e| Error::io("read the current directory", e))?;
+    let data = cp::copy(ctx.root()?, &ctx.env, &cwd, &request)?;
+    let human = match data.direction {
+        CopyDirection::ToGuest => format!("copied {} to {}:{}", data.local, data.vm, data.remote),
+        CopyDirection::FromGuest => format!("copied {}:{} to {}", data.vm, data.remote, data.local),
+    };
+    Ok(Reply::new(&data, human))
+}
+
+/// `screenshot <vm>`.
+pub fn screenshot(ctx: &Ctx, name: &str) -> Result<Reply> {
+    let data = screenshot::screenshot(ctx.root()?, name)?;
+    let human = format!(
+        "{} ({}x{}, {} bytes)",
+        data.path, data.width, data.height, data.bytes
+    );
+    Ok(Reply::new(&data, human))
+}
+
+fn required_vm<'a>(cmd: &str, vm: Option<&'a str>) -> Result<&'a str> {
+    vm.ok_or_else(|| Error::Usage(format!("{cmd} needs a VM name")))
+}
+
+/// Exactly one form: positional (one side `vm:path`) or all four flags.
+fn parse_cp(args: &CpArgs) -> Result<cp::CopyRequest> {
+    let any_flag = args.vm.is_some()
+        || args.direction.is_some()
+        || args.local.is_some()
+        || args.remote.is_some();
+    let any_positional = args.src.is_some() || args.dst.is_some();
+    match (any_positional, any_flag) {
+        (true, true) => Err(Error::Usage(
+            "cp: give either `<src> <dst>` or --vm/--direction/--local/--remote, not both".into(),
+        )),
+        (false, true) => parse_cp_flags(args),
+        (true, false) => match (&args.src, &args.dst) {
+            (Some(src), Some(dst)) => parse_cp_positional(src, dst),
+            _ => Err(Error::Usage("cp needs a source and a destination".into())),
+        },
+        (false, false) => Err(Error::Usage(
+            "cp needs `<vm>:<remote> <local>` or `<local> <vm>:<remote>`".into(),
+        )),
+    }
+}
+
+fn parse_cp_flags(args: &CpArgs) -> Result<cp::CopyRequest> {
+    let (Some(vm), Some(direction), Some(local), Some(remote)) =
+        (&args.vm, &args.direction, &args.local, &args.remote)
+    else {
+        return Err(Error::Usage(
+            "cp: the flag form needs all of --vm, --direction, --local and --remote".into(),
+        ));
+    };
+    let direction = match direction.as_str() {
+        "to" => CopyDirection::ToGuest,
+        "from" => CopyDirection::FromGuest,
+        other => {
+            return Err(Error::Usage(format!(
+                "cp: --direction must be to or from, not {other:?}"
+            )))
+        }
+    };
+    Ok(cp::CopyRequest {
+        vm: vm.clone(),
+        direction,
+        local: local.clone(),
+        remote: remote.clone(),
+    })
+}
+
+fn parse_cp_positional(src: &str, dst: &str) -> Result<cp::CopyRequest> {
+    let (request, direction) = match (src.split_once(':'), dst.split_once(':')) {
+        (Some((vm, remote)), None) => ((vm, remote, dst), CopyDirection::FromGuest),
+        (None, Some((vm, remote))) => ((vm, remote, src), CopyDirection::ToGuest),
+        (Some(_), Some(_)) => {
+            return Err(Error::Usage(
+                "cp: only one side may name a VM (`<vm>:<path>`)".into(),
+            ))
+        }
+        (None, None) => {
+            return Err(Error::Usage(
+                "cp: one side must name a VM as `<vm>:<path>`".into(),
+            ))
+        }
+    };
+    let (vm, remote, local) = request;
+    if vm.is_empty() {
+        return Err(Error::Usage(
+            "cp: `:<path>` names no VM; use `<vm>:<path>`".into(),
+        ));
+    }
+    Ok(cp::CopyRequest {
+        vm: vm.to_owned(),
+        direction,
+        local: local.to_owned(),
+        remote: remote.to_owned(),
+    })
+}

@@ -1,0 +1,502 @@
+//! The MCP server's JSON-RPC 2.0 loop over stdio: one JSON message per line in, one per line
+//! out, and nothing else ever on the protocol's stdout (fd 1 is pointed at stderr and fd 0 at
+//! /dev/null for the rest of the process, so neither stoat nor a child tool can corrupt or
+//! steal the stream). Bad input gets a JSON-RPC error, never an exit.
+//!
+//! Methods: initialize (version negotiation), ping, tools/list, tools/call; notifications are
+//! never answered. Tool failures are tool results (`isError:true`, `{code, message}`).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::FromRawFd;
+use std::panic::{self, AssertUnwindSafe};
+use std::time::Instant;
+
+use serde_json::{json, Map, Value};
+use stoat_core::{Cancel, Env, Error, Result};
+
+use super::guards;
+use super::rate::RateLimiter;
+use super::tools::{self, Args, Tool};
+use crate::ctx::Ctx;
+
+/// The protocol versions this server speaks, newest first.
+pub const PROTOCOL_VERSIONS: &[&str] = &["2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The longest message read; a longer line is answered with a parse error and skipped.
+const MAX_LINE: u64 = 16 * 1024 * 1024;
+
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+
+/// A JSON-RPC error.
+#[derive(Debug)]
+struct RpcError {
+    code: i64,
+    message: String,
+}
+
+fn rpc_error(code: i64, message: impl Into<String>) -> RpcError {
+    RpcError {
+        code,
+        message: message.into(),
+    }
+}
+
+/// One session's state.
+pub struct Server {
+    env: Env,
+    cancel: Cancel,
+    limiter: RateLimiter,
+    protocol: &'static str,
+}
+
+impl Server {
+    /// A server for `env`; a bad `STOAT_MCP_RATE*` value is `usage`.
+    pub fn new(env: Env, cancel: Cancel) -> Result<Server> {
+        let limiter = RateLimiter::from_env(&env)?;
+        Ok(Server {
+            env,
+            cancel,
+            limiter,
+            protocol: PROTOCOL_VERSIONS[0],
+        })
+    }
+
+    /// Answers one line of input, or nothing (a notification, a response, a blank line).
+    pub fn handle_line(&mut self, line: &[u8]) -> Option<Value> {
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim();
+        if text.is_empty() {
+            return None;
+        }
+        match serde_json::from_str::<Value>(text) {
+            Err(e) => Some(error_response(
+                Value::Null,
+                rpc_error(PARSE_ERROR, format!("parse error: {e}")),
+            )),
+            Ok(Value::Array(batch)) if batch.is_empty() => Some(error_response(
+                Value::Null,
+                rpc_error(INVALID_REQUEST, "empty batch"),
+            )),
+            Ok(Value::Array(batch)) => {
+                let answers: Vec<Value> = batch
+                    .into_iter()
+                    .filter_map(|message| self.handle_message(message))
+                    .collect();
+                (!answers.is_empty()).then_some(Value::Array(answers))
+            }
+            Ok(message) => self.handle_message(message),
+        }
+    }
+
+    fn handle_message(&mut self, message: Value) -> Option<Value> {
+        let Value::Object(message) = message else {
+            return Some(error_response(
+                Value::Null,
+                rpc_error(INVALID_REQUEST, "a message must be a JSON object"),
+            ));
+        };
+        let id = message.get("id").cloned();
+        let method = message.get("method").and_then(Value::as_str);
+        let Some(method) = method else {
+            // A response to us (we send no requests) is ignored; anything else is invalid.
+            if message.contains_key("result") || message.contains_key("error") {
+                return None;
+            }
+            return Some(error_response(
+                valid_id(id).unwrap_or(Value::Null),
+                rpc_error(INVALID_REQUEST, "no method"),
+            ));
+        };
+        let Some(id) = id else {
+            self.handle_notification(method);
+            return None;
+        };
+        let Some(id) = valid_id(Some(id)) else {
+            return Some(error_response(
+                Value::Null,
+                rpc_error(INVALID_REQUEST, "id must be a string or a number"),
+            ));
+        };
+        if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return Some(error_response(
+                id,
+                rpc_error(INVALID_REQUEST, "jsonrpc must be \"2.0\""),
+            ));
+        }
+        let params = message.get("params");
+        Some(match self.handle_request(method, params) {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err(error) => error_response(id, error),
+        })
+    }
+
+    fn handle_notification(&mut self, _method: &str) {
+        // notifications/initialized, notifications/cancelled (calls run one at a time, to
+        // completion) and anything else: nothing to answer.
+    }
+
+    fn handle_request(
+        &mut self,
+        method: &str,
+        params: Option<&Value>,
+    ) -> std::result::Result<Value, RpcError> {
+        if let Some(params) = params {
+            if !params.is_object() && !params.is_null() {
+                return Err(rpc_error(INVALID_PARAMS, "params must be an object"));
+            }
+        }
+        match method {
+            "initialize" => self.initialize(params),
+            "ping" => Ok(json!({})),
+            "tools/list" => Ok(json!({
+                "tools": tools::TOOLS.iter().map(Tool::describe).collect::<Vec<_>>()
+            })),
+            "tools/call" => self.call(params),
+            other => Err(rpc_error(
+                METHOD_NOT_FOUND,
+                format!("method not found: {other}"),
+            )),
+        }
+    }
+
+    /// Answers the client's protocol version when spoken here, else the newest one.
+    fn initialize(&mut self, params: Option<&Value>) -> std::result::Result<Value, RpcError> {
+        let requested = params
+            .and_then(|p| p.get("protocolVersion"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                rpc_error(
+                    INVALID_PARAMS,
+                    "initialize needs params.protocolVersion (a string)",
+                )
+            })?;
+        self.protocol = PROTOCOL_VERSIONS
+            .iter()
+            .find(|v| **v == requested)
+            .copied()
+            .unwrap_or(PROTOCOL_VERSIONS[0]);
+        Ok(json!({
+            "protocolVersion": self.protocol,
+            "capabilities": {"tools": {"listChanged": false}},
+            "serverInfo": {"name": "stoat", "title": "stoat VM manager", "version": crate::VERSION},
+            "instructions": "stoat manages QEMU VMs on this host. Each VM's agent_access (none, observe, manage, exec) limits what these tools may do with it; copy tools reach only <stoat home>/shared/<vm> on the host.",
+        }))
+    }
+
+    fn call(&mut self, params: Option<&Value>) -> std::result::Result<Value, RpcError> {
+        let params = params.and_then(Value::as_object);
+        let name = params
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| rpc_error(INVALID_PARAMS, "tools/call needs params.name (a string)"))?;
+        let arguments = match params.and_then(|p| p.get("arguments")) {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(map)) => map.clone(),
+            Some(_) => {
+                return Err(rpc_error(
+                    INVALID_PARAMS,
+                    "tools/call params.arguments must be an object",
+                ))
+            }
+        };
+        let tool = tools::find(name)
+            .ok_or_else(|| rpc_error(INVALID_PARAMS, format!("unknown tool: {name}")))?;
+        let outcome = match self.limiter.take(tool.name, Instant::now()) {
+            Err(refusal) => Err((
+                refusal.to_error(),
+                Some(("retry_after_seconds", refusal.retry_after_seconds)),
+            )),
+            Ok(()) => self.run_guarded(tool, arguments).map_err(|e| (e, None)),
+        };
+        Ok(match outcome {
+            Ok(data) => self.tool_result(data, false),
+            Err((err, extra)) => {
+                let mut object = json!({"code": err.code().as_str(), "message": err.to_string()});
+                if let Some((key, value)) = extra {
+                    object[key] = Value::from(value);
+                }
+                self.tool_result(object, true)
+            }
+        })
+    }
+
+    /// The guards in order (forbidden fields, argument shapes, names, agent_access), then the
+    /// tool itself, with a panic turned into `internal`.
+    fn run_guarded(&self, tool: &Tool, arguments: Map<String, Value>) -> Result<Value> {
+        guards::refuse_forbidden(tool.name, tool.forbidden, &arguments)?;
+        tool.validate(&arguments)?;
+        let args = Args(arguments);
+        let ctx = Ctx::new(
+            true,
+            true,
+            self.env.clone(),
+            self.cancel.clone(),
+            None,
+            "mcp",
+        );
+        let root = ctx.root()?;
+        stoat_core::log::append(root, "info", &format!("mcp tool={}", tool.name));
+        if let Some(param) = tool.vm_param {
+            let vm = args.str(param);
+            guards::check_vm_name(&vm)?;
+            let have = guards::access_of(root, &vm)?;
+            guards::require(tool.name, &vm, have, tool.class.needs())?;
+        }
+        match panic::catch_unwind(AssertUnwindSafe(|| (tool.run)(&ctx, &args))) {
+            Ok(result) => result,
+            Err(_) => Err(Error::Internal(format!("{} panicked", tool.name))),
+        }
+    }
+
+    fn tool_result(&self, data: Value, is_error: bool) -> Value {
+        let text = data.to_string();
+        let mut result = json!({
+            "content": [{"type": "text", "text": text}],
+            "isError": is_error,
+        });
+        // structuredContent arrived with 2025-06-18; older clients get the text alone.
+        if self.protocol >= "2025-06-18" {
+            result["structuredContent"] = data;
+        }
+        result
+    }
+}
+
+fn valid_id(id: Option<Value>) -> Option<Value> {
+    id.filter(|id| id.is_string() || id.is_number())
+}
+
+fn error_response(id: Value, error: RpcError) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": error.code, "message": error.message},
+    })
+}
+
+/// Serves MCP on the process's stdin/stdout until stdin closes.
+pub fn serve(env: Env, cancel: Cancel) -> Result<()> {
+    let mut server = Server::new(env, cancel)?;
+    let (input, mut output) = take_stdio()?;
+    let mut reader = BufReader::new(input);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = reader.by_ref().take(MAX_LINE).read_until(b'\n', &mut line);
+        match read {
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io("read MCP input", e)),
+        }
+        let answer = if line.len() as u64 >= MAX_LINE && line.last() != Some(&b'\n') {
+            skip_rest_of_line(&mut reader);
+            Some(error_response(
+                Value::Null,
+                rpc_error(PARSE_ERROR, format!("message longer than {MAX_LINE} bytes")),
+            ))
+        } else {
+            server.handle_line(&line)
+        };
+        if let Some(answer) = answer {
+            let mut text = answer.to_string();
+            text.push('\n');
+            if output
+                .write_all(text.as_bytes())
+                .and_then(|()| output.flush())
+                .is_err()
+            {
+                return Ok(()); // the client went away
+            }
+        }
+    }
+}
+
+fn skip_rest_of_line(reader: &mut impl BufRead) {
+    let mut sink = Vec::new();
+    loop {
+        sink.clear();
+        match reader.by_ref().take(MAX_LINE).read_until(b'\n', &mut sink) {
+            Ok(0) => return,
+            Ok(_) if sink.last() == Some(&b'\n') => return,
+            Ok(_) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// Takes stdin and stdout for the protocol: duplicates them (close-on-exec) and points fd 0
+/// at /dev/null and fd 1 at stderr, so children and stray prints cannot touch the stream.
+fn take_stdio() -> Result<(File, File)> {
+    let _ = std::io::stdout().flush();
+    let devnull = File::open("/dev/null").map_err(|e| Error::io("open /dev/null", e))?;
+    // SAFETY: plain fd syscalls on fds this process owns; each new fd is owned by one File.
+    unsafe {
+        let input = libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3);
+        if input < 0 {
+            return Err(Error::io("take stdin", std::io::Error::last_os_error()));
+        }
+        let input = File::from_raw_fd(input);
+        let output = libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3);
+        if output < 0 {
+            return Err(Error::io("take stdout", std::io::Error::last_os_error()));
+        }
+        let output = File::from_raw_fd(output);
+        use std::os::fd::AsRawFd;
+        if libc::dup2(devnull.as_raw_fd(), 0) < 0 || libc::dup2(2, 1) < 0 {
+            return Err(Error::io("redirect stdio", std::io::Error::last_os_error()));
+        }
+        Ok((input, output))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server() -> (tempfile::TempDir, Server) {
+        let temp = tempfile::tempdir().unwrap();
+        let home = temp.path().to_str().unwrap().to_owned();
+        let root = format!("{home}/stoat");
+        let env = Env::from_pairs([("HOME", home.as_str()), ("STOAT_HOME", root.as_str())]);
+        (temp, Server::new(env, Cancel::default()).unwrap())
+    }
+
+    fn ask(server: &mut Server, text: &str) -> Value {
+        server.handle_line(text.as_bytes()).expect("an answer")
+    }
+
+    #[test]
+    fn negotiates_the_protocol_version() {
+        let (_t, mut s) = server();
+        for (asked, answered) in [
+            ("2025-03-26", "2025-03-26"),
+            ("2024-11-05", "2024-11-05"),
+            ("2025-06-18", "2025-06-18"),
+            ("1999-01-01", "2025-06-18"),
+        ] {
+            let reply = ask(
+                &mut s,
+                &format!(
+                    r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"{asked}","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+                ),
+            );
+            assert_eq!(reply["result"]["protocolVersion"], answered);
+            assert_eq!(reply["result"]["serverInfo"]["name"], "stoat");
+        }
+        let reply = ask(
+            &mut s,
+            r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{}}"#,
+        );
+        assert_eq!(reply["error"]["code"], INVALID_PARAMS);
+    }
+
+    #[test]
+    fn bad_input_gets_json_rpc_errors() {
+        let (_t, mut s) = server();
+        let code = |s: &mut Server, text: &str| ask(s, text)["error"]["code"].clone();
+        assert_eq!(code(&mut s, "{not json"), PARSE_ERROR);
+        assert_eq!(ask(&mut s, "{not json")["id"], Value::Null);
+        assert_eq!(code(&mut s, "[]"), INVALID_REQUEST);
+        assert_eq!(code(&mut s, "42"), INVALID_REQUEST);
+        assert_eq!(
+            code(&mut s, r#"{"jsonrpc":"2.0","id":1,"method":"nope"}"#),
+            METHOD_NOT_FOUND
+        );
+        assert_eq!(
+            code(&mut s, r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#),
+            INVALID_REQUEST
+        );
+        assert_eq!(
+            code(&mut s, r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#),
+            INVALID_REQUEST
+        );
+        assert_eq!(
+            code(
+                &mut s,
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#
+            ),
+            INVALID_PARAMS
+        );
+        assert_eq!(
+            code(
+                &mut s,
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope"}}"#
+            ),
+            INVALID_PARAMS
+        );
+        assert_eq!(
+            code(
+                &mut s,
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_vms","arguments":[1]}}"#
+            ),
+            INVALID_PARAMS
+        );
+        assert_eq!(
+            code(
+                &mut s,
+                r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":3}"#
+            ),
+            INVALID_PARAMS
+        );
+        assert!(s.handle_line(b"\xff\xfe").is_some());
+        // notifications, responses and blank lines get no answer
+        assert!(s
+            .handle_line(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .is_none());
+        assert!(s
+            .handle_line(br#"{"jsonrpc":"2.0","method":"nope"}"#)
+            .is_none());
+        assert!(s
+            .handle_line(br#"{"jsonrpc":"2.0","id":5,"result":{}}"#)
+            .is_none());
+        assert!(s.handle_line(b"  \n").is_none());
+        // and after all that, it still answers
+        assert_eq!(
+            ask(&mut s, r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#)["result"],
+            json!({})
+        );
+    }
+
+    #[test]
+    fn batches_answer_each_request() {
+        let (_t, mut s) = server();
+        let reply = ask(
+            &mut s,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":2,"method":"nope"}]"#,
+        );
+        let answers = reply.as_array().unwrap();
+        assert_eq!(answers.len(), 2);
+        assert_eq!(answers[1]["error"]["code"], METHOD_NOT_FOUND);
+    }
+
+    #[test]
+    fn tool_errors_are_results() {
+        let (_t, mut s) = server();
+        let reply = ask(
+            &mut s,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"vm_status","arguments":{"vm":"ghost"}}}"#,
+        );
+        let result = &reply["result"];
+        assert_eq!(result["isError"], true);
+        assert_eq!(result["structuredContent"]["code"], "not_found");
+        let text: Value =
+            serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(text, result["structuredContent"]);
+        let reply = ask(
+            &mut s,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"vm_status","arguments":{"vm":"../etc"}}}"#,
+        );
+        assert_eq!(reply["result"]["structuredContent"]["code"], "invalid_spec");
+        let reply = ask(
+            &mut s,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_vms"}}"#,
+        );
+        assert_eq!(reply["result"]["isError"], false);
+        assert_eq!(reply["result"]["structuredContent"], json!({"vms": []}));
+    }
+}

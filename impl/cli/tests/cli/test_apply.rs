@@ -1,0 +1,575 @@
+//! `apply` through the real binary (FAKE tier): a stub `ssh` that runs what it is given on
+//! this host (everything after the `user@127.0.0.1` login, as real ssh hands it to the guest's
+//! shell), a thread answering with an SSH banner on the VM's port, and a FakeRunningVm.
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+
+use serde_json::Value;
+
+use crate::common::{FakeRunningVm, TestEnv, PLANTED_PASSWORD};
+
+/// A stub ssh: drops its own options and the login, then runs the remote words locally.
+const FAKE_SSH: &str = "#!/bin/sh\nwhile [ $# -gt 0 ]; do case \"$1\" in *@127.0.0.1) shift; break;; esac; shift; done\nexec sh -c \"$*\"\n";
+
+fn install_fake_ssh(env: &TestEnv) {
+    let path = env.bin().join("ssh");
+    std::fs::write(&path, FAKE_SSH).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Answers every connection on a free loopback port with an SSH banner; returns the port.
+fn banner_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let _ = stream.write_all(b"SSH-2.0-fake\r\n");
+        }
+    });
+    port
+}
+
+/// Writes a local recipe `<root>/recipes/<name>/` with a schema-3 manifest and install.sh.
+fn recipe(env: &TestEnv, name: &str, manifest_tail: &str, script: &str) {
+    let dir = env.root().join("recipes").join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("recipe.toml"),
+        format!("schema = 3\nname = \"{name}\"\nversion = \"1.0\"\nscript = \"install.sh\"\n{manifest_tail}"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("install.sh"), script).unwrap();
+}
+
+/// A running disk VM `w` (ssh user root) with `recipes`, its port answering with a banner.
+fn setup(recipes: &[&str], extra: &str) -> (TestEnv, FakeRunningVm) {
+    let env = TestEnv::new();
+    install_fake_ssh(&env);
+    let port = banner_port();
+    let list: Vec<String> = recipes.iter().map(|r| format!("\"{r}\"")).collect();
+    env.write_vm(
+        "w",
+        &format!(
+            "name = \"w\"\nmode = \"disk\"\nos = \"debian\"\nbackend = \"ssh\"\nram = 256\ncpus = 1\nsshport = {port}\nsshuser = \"root\"\nconsole_password = \"{PLANTED_PASSWORD}\"\nrecipes = [{}]\n{extra}",
+            list.join(", ")
+        ),
+    );
+    let vm = FakeRunningVm::start(&env.root().join("w"));
+    (env, vm)
+}
+
+fn events(run: &crate::common::JsonRun) -> Vec<(String, String)> {
+    run.lines
+        .iter()
+        .filter(|l| l["type"] != "result")
+        .map(|l| {
+            let kind = l["type"].as_str().unwrap().to_owned();
+            let text = match kind.as_str() {
+                "stage" => l["data"]["recipe"].as_str().unwrap().to_owned(),
+                _ => l["data"]["line"].as_str().unwrap().to_owned(),
+            };
+            assert_eq!(l["cmd"], "apply");
+            (kind, text)
+        })
+        .collect()
+}
+
+fn log_text(env: &TestEnv) -> String {
+    std::fs::read_to_string(env.root().join("w").join("last-provision.log")).unwrap()
+}
+
+fn detail<'a>(get: &'a Value, name: &str) -> &'a Value {
+    get["vm"]["recipes_detail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == name)
+        .unwrap()
+}
+
+#[test]
+fn apply_streams_stage_then_lines_records_and_logs() {
+    let (env, _vm) = setup(&["base", "app"], "");
+    recipe(&env, "base", "", "echo base one\necho 'base two' >&2\n");
+    recipe(
+        &env,
+        "app",
+        "depends = [\"base\"]\n[params.greeting]\ndefault = \"hi\"\n[params.token]\ntype = \"secret\"\n[outputs.addr]\n[health]\ncheck = \"true\"\n",
+        "echo \"app says $STOAT_PARAM_GREETING\"\necho addr=10.0.0.7 >> \"$STOAT_OUTPUTS\"\n",
+    );
+    let run = env.json(&["apply", "w", "--param", "app.token=s3cr3t-value"]);
+    assert_eq!(run.data()["applied"], serde_json::json!(["base", "app"]));
+    assert_eq!(run.data()["skipped_reason"], "");
+    let port = env.vm_toml("w");
+    let port = port
+        .lines()
+        .find(|l| l.starts_with("sshport"))
+        .unwrap()
+        .split('=')
+        .nth(1)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let want: Vec<(String, String)> = [
+        ("log", format!("waiting for ssh on port {port}\u{2026}")),
+        ("log", String::new()),
+        ("stage", "base".into()),
+        ("log", "=== recipe base ===".into()),
+        ("log", "base one".into()),
+        ("log", "base two".into()),
+        ("log", String::new()),
+        ("stage", "app".into()),
+        ("log", "=== recipe app ===".into()),
+        ("log", "app says hi".into()),
+        ("log", "health app: ok".into()),
+        ("log", String::new()),
+        ("log", "done".into()),
+    ]
+    .into_iter()
+    .map(|(k, t)| (k.to_owned(), t))
+    .collect();
+    assert_eq!(events(&run), want);
+    let log = log_text(&env);
+    let logged: Vec<String> = want
+        .iter()
+        .filter(|(k, _)| k == "log")
+        .map(|(_, t)| format!("{t}\n"))
+        .collect();
+    assert_eq!(log, logged.concat());
+    run.assert_absent("s3cr3t-value");
+
+    let toml = env.vm_toml("w");
+    assert!(toml.contains("[applied.app]"), "{toml}");
+    assert!(toml.contains("token = \"<set>\""), "{toml}");
+    assert!(!toml.contains("s3cr3t-value\"\n[applied"), "{toml}");
+
+    let get = env.json(&["get", "w"]);
+    let app = detail(get.data(), "app");
+    assert_eq!(app["applied"], true);
+    assert_eq!(app["version"], "1.0");
+    assert_eq!(app["health"], "ok");
+    assert_eq!(app["params"]["greeting"], "hi");
+    assert_eq!(app["params"]["token"], "<set>");
+    assert_eq!(app["outputs"]["addr"], "10.0.0.7");
+    assert!(app["at"].as_str().unwrap().ends_with('Z'));
+    get.assert_absent("s3cr3t-value");
+
+    // wait --until applied sees `done`.
+    let waited = env.json(&["wait", "w", "--until", "applied", "--timeout", "5s"]);
+    assert_eq!(waited.data()["reached"], true);
+
+    // A second apply has nothing to run.
+    let again = env.json(&["apply", "w"]);
+    assert_eq!(again.data()["applied"], serde_json::json!([]));
+    assert!(!again.data()["skipped_reason"].as_str().unwrap().is_empty());
+    assert_eq!(again.lines.len(), 1, "no events when nothing runs");
+}
+
+#[test]
+fn dry_run_plans_by_run_mode_without_events() {
+    let (env, vm) = setup(&["once", "always", "manual", "changed"], "");
+    recipe(&env, "once", "", "echo once\n");
+    recipe(&env, "always", "run = \"always\"\n", "echo always\n");
+    recipe(&env, "manual", "run = \"manual\"\n", "echo manual\n");
+    recipe(&env, "changed", "", "echo v1\n");
+    env.json(&["apply", "w"]).data();
+    std::fs::write(env.root().join("recipes/changed/install.sh"), "echo v2\n").unwrap();
+    drop(vm); // a dry run needs no running VM
+    let run = env.json(&["apply", "w", "--dry-run"]);
+    assert_eq!(run.lines.len(), 1, "dry run emits no events");
+    let data = run.data();
+    assert_eq!(data["dry_run"], true);
+    let plan: Vec<(String, String, String)> = data["plan"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_owned(),
+                p["action"].as_str().unwrap().to_owned(),
+                p["reason"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let want = [
+        ("once", "skip", "already applied"),
+        ("always", "run", "runs every time"),
+        ("manual", "skip", "manual, not selected"),
+        ("changed", "run", "script changed"),
+    ];
+    assert_eq!(
+        plan,
+        want.iter()
+            .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(data["plan"][0]["version"], "1.0");
+    assert!(
+        data["plan"][2].get("version").is_none(),
+        "never applied: no version"
+    );
+
+    let only = env.json(&["apply", "w", "--dry-run", "--only", "manual"]);
+    assert_eq!(only.data()["plan"][0]["reason"], "named explicitly");
+    env.json(&["apply", "w", "--dry-run", "--only", "ghost"])
+        .error("recipe_not_applicable");
+    // A real apply needs a running VM.
+    env.json(&["apply", "w"]).error("not_running");
+}
+
+#[test]
+fn apply_refusals() {
+    let env = TestEnv::new();
+    env.json(&["apply", "ghost"]).error("not_found");
+    env.write_broken_vm("bad");
+    env.json(&["apply", "bad"]).error("broken");
+    assert_eq!(env.json(&["apply"]).error("usage"), "apply needs a VM name");
+    let provision = env.json(&["provision", "ghost"]);
+    assert_eq!(provision.result["cmd"], "apply");
+    provision.error("not_found");
+}
+
+#[test]
+fn held_lock_skips_with_a_reason() {
+    let (env, _vm) = setup(&["base"], "");
+    recipe(&env, "base", "", "echo base\n");
+    let lock = std::fs::File::create(env.root().join("w/provision.lock")).unwrap();
+    // SAFETY: flock on a descriptor we own.
+    assert_eq!(
+        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) },
+        0
+    );
+    let run = env.json(&["apply", "w"]);
+    assert_eq!(run.data()["applied"], serde_json::json!([]));
+    assert_eq!(run.data()["skipped_reason"], "an apply is already running");
+}
+
+#[test]
+fn a_failing_recipe_stops_the_apply_and_keeps_earlier_records() {
+    let (env, _vm) = setup(&["good", "bad", "later"], "");
+    recipe(&env, "good", "", "echo fine\n");
+    recipe(&env, "bad", "", "echo trying\nexit 7\n");
+    recipe(&env, "later", "", "echo never\n");
+    let run = env.json(&["apply", "w"]);
+    let message = run.error("internal");
+    assert!(message.contains("recipe bad: exit status 7"), "{message}");
+    let log = log_text(&env);
+    assert!(
+        log.ends_with("FAILED: recipe bad: exit status 7\n"),
+        "{log}"
+    );
+    assert!(!log.contains("never"));
+    let toml = env.vm_toml("w");
+    assert!(
+        toml.contains("[applied.good]") && !toml.contains("[applied.bad]"),
+        "{toml}"
+    );
+    env.json(&["wait", "w", "--until", "applied", "--timeout", "1s"])
+        .error("timeout");
+}
+
+#[test]
+fn params_are_validated_against_the_manifest() {
+    let (env, _vm) = setup(&["r"], "");
+    recipe(
+        &env,
+        "r",
+        "[params.n]\ntype = \"int\"\n[params.mode]\ntype = \"enum\"\nvalues = [\"a\", \"b\"]\n[params.must]\nrequired = true\n",
+        "echo \"n=$STOAT_PARAM_N mode=${STOAT_PARAM_MODE:-} must=$STOAT_PARAM_MUST\"\n",
+    );
+    let bad = |args: &[&str]| {
+        env.json(&[&["apply", "w"][..], args].concat())
+            .error("invalid_spec")
+    };
+    assert!(bad(&["--param", "r.nope=1", "--param", "must=x"]).contains("no param"));
+    assert!(bad(&["--param", "n=x", "--param", "must=x"]).contains("integer"));
+    assert!(bad(&["--param", "mode=c", "--param", "must=x"]).contains("a, b"));
+    assert!(bad(&[]).contains("needs param must"));
+    assert!(bad(&["--param", "other.x=1"]).contains("not one of"));
+    let run = env.json(&["apply", "w", "--param", "n=3", "--param", "must=yes"]);
+    assert!(
+        run.lines
+            .iter()
+            .any(|l| l["data"]["line"] == "n=3 mode= must=yes"),
+        "{}",
+        run.stdout
+    );
+    // The values are kept for the next apply, and a changed value re-runs a once recipe.
+    let plan = env.json(&["apply", "w", "--dry-run"]);
+    assert_eq!(plan.data()["plan"][0]["reason"], "already applied");
+    let plan = env.json(&["apply", "w", "--dry-run", "--param", "n=4"]);
+    assert_eq!(plan.data()["plan"][0]["reason"], "params changed");
+}
+
+#[test]
+fn create_validates_params_against_the_manifest() {
+    let env = TestEnv::new();
+    recipe(
+        &env,
+        "r",
+        "[params.n]\ntype = \"int\"\n[params.must]\nrequired = true\n",
+        "true\n",
+    );
+    let iso = env.tmp().join("alpine-test.iso");
+    std::fs::write(&iso, "x").unwrap();
+    let iso = iso.display().to_string();
+    let create = |extra: &[&str]| {
+        env.json(
+            &[
+                &["create", "v", "--image", &iso, "--recipes", "r"][..],
+                extra,
+            ]
+            .concat(),
+        )
+    };
+    assert!(create(&["--param", "n=x", "--param", "must=1"])
+        .error("invalid_spec")
+        .contains("integer"));
+    assert!(create(&["--param", "q=1", "--param", "must=1"])
+        .error("invalid_spec")
+        .contains("no param"));
+    assert!(create(&["--param", "n=1"])
+        .error("invalid_spec")
+        .contains("needs param must"));
+    assert!(
+        !env.root().join("v").exists(),
+        "a refused create leaves nothing"
+    );
+    create(&["--param", "n=1", "--param", "must=1"]).data();
+}
+
+#[test]
+fn only_and_dependencies() {
+    let (env, _vm) = setup(&["base", "app", "extra"], "");
+    recipe(&env, "base", "", "echo base\n");
+    recipe(&env, "app", "depends = [\"base\"]\n", "echo app\n");
+    recipe(&env, "extra", "run = \"manual\"\n", "echo extra\n");
+    let message = env
+        .json(&["apply", "w", "--only", "app"])
+        .error("recipe_not_applicable");
+    assert!(message.contains("app depends on base"), "{message}");
+    let message = env
+        .json(&["apply", "w", "--only", "nope"])
+        .error("recipe_not_applicable");
+    assert!(message.contains("not one of w's recipes"), "{message}");
+    // --only runs just those, in dependency order whatever the order given.
+    let run = env.json(&["apply", "w", "--only", "app,base"]);
+    assert_eq!(run.data()["applied"], serde_json::json!(["base", "app"]));
+    let run = env.json(&["apply", "w", "--only", "extra"]);
+    assert_eq!(run.data()["applied"], serde_json::json!(["extra"]));
+}
+
+#[test]
+fn dependency_cycles_are_named() {
+    let (env, _vm) = setup(&["a", "b"], "");
+    recipe(&env, "a", "depends = [\"b\"]\n", "true\n");
+    recipe(&env, "b", "depends = [\"a\"]\n", "true\n");
+    let message = env
+        .json(&["apply", "w", "--dry-run"])
+        .error("recipe_not_applicable");
+    assert!(message.contains("cycle detected: a -> b -> a"), "{message}");
+}
+
+#[test]
+fn failing_health_is_recorded_not_fatal() {
+    let (env, _vm) = setup(&["r"], "");
+    recipe(&env, "r", "[health]\ncheck = \"exit 3\"\n", "echo ok\n");
+    let run = env.json(&["apply", "w"]);
+    assert_eq!(run.data()["applied"], serde_json::json!(["r"]));
+    assert!(run
+        .lines
+        .iter()
+        .any(|l| l["data"]["line"] == "health r: failed (exit status 3)"));
+    let get = env.json(&["get", "w"]);
+    assert_eq!(detail(get.data(), "r")["health"], "failed");
+    assert_eq!(get.data()["vm"]["health"], "failed");
+}
+
+#[test]
+fn human_apply_prints_stages_and_lines_on_stderr() {
+    let (env, _vm) = setup(&["r"], "");
+    recipe(&env, "r", "", "echo hello from r\n");
+    let out = env.run(&["apply", "w"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("==> r\n"), "{stderr}");
+    assert!(stderr.contains("hello from r\n"), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "w: recipes applied: r\n"
+    );
+}
+
+/// A fake QEMU (as in test_runtime): a process named after the pidfile, the pidfile, exit 0.
+const FAKE_QEMU: &str = r#"#!/bin/sh
+prev=""
+for a in "$@"; do
+  [ "$prev" = "-pidfile" ] && pidfile="$a"
+  prev="$a"
+done
+sh -c 'trap "kill \$! 2>/dev/null; exit 0" TERM; sleep 300 & wait' "$pidfile" </dev/null >/dev/null 2>&1 &
+echo $! > "$pidfile"
+exit 0
+"#;
+
+/// Stops the fake QEMU of `vm` by the PID in its pidfile.
+struct StopFakeQemu(std::path::PathBuf);
+
+impl Drop for StopFakeQemu {
+    fn drop(&mut self) {
+        let pidfile = self.0.join("qemu.pid");
+        if let Some(pid) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+            .filter(|pid| *pid > 1)
+        {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains(&pidfile.display().to_string()) {
+                // SAFETY: kill(2) on a PID proven to be our fake.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+        }
+    }
+}
+
+fn install(env: &TestEnv, name: &str, body: &str) {
+    let path = env.bin().join(name);
+    std::fs::write(&path, body).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn up_applies_after_boot_with_cmd_up_and_the_vm_last() {
+    let env = TestEnv::new();
+    install_fake_ssh(&env);
+    install(&env, "qemu-system-x86_64", FAKE_QEMU);
+    let port = banner_port();
+    env.write_vm(
+        "w",
+        &format!("name = \"w\"\nmode = \"live\"\nos = \"alpine\"\nbackend = \"apkovl\"\niso = \"/nonexistent/x.iso\"\nram = 256\ncpus = 1\nsshport = {port}\nsshuser = \"root\"\nrecipes = [\"r\"]\n"),
+    );
+    recipe(&env, "r", "", "echo booted and applied\n");
+    let _stop = StopFakeQemu(env.root().join("w"));
+    let up = env.json(&["up", "w"]);
+    assert_eq!(up.data()["vm"]["state"], "running");
+    assert!(up.lines.iter().all(|l| l["cmd"] == "up"), "{}", up.stdout);
+    let kinds: Vec<&str> = up
+        .lines
+        .iter()
+        .map(|l| l["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"log"));
+    assert!(kinds.contains(&"stage"));
+    assert!(up
+        .lines
+        .iter()
+        .any(|l| l["data"]["line"] == "booted and applied"));
+    assert!(env.vm_toml("w").contains("[applied.r]"));
+    env.json(&["down", "w"]).data();
+    // --no-apply boots and nothing else; a once recipe already applied would not run anyway.
+    let again = env.json(&["up", "w", "--no-apply"]);
+    assert_eq!(again.lines.len(), 1, "{}", again.stdout);
+}
+
+#[test]
+fn cloud_seed_carries_recipes_and_first_boot_is_detected() {
+    let env = TestEnv::new();
+    // The fake guest's /var/lib/stoat lives in the test's tmp.
+    let guest = env.tmp().join("guest");
+    std::fs::create_dir_all(&guest).unwrap();
+    install(
+        &env,
+        "ssh",
+        &format!(
+            "#!/bin/sh\nwhile [ $# -gt 0 ]; do case \"$1\" in *@127.0.0.1) shift; break;; esac; shift; done\nsed 's#/var/lib/stoat#{}/var/lib/stoat#g' | sh -c \"$*\"\n",
+            guest.display()
+        ),
+    );
+    install(&env, "qemu-system-x86_64", FAKE_QEMU);
+    let base = env.tmp().join("base.qcow2");
+    assert!(std::process::Command::new("qemu-img")
+        .args(["create", "-q", "-f", "qcow2"])
+        .arg(&base)
+        .arg("64M")
+        .status()
+        .unwrap()
+        .success());
+    let port = banner_port();
+    env.write_vm(
+        "c",
+        &format!("name = \"c\"\nmode = \"cloud\"\nos = \"debian\"\nbackend = \"cloudinit\"\nram = 256\ncpus = 1\ndisk = \"128M\"\nsshport = {port}\nsshuser = \"root\"\nbase = \"{}\"\nrecipes = [\"r\"]\n[recipe_params.r]\nwho = \"cloud\"\n", base.display()),
+    );
+    recipe(
+        &env,
+        "r",
+        "[params.who]\n[outputs.greeting]\n",
+        "echo \"greeting=hello $STOAT_PARAM_WHO\" >> \"$STOAT_OUTPUTS\"\n",
+    );
+    // Play cloud-init before `up` looks: run the seeded script as runcmd would.
+    let _stop = StopFakeQemu(env.root().join("c"));
+    std::fs::create_dir_all(guest.join("var/lib/stoat/.applied")).unwrap();
+    std::fs::create_dir_all(guest.join("var/lib/stoat/outputs")).unwrap();
+    std::fs::write(guest.join("var/lib/stoat/.applied/r"), "").unwrap();
+    std::fs::write(
+        guest.join("var/lib/stoat/outputs/r"),
+        "greeting=hello cloud\n",
+    )
+    .unwrap();
+    let up = env.json(&["up", "c"]);
+    assert_eq!(up.data()["vm"]["state"], "running");
+    let user_data = std::fs::read_to_string(env.root().join("c/ovl/seed/user-data")).unwrap();
+    assert!(user_data.contains("write_files:"), "{user_data}");
+    assert!(
+        user_data.contains("/var/lib/stoat/recipes/r.sh"),
+        "{user_data}"
+    );
+    assert!(
+        user_data.contains("touch /var/lib/stoat/.applied/r"),
+        "{user_data}"
+    );
+    let get = env.json(&["get", "c"]);
+    let r = detail(get.data(), "r");
+    assert_eq!(r["applied"], true);
+    assert_eq!(r["outputs"]["greeting"], "hello cloud");
+    assert_eq!(r["params"]["who"], "cloud");
+    let log = std::fs::read_to_string(env.root().join("c/last-provision.log")).unwrap();
+    assert!(
+        log.contains("applied at first boot by cloud-init: r"),
+        "{log}"
+    );
+    assert!(log.ends_with("\ndone\n"), "{log}");
+    // `apply` now has nothing to run.
+    let again = env.json(&["apply", "c"]);
+    assert_eq!(again.data()["applied"], serde_json::json!([]));
+}
+
+#[test]
+fn first_boot_detection_reports_its_skipped_reason() {
+    let (env, _vm) = setup(&["r"], "");
+    // A cloudinit VM: rewrite the backend, keep the running fake.
+    let toml = env
+        .vm_toml("w")
+        .replace("backend = \"ssh\"", "backend = \"cloudinit\"");
+    env.write_vm("w", &toml);
+    let guest = env.tmp().join("guest");
+    std::fs::create_dir_all(guest.join("var/lib/stoat/.applied")).unwrap();
+    std::fs::write(guest.join("var/lib/stoat/.applied/r"), "").unwrap();
+    install(
+        &env,
+        "ssh",
+        &format!(
+            "#!/bin/sh\nwhile [ $# -gt 0 ]; do case \"$1\" in *@127.0.0.1) shift; break;; esac; shift; done\nsed 's#/var/lib/stoat#{}/var/lib/stoat#g' | sh -c \"$*\"\n",
+            guest.display()
+        ),
+    );
+    recipe(&env, "r", "", "echo must not run\n");
+    let run = env.json(&["apply", "w"]);
+    assert_eq!(run.data()["applied"], serde_json::json!([]));
+    assert_eq!(
+        run.data()["skipped_reason"],
+        "applied at first boot by cloud-init"
+    );
+    assert!(!run.stdout.contains("must not run"));
+}

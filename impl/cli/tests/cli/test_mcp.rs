@@ -1,0 +1,581 @@
+//! `stoat mcp` through the real binary, JSON-RPC written to its stdin: the protocol
+//! (initialize, tools/list, errors that never end the session), every guard (agent_access,
+//! forbidden fields, names, host-path confinement, rate limits), and `mcp doctor`/`mcp install`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+use crate::common::{TestEnv, PLANTED_PASSWORD};
+
+/// The stoat binary with the same hermetic environment `TestEnv::cmd` sets.
+fn mcp_command(env: &TestEnv, extra: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("stoat"));
+    cmd.env_clear()
+        .env("HOME", env.home())
+        .env("STOAT_HOME", env.root())
+        .env("PATH", format!("{}:/usr/bin:/bin", env.bin().display()))
+        .env("STOAT_ACCEL", "tcg")
+        .env("STOAT_GRAPHICAL", "0")
+        .env("TMPDIR", env.tmp())
+        .env("LANG", "C.UTF-8")
+        .current_dir(env.home())
+        .arg("mcp");
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// Runs one MCP session: writes `lines` to stdin, closes it, and returns every stdout line
+/// parsed (each must be a JSON-RPC 2.0 message). The server must exit 0 at end of input.
+fn session(env: &TestEnv, extra: &[(&str, &str)], lines: &[String]) -> Vec<Value> {
+    let mut child = mcp_command(env, extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        for line in lines {
+            stdin.write_all(line.as_bytes()).unwrap();
+            stdin.write_all(b"\n").unwrap();
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8(out.stdout).expect("stdout is UTF-8");
+    assert!(
+        out.status.success(),
+        "stoat mcp exited {:?}; stderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!stdout.contains(PLANTED_PASSWORD));
+    stdout
+        .lines()
+        .map(|line| {
+            let value: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("not JSON on stdout: {line:?}: {e}"));
+            assert_eq!(value["jsonrpc"], "2.0", "{line}");
+            value
+        })
+        .collect()
+}
+
+fn initialize() -> String {
+    json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-06-18","capabilities":{},
+        "clientInfo":{"name":"stoat-tests","version":"1"}}})
+    .to_string()
+}
+
+fn initialized() -> String {
+    json!({"jsonrpc":"2.0","method":"notifications/initialized"}).to_string()
+}
+
+fn call(id: u64, tool: &str, arguments: Value) -> String {
+    json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+        "params":{"name":tool,"arguments":arguments}})
+    .to_string()
+}
+
+/// A session that initializes, then makes `calls`; returns the answers by id (1-based).
+fn calls(env: &TestEnv, extra: &[(&str, &str)], calls: &[(&str, Value)]) -> Vec<Value> {
+    let mut lines = vec![initialize(), initialized()];
+    for (i, (tool, args)) in calls.iter().enumerate() {
+        lines.push(call(i as u64 + 1, tool, args.clone()));
+    }
+    let answers = session(env, extra, &lines);
+    assert_eq!(answers.len(), calls.len() + 1, "{answers:#?}");
+    answers[1..]
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            assert_eq!(a["id"], i as u64 + 1);
+            a["result"].clone()
+        })
+        .collect()
+}
+
+/// The structured content of a successful tool result.
+fn ok(result: &Value) -> &Value {
+    assert_eq!(result["isError"], false, "{result:#}");
+    let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(&text, &result["structuredContent"]);
+    &result["structuredContent"]
+}
+
+/// The error code of a failed tool result.
+fn err(result: &Value) -> String {
+    assert_eq!(result["isError"], true, "{result:#}");
+    let error = &result["structuredContent"];
+    assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()));
+    error["code"].as_str().unwrap().to_owned()
+}
+
+fn vm_with_access(env: &TestEnv, name: &str, port: u16, access: &str) {
+    env.write_basic_vm(name, port);
+    let path = env.root().join(name).join("vm.toml");
+    let mut toml = std::fs::read_to_string(&path).unwrap();
+    toml.push_str(&format!("agent_access = \"{access}\"\n"));
+    std::fs::write(path, toml).unwrap();
+}
+
+// ---------------------------------------------------------------- protocol
+
+#[test]
+fn initialize_and_list_tools() {
+    let env = TestEnv::new();
+    let lines = vec![
+        initialize(),
+        initialized(),
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}).to_string(),
+        json!({"jsonrpc":"2.0","id":2,"method":"ping"}).to_string(),
+    ];
+    let answers = session(&env, &[], &lines);
+    assert_eq!(answers.len(), 3);
+    let init = &answers[0]["result"];
+    assert_eq!(init["protocolVersion"], "2025-06-18");
+    assert_eq!(init["serverInfo"]["name"], "stoat");
+    assert!(init["capabilities"]["tools"].is_object());
+    let tools = answers[1]["result"]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 27);
+    for tool in tools {
+        assert_eq!(tool["inputSchema"]["additionalProperties"], false, "{tool}");
+        for hint in ["readOnlyHint", "destructiveHint", "openWorldHint"] {
+            assert!(tool["annotations"][hint].is_boolean());
+        }
+    }
+    assert_eq!(answers[2]["result"], json!({}));
+}
+
+#[test]
+fn an_older_client_gets_its_version_and_text_only_results() {
+    let env = TestEnv::new();
+    let lines = vec![
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2024-11-05","capabilities":{},
+            "clientInfo":{"name":"old","version":"1"}}})
+        .to_string(),
+        call(1, "list_vms", json!({})),
+    ];
+    let answers = session(&env, &[], &lines);
+    assert_eq!(answers[0]["result"]["protocolVersion"], "2024-11-05");
+    assert!(answers[1]["result"].get("structuredContent").is_none());
+    assert_eq!(answers[1]["result"]["content"][0]["text"], r#"{"vms":[]}"#);
+}
+
+#[test]
+fn malformed_input_never_ends_the_session() {
+    let env = TestEnv::new();
+    let lines: Vec<String> = [
+        "{this is not json",
+        "",
+        "[]",
+        "\"just a string\"",
+        r#"{"jsonrpc":"2.0","id":1,"method":"no/such/method"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"no_such_tool"}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"vm_status","arguments":{"vm":42}}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"list_vms","arguments":"x"}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let answers = session(&env, &[], &lines);
+    let codes: Vec<Value> = answers.iter().map(|a| a["error"]["code"].clone()).collect();
+    assert_eq!(
+        codes,
+        [
+            json!(-32700),
+            json!(-32600),
+            json!(-32600),
+            json!(-32601),
+            json!(-32602),
+            Value::Null,
+            json!(-32602),
+            Value::Null
+        ],
+        "{answers:#?}"
+    );
+    assert_eq!(answers[0]["id"], Value::Null);
+    assert_eq!(err(&answers[5]["result"]), "usage");
+    assert_eq!(answers[7]["result"], json!({}));
+}
+
+#[test]
+fn json_mode_refuses_to_serve() {
+    let env = TestEnv::new();
+    let run = env.json(&["mcp"]);
+    run.error("usage");
+}
+
+// ---------------------------------------------------------------- tools and guards
+
+#[test]
+fn read_only_tools_return_the_cli_dtos_and_hide_none_vms() {
+    let env = TestEnv::new();
+    vm_with_access(&env, "seen", 2301, "observe");
+    vm_with_access(&env, "hidden", 2302, "none");
+    let results = calls(
+        &env,
+        &[],
+        &[
+            ("list_vms", json!({})),
+            ("vm_status", json!({"vm":"seen"})),
+            ("vm_status", json!({"vm":"hidden"})),
+            ("vm_status", json!({"vm":"ghost"})),
+            ("vm_status", json!({"vm":"../seen"})),
+            ("logs", json!({"vm":"seen","which":"console","n":5})),
+            ("list_images", json!({})),
+            ("project_status", json!({})),
+        ],
+    );
+    let names: Vec<&str> = ok(&results[0])["vms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["seen"]);
+    let status = ok(&results[1]);
+    assert_eq!(status["vm"]["name"], "seen");
+    assert_eq!(status["vm"]["agent_access"], "observe");
+    assert!(status["vm"]["recipes_detail"].is_array());
+    assert_eq!(err(&results[2]), "access_denied");
+    assert_eq!(err(&results[3]), "not_found");
+    assert_eq!(err(&results[4]), "invalid_spec");
+    assert_eq!(ok(&results[5])["which"], "console");
+    assert!(ok(&results[6])["images"].is_array());
+    assert_eq!(err(&results[7]), "internal");
+}
+
+#[test]
+fn agent_access_levels_gate_each_class() {
+    let env = TestEnv::new();
+    vm_with_access(&env, "obs", 2311, "observe");
+    vm_with_access(&env, "man", 2312, "manage");
+    vm_with_access(&env, "ex", 2313, "exec");
+    let results = calls(
+        &env,
+        &[],
+        &[
+            ("exec", json!({"vm":"obs","command":["id"]})),
+            ("stop", json!({"vm":"obs"})),
+            ("destroy", json!({"vm":"obs"})),
+            ("update", json!({"vm":"obs","cpus":2})),
+            ("exec", json!({"vm":"man","command":["id"]})),
+            ("copy_to", json!({"vm":"man","local":"f","remote":"/tmp/f"})),
+            ("update", json!({"vm":"man","cpus":2})),
+            ("exec", json!({"vm":"ex","command":["id"]})),
+        ],
+    );
+    for (i, result) in results.iter().enumerate().take(6).skip(0) {
+        assert_eq!(err(result), "access_denied", "call {}", i + 1);
+    }
+    assert_eq!(ok(&results[6])["changed"], json!(["cpus"]));
+    // exec is allowed on "ex"; it fails only because the VM is not running
+    assert_eq!(err(&results[7]), "not_running");
+    assert!(env.root().join("obs").join("vm.toml").exists());
+}
+
+#[test]
+fn create_update_destroy_through_mcp() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.root().join("isos")).unwrap();
+    std::fs::write(
+        env.root()
+            .join("isos")
+            .join("alpine-virt-3.24.1-x86_64.iso"),
+        b"image",
+    )
+    .unwrap();
+    let results = calls(
+        &env,
+        &[],
+        &[
+            (
+                "create",
+                json!({"name":"w","image":"alpine-virt","ram_mb":512,"agent_access":"manage"}),
+            ),
+            (
+                "create",
+                json!({"name":"x","image":"alpine-virt","share":"/etc"}),
+            ),
+            (
+                "create",
+                json!({"name":"x","image":"alpine-virt","console_password":"pw"}),
+            ),
+            ("create", json!({"name":"x","image":"/tmp/byo.qcow2"})),
+            ("create", json!({"name":"../x","image":"alpine-virt"})),
+            ("update", json!({"vm":"w","share":"/etc"})),
+            ("update", json!({"vm":"w","agent_access":"exec"})),
+            ("update", json!({"vm":"w","image":"other"})),
+            ("update", json!({"vm":"w","ram_mb":1024,"recipes":[]})),
+            ("forward", json!({"vm":"w","pairs":["8080:80"]})),
+            ("forward", json!({"vm":"w"})),
+            (
+                "wait",
+                json!({"vm":"w","until":"stopped","timeout_seconds":1}),
+            ),
+            ("destroy", json!({"vm":"w"})),
+            ("list_vms", json!({})),
+        ],
+    );
+    let vm = &ok(&results[0])["vm"];
+    assert_eq!(vm["name"], "w");
+    assert_eq!(vm["ram_mb"], 512);
+    assert_eq!(err(&results[1]), "access_denied");
+    assert_eq!(err(&results[2]), "access_denied");
+    assert_eq!(err(&results[3]), "invalid_spec");
+    assert_eq!(err(&results[4]), "invalid_spec");
+    assert!(!env.root().join("x").exists());
+    for (i, result) in results.iter().enumerate().take(8).skip(5) {
+        assert_eq!(err(result), "access_denied", "call {}", i + 1);
+    }
+    let updated = ok(&results[8]);
+    assert_eq!(updated["vm"]["ram_mb"], 1024);
+    assert_eq!(updated["vm"]["agent_access"], "manage");
+    assert_eq!(
+        ok(&results[9]),
+        &json!({"forwards":[{"host_port":8080,"guest_port":80}]})
+    );
+    assert_eq!(ok(&results[10])["forwards"][0]["guest_port"], 80);
+    assert_eq!(ok(&results[11]), &json!({"healthy": true}));
+    assert_eq!(ok(&results[12])["deleted"], true);
+    assert_eq!(ok(&results[13]), &json!({"vms": []}));
+}
+
+#[test]
+fn rate_limits_refuse_with_a_retry_hint() {
+    let env = TestEnv::new();
+    let results = calls(
+        &env,
+        &[("STOAT_MCP_RATE", "2/0.01")],
+        &[
+            ("list_vms", json!({})),
+            ("list_vms", json!({})),
+            ("list_vms", json!({})),
+            ("list_images", json!({})),
+        ],
+    );
+    ok(&results[0]);
+    ok(&results[1]);
+    assert_eq!(err(&results[2]), "rate_limited");
+    let hint = results[2]["structuredContent"]["retry_after_seconds"]
+        .as_u64()
+        .unwrap();
+    assert!((90..=100).contains(&hint), "{hint}");
+    assert!(results[2]["structuredContent"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("retry in about"));
+    ok(&results[3]);
+
+    let shared = calls(
+        &env,
+        &[("STOAT_MCP_RATE_SHARED", "1/0.01")],
+        &[("list_vms", json!({})), ("list_images", json!({}))],
+    );
+    ok(&shared[0]);
+    assert_eq!(err(&shared[1]), "rate_limited");
+}
+
+#[test]
+fn a_bad_rate_setting_is_a_usage_error() {
+    let env = TestEnv::new();
+    let out = mcp_command(&env, &[("STOAT_MCP_RATE", "lots")])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn copy_tools_stay_in_the_vms_export() {
+    let env = TestEnv::new();
+    vm_with_access(&env, "ex", 2321, "exec");
+    let export = env.root().join("shared").join("ex");
+    std::fs::create_dir_all(&export).unwrap();
+    std::fs::write(export.join("inside.txt"), "x").unwrap();
+    let outside = env.tmp().join("secret.txt");
+    std::fs::write(&outside, "s").unwrap();
+    std::os::unix::fs::symlink(&outside, export.join("link")).unwrap();
+    std::os::unix::fs::symlink(env.tmp(), export.join("dir")).unwrap();
+    std::fs::create_dir_all(env.root().join("shared").join("ex-evil")).unwrap();
+    let evil = env.root().join("shared").join("ex-evil").join("f");
+    let absolute_inside = export.join("inside.txt");
+    let results = calls(
+        &env,
+        &[],
+        &[
+            (
+                "copy_to",
+                json!({"vm":"ex","local":"../ex-evil/f","remote":"/tmp/x"}),
+            ),
+            (
+                "copy_to",
+                json!({"vm":"ex","local":outside.to_str().unwrap(),"remote":"/tmp/x"}),
+            ),
+            (
+                "copy_to",
+                json!({"vm":"ex","local":"link","remote":"/tmp/x"}),
+            ),
+            (
+                "copy_from",
+                json!({"vm":"ex","remote":"/etc/passwd","local":"dir/stolen"}),
+            ),
+            (
+                "copy_from",
+                json!({"vm":"ex","remote":"/etc/passwd","local":evil.to_str().unwrap()}),
+            ),
+            (
+                "copy_from",
+                json!({"vm":"ex","remote":"/etc/passwd","local":"~/x"}),
+            ),
+            // inside the export: the guard passes, the VM is simply not running
+            (
+                "copy_to",
+                json!({"vm":"ex","local":"inside.txt","remote":"/tmp/x"}),
+            ),
+            (
+                "copy_to",
+                json!({"vm":"ex","local":absolute_inside.to_str().unwrap(),"remote":"/tmp/x"}),
+            ),
+            (
+                "copy_from",
+                json!({"vm":"ex","remote":"/etc/hostname","local":"new.txt"}),
+            ),
+        ],
+    );
+    for (i, result) in results.iter().enumerate().take(6).skip(0) {
+        assert_eq!(err(result), "access_denied", "call {}", i + 1);
+    }
+    for (i, result) in results.iter().enumerate().take(9).skip(6) {
+        assert_eq!(err(result), "not_running", "call {}", i + 1);
+    }
+    assert!(!env.tmp().join("stolen").exists());
+    assert!(!evil.exists());
+}
+
+// ---------------------------------------------------------------- mcp doctor / install
+
+fn cursor_config(env: &TestEnv) -> PathBuf {
+    env.home().join(".cursor").join("mcp.json")
+}
+
+fn stoat_binary() -> PathBuf {
+    std::fs::canonicalize(assert_cmd::cargo::cargo_bin("stoat")).unwrap()
+}
+
+#[test]
+fn mcp_install_keeps_other_entries_and_doctor_sees_it() {
+    let env = TestEnv::new();
+    let config = cursor_config(&env);
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(
+        &config,
+        r#"{"theme":"dark","mcpServers":{"other":{"command":"/usr/bin/other","args":["x"]}}}"#,
+    )
+    .unwrap();
+    let run = env.json(&["mcp", "install", "cursor"]);
+    let data = run.data();
+    assert_eq!(data["client"], "cursor");
+    assert_eq!(data["path"], config.to_str().unwrap());
+    let entry: Value = serde_json::from_str(data["json"].as_str().unwrap()).unwrap();
+    assert_eq!(entry["args"], json!(["mcp"]));
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    assert_eq!(written["theme"], "dark");
+    assert_eq!(written["mcpServers"]["other"]["command"], "/usr/bin/other");
+    assert_eq!(written["mcpServers"]["stoat"], entry);
+
+    let doctor = env.json(&["mcp", "doctor"]);
+    let data = doctor.data();
+    assert_eq!(data["contract"], 3);
+    assert_eq!(data["transport"], "stdio");
+    assert_eq!(Path::new(data["binary"].as_str().unwrap()), stoat_binary());
+    let clients = data["clients"].as_array().unwrap();
+    let cursor = clients.iter().find(|c| c["client"] == "cursor").unwrap();
+    assert_eq!(cursor["installed"], true);
+    assert_eq!(cursor["current"], true);
+    let desktop = clients
+        .iter()
+        .find(|c| c["client"] == "claude-desktop")
+        .unwrap();
+    assert_eq!(desktop["installed"], false);
+    assert_eq!(desktop["current"], false);
+    assert_eq!(desktop["command"], "");
+    for name in ["claude-code", "vscode", "windsurf"] {
+        assert!(clients.iter().any(|c| c["client"] == name), "{name}");
+    }
+}
+
+#[test]
+fn mcp_doctor_reports_a_stale_entry() {
+    let env = TestEnv::new();
+    let config = env.home().join(".claude.json");
+    std::fs::write(
+        &config,
+        r#"{"mcpServers":{"stoat":{"command":"/old/place/stoat","args":["mcp"]}}}"#,
+    )
+    .unwrap();
+    let data = env.json(&["mcp", "doctor"]).data().clone();
+    let code = data["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["client"] == "claude-code")
+        .unwrap()
+        .clone();
+    assert_eq!(code["installed"], true);
+    assert_eq!(code["current"], false);
+    assert_eq!(code["command"], "/old/place/stoat");
+    // install makes it current; vscode gets its typed entry under "servers"
+    env.json(&["mcp", "install", "claude-code"]);
+    env.json(&["mcp", "install", "vscode"]);
+    let vscode: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.home().join(".config/Code/User/mcp.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(vscode["servers"]["stoat"]["type"], "stdio");
+    let data = env.json(&["mcp", "doctor"]).data().clone();
+    assert!(data["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["client"] == "claude-code" || c["client"] == "vscode")
+        .all(|c| c["current"] == true));
+}
+
+#[test]
+fn mcp_install_leaves_an_invalid_config_untouched() {
+    let env = TestEnv::new();
+    let config = cursor_config(&env);
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let broken = "{\"mcpServers\": {\"other\": } // hand-edited\n";
+    std::fs::write(&config, broken).unwrap();
+    env.json(&["mcp", "install", "cursor"])
+        .error("invalid_spec");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), broken);
+    env.json(&["mcp", "install", "emacs"]).error("usage");
+}
+
+#[test]
+fn mcp_install_edits_a_symlinked_config_at_its_target() {
+    let env = TestEnv::new();
+    let dotfiles = env.tmp().join("dotfiles-mcp.json");
+    std::fs::write(&dotfiles, r#"{"mcpServers":{}}"#).unwrap();
+    let config = cursor_config(&env);
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&dotfiles, &config).unwrap();
+    env.json(&["mcp", "install", "cursor"]);
+    assert!(config.symlink_metadata().unwrap().file_type().is_symlink());
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&dotfiles).unwrap()).unwrap();
+    assert!(written["mcpServers"]["stoat"].is_object());
+}

@@ -1,0 +1,70 @@
+//! A real MCP client no one here wrote, the official Python SDK's stdio client
+//! (tests/mcp_client/drive.py, installed by tests/mcp_client/setup.sh into target/mcp-venv),
+//! drives `stoat mcp` end to end: initialize, tools/list, read-only and mutating calls,
+//! access_denied, a path escape and rate_limited. SKIPs, saying so, when the venv is missing.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::common::TestEnv;
+
+fn venv_python() -> Option<PathBuf> {
+    let venv = match std::env::var_os("STOAT_MCP_VENV") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-venv"),
+    };
+    let python = venv.join("bin/python");
+    python.exists().then_some(python)
+}
+
+#[test]
+fn the_python_mcp_sdk_drives_stoat_mcp() {
+    let Some(python) = venv_python() else {
+        println!(
+            "SKIP the_python_mcp_sdk_drives_stoat_mcp: no target/mcp-venv; run impl/cli/tests/mcp_client/setup.sh"
+        );
+        return;
+    };
+    let env = TestEnv::new();
+    for (name, port, access) in [("obs", 2401, "observe"), ("ex", 2402, "exec")] {
+        env.write_basic_vm(name, port);
+        let path = env.root().join(name).join("vm.toml");
+        let mut toml = std::fs::read_to_string(&path).unwrap();
+        toml.push_str(&format!("agent_access = \"{access}\"\n"));
+        std::fs::write(path, toml).unwrap();
+    }
+    let isos = env.root().join("isos");
+    std::fs::create_dir_all(&isos).unwrap();
+    std::fs::write(isos.join("alpine-virt-3.24.1-x86_64.iso"), b"image").unwrap();
+    let export = env.root().join("shared").join("ex");
+    std::fs::create_dir_all(&export).unwrap();
+    std::fs::write(env.tmp().join("secret"), "s").unwrap();
+    std::os::unix::fs::symlink(env.tmp().join("secret"), export.join("link-out")).unwrap();
+
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client/drive.py");
+    let stoat = assert_cmd::cargo::cargo_bin("stoat");
+    let out = Command::new(python)
+        .arg(script)
+        .arg(&stoat)
+        .env_clear()
+        .env("HOME", env.home())
+        .env("STOAT_HOME", env.root())
+        .env("PATH", format!("{}:/usr/bin:/bin", env.bin().display()))
+        .env("STOAT_ACCEL", "tcg")
+        .env("STOAT_GRAPHICAL", "0")
+        .env("TMPDIR", env.tmp())
+        .env("LANG", "C.UTF-8")
+        .env("STOAT_MCP_RATE", "3/0.01")
+        .current_dir(env.home())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}");
+    assert!(
+        out.status.success(),
+        "the MCP client failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("all MCP client checks passed"));
+    assert!(!env.home().join("escape").exists());
+}

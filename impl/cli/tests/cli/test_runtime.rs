@@ -1,0 +1,642 @@
+//! The runtime through the real binary: up, down, wait, exec, cp, screenshot.
+//!
+//! FAKE tier: stub `qemu-system-x86_64`, `ssh` and `scp` shell scripts in the test's bin
+//! directory. The fake QEMU writes its pidfile and leaves a process whose command line names
+//! the VM directory (so stoat sees the VM running); every test stops it by PID on drop.
+//! REAL tier (`real_guest_lifecycle`): boots the conformance test guest when STOAT_REAL_GUEST
+//! names its build directory, and prints SKIPPED otherwise.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use base64::Engine;
+
+use crate::common::{TestEnv, PLANTED_PASSWORD};
+
+/// Writes an executable script into the test's bin directory.
+pub(crate) fn stub(env: &TestEnv, name: &str, body: &str) -> PathBuf {
+    let path = env.bin().join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A fake QEMU: records its argv next to the pidfile, leaves a process named after the
+/// pidfile (it stops its own sleep on SIGTERM), writes the pidfile and exits 0.
+pub(crate) const FAKE_QEMU: &str = r#"prev=""
+for a in "$@"; do
+  [ "$prev" = "-pidfile" ] && pidfile="$a"
+  prev="$a"
+done
+for a in "$@"; do printf '%s\n' "$a"; done > "$(dirname "$pidfile")/qemu.argv"
+sh -c 'trap "kill \$! 2>/dev/null; exit 0" TERM; sleep 300 & wait' "$pidfile" </dev/null >/dev/null 2>&1 &
+echo $! > "$pidfile"
+exit 0
+"#;
+
+/// Stops every fake QEMU of this test environment by the PID in its pidfile.
+pub(crate) struct Reaper(pub(crate) Vec<PathBuf>);
+
+impl Reaper {
+    pub(crate) fn watch(env: &TestEnv, vms: &[&str]) -> Reaper {
+        Reaper(
+            vms.iter()
+                .map(|vm| env.root().join(vm).join("qemu.pid"))
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for pidfile in &self.0 {
+            if let Some(pid) = std::fs::read_to_string(pidfile)
+                .ok()
+                .and_then(|t| t.trim().parse::<i32>().ok())
+                .filter(|pid| *pid > 1)
+            {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                if String::from_utf8_lossy(&cmdline).contains(&pidfile.display().to_string()) {
+                    // SAFETY: kill(2) on a PID proven to be our fake.
+                    unsafe { libc::kill(pid, libc::SIGTERM) };
+                }
+            }
+        }
+    }
+}
+
+/// A live VM whose ISO the fake QEMU never reads.
+fn write_live_vm(env: &TestEnv, name: &str, port: u16, extra: &str) {
+    env.write_vm(
+        name,
+        &format!(
+            "name = \"{name}\"\nmode = \"live\"\nos = \"alpine\"\nbackend = \"apkovl\"\niso = \"/nonexistent/x.iso\"\nram = 256\ncpus = 1\nsshport = {port}\nsshuser = \"root\"\nconsole_password = \"{PLANTED_PASSWORD}\"\n{extra}"
+        ),
+    );
+}
+
+/// An environment with a running fake VM `name`.
+fn running_vm(name: &str, port: u16) -> (TestEnv, Reaper) {
+    let env = TestEnv::new();
+    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    write_live_vm(&env, name, port, "");
+    let reaper = Reaper::watch(&env, &[name]);
+    let up = env.json(&["up", name]);
+    assert_eq!(up.data()["vm"]["state"], "running", "{}", up.stdout);
+    (env, reaper)
+}
+
+/// A fake ssh: records argv, prints non-UTF-8 bytes on both streams, exits 3.
+fn fake_ssh(env: &TestEnv) -> PathBuf {
+    let argv = env.tmp().join("ssh.argv");
+    stub(
+        env,
+        "ssh",
+        &format!(
+            "for a in \"$@\"; do printf '%s\\n' \"$a\"; done > '{}'\nprintf 'out\\377\\376'\nprintf 'err\\377\\376' >&2\nexit 3\n",
+            argv.display()
+        ),
+    );
+    argv
+}
+
+#[test]
+fn up_refuses_what_it_cannot_start() {
+    let mut env = TestEnv::new();
+    assert_eq!(env.json(&["up"]).error("usage"), "up needs a VM name");
+    env.json(&["up", "ghost"]).error("not_found");
+    env.write_broken_vm("bad");
+    env.json(&["up", "bad"]).error("broken");
+    write_live_vm(&env, "withshare", 29301, "share = \"/nonexistent/dir\"\n");
+    env.json(&["up", "withshare"]).error("share_invalid");
+    let file = env.tmp().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    write_live_vm(
+        &env,
+        "fileshare",
+        29302,
+        &format!("share = \"{}\"\n", file.display()),
+    );
+    env.json(&["up", "fileshare"]).error("share_invalid");
+
+    write_live_vm(&env, "w", 29303, "");
+    stub(
+        &env,
+        "qemu-system-x86_64",
+        "echo 'qemu: could not load PC BIOS boom' >&2\nexit 1\n",
+    );
+    let message = env.json(&["up", "w"]).error("qemu_start_failed");
+    assert!(message.contains("boom"), "{message}");
+
+    env.set_env("STOAT_ACCEL", "warp");
+    env.json(&["up", "w"]).error("invalid_spec");
+}
+
+#[test]
+fn up_without_qemu_is_qemu_missing() {
+    let mut env = TestEnv::new();
+    write_live_vm(&env, "w", 29304, "");
+    env.set_env("PATH", &env.bin().display().to_string());
+    let message = env.json(&["up", "w"]).error("qemu_missing");
+    assert!(message.contains("qemu-system-x86_64"), "{message}");
+}
+
+#[test]
+fn up_on_a_work_share_without_user_xattrs_is_no_xattr() {
+    let env = TestEnv::new();
+    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    write_live_vm(&env, "w", 29319, "");
+    // sysfs refuses user.* xattrs; the work share is reached through a symlink to it.
+    std::fs::create_dir_all(env.root().join("shared")).unwrap();
+    std::os::unix::fs::symlink("/sys/kernel", env.root().join("shared/w")).unwrap();
+    let message = env.json(&["up", "w"]).error("no_xattr");
+    assert!(message.contains("extended attributes"), "{message}");
+    assert!(!env.root().join("w/qemu.pid").exists());
+}
+
+#[test]
+fn up_with_kvm_unusable_is_kvm_unusable() {
+    let mut env = TestEnv::new();
+    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    write_live_vm(&env, "w", 29305, "");
+    env.set_env("STOAT_ACCEL", "kvm");
+    env.set_env("STOAT_KVM_DEVICE", "/nonexistent/kvm");
+    let message = env.json(&["up", "w"]).error("kvm_unusable");
+    assert!(message.contains("STOAT_ACCEL=tcg"), "{message}");
+    assert!(!env.root().join("w/qemu.pid").exists());
+}
+
+#[test]
+fn up_then_down_reports_authoritative_state() {
+    let (mut env, _reaper) = running_vm("w", 29306);
+    let argv = std::fs::read_to_string(env.root().join("w/qemu.argv")).unwrap();
+    assert!(argv.contains("-accel\ntcg\n"), "{argv}");
+    assert!(argv.contains("hostfwd=tcp:127.0.0.1:29306-:22"), "{argv}");
+    assert!(env.root().join("shared/w").is_dir());
+    assert!(env
+        .json(&["up", "w"])
+        .error("already_running")
+        .contains("w"));
+
+    env.set_env("STOAT_DOWN_TIMEOUT_SECS", "1");
+    let down = env.json(&["down", "w"]);
+    assert_eq!(down.data()["vm"]["state"], "stopped", "{}", down.stdout);
+    env.json(&["down", "w"]).error("not_running");
+    env.json(&["down", "ghost"]).error("not_found");
+    env.write_broken_vm("bad");
+    env.json(&["down", "bad"]).error("broken");
+
+    let human = env.run(&["up", "w"]);
+    assert!(human.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&human.stdout),
+        "w started (ssh :29306)\n"
+    );
+    let human = env.run(&["down", "w"]);
+    assert_eq!(String::from_utf8_lossy(&human.stdout), "w stopped\n");
+}
+
+#[test]
+fn cloud_up_makes_overlay_and_seed() {
+    let env = TestEnv::new();
+    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    let base = env.tmp().join("base.qcow2");
+    let made = std::process::Command::new("qemu-img")
+        .args(["create", "-q", "-f", "qcow2"])
+        .arg(&base)
+        .arg("64M")
+        .status()
+        .unwrap();
+    assert!(made.success());
+    env.write_vm(
+        "c",
+        &format!(
+            "name = \"c\"\nmode = \"cloud\"\nos = \"debian\"\nbackend = \"cloudinit\"\nram = 256\ncpus = 1\ndisk = \"128M\"\nsshport = 29307\nsshuser = \"stoat\"\nconsole_password = \"{PLANTED_PASSWORD}\"\nbase = \"{}\"\n",
+            base.display()
+        ),
+    );
+    let _reaper = Reaper::watch(&env, &["c"]);
+    let up = env.json(&["up", "c"]);
+    assert_eq!(up.data()["vm"]["state"], "running");
+    let dir = env.root().join("c");
+    let info = std::process::Command::new("qemu-img")
+        .args(["info", "--output=json"])
+        .arg(dir.join("disk.qcow2"))
+        .output()
+        .unwrap();
+    let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    assert_eq!(info["virtual-size"], 128 * 1024 * 1024);
+    assert_eq!(info["backing-filename"], base.display().to_string());
+    assert!(dir.join("ovl/seed.iso").is_file());
+    let user_data = std::fs::read_to_string(dir.join("ovl/seed/user-data")).unwrap();
+    let pubkey = std::fs::read_to_string(env.root().join("id_stoat.pub")).unwrap();
+    assert!(user_data.starts_with("#cloud-config-archive\n"));
+    assert!(user_data.contains(pubkey.trim()));
+    assert!(user_data.contains(PLANTED_PASSWORD));
+    assert!(user_data.contains("/mnt/work"));
+    let meta = std::fs::read_to_string(dir.join("ovl/seed/meta-data")).unwrap();
+    assert!(meta.contains("instance-id: \"stoat-c\""));
+    let argv = std::fs::read_to_string(dir.join("qemu.argv")).unwrap();
+    assert!(argv.contains("seed.iso"), "{argv}");
+}
+
+#[test]
+fn cloud_up_without_xorriso_says_so_and_makes_nothing() {
+    let mut env = TestEnv::new();
+    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    for tool in ["qemu-img", "ssh-keygen"] {
+        std::os::unix::fs::symlink(format!("/usr/bin/{tool}"), env.bin().join(tool)).unwrap();
+    }
+    env.set_env("PATH", &env.bin().display().to_string());
+    env.write_vm(
+        "c",
+        "name = \"c\"\nmode = \"cloud\"\nbackend = \"cloudinit\"\nram = 256\ncpus = 1\nsshport = 29308\nbase = \"/nonexistent/base.qcow2\"\n",
+    );
+    let message = env.json(&["up", "c"]).error("internal");
+    assert!(message.contains("xorriso"), "{message}");
+    assert!(!env.root().join("c/disk.qcow2").exists());
+    assert!(!env.root().join("c/qemu.pid").exists());
+}
+
+#[test]
+fn wait_answers_at_once_when_it_can_and_times_out_otherwise() {
+    let env = TestEnv::new();
+    write_live_vm(&env, "w", 29309, "");
+    env.json(&["wait", "w", "--until", "reachable"])
+        .error("cannot_reach");
+    env.json(&["wait", "w", "--until", "applied"])
+        .error("cannot_reach");
+    let stopped = env.json(&["wait", "w", "--until", "stopped"]);
+    assert_eq!(stopped.data()["reached"], true);
+    assert_eq!(stopped.data()["until"], "stopped");
+    env.json(&["wait", "ghost"]).error("not_found");
+    assert_eq!(env.json(&["wait"]).error("usage"), "wait needs a VM name");
+
+    let (env, _reaper) = running_vm("r", 29310);
+    let started = Instant::now();
+    env.json(&["wait", "r", "--until", "reachable", "--timeout", "1s"])
+        .error("timeout");
+    assert!(started.elapsed().as_secs() < 10);
+}
+
+#[test]
+fn exec_checks_the_vm_first() {
+    let env = TestEnv::new();
+    fake_ssh(&env);
+    write_live_vm(&env, "w", 29311, "");
+    env.json_raw(&["--json", "exec", "w", "true"])
+        .error("not_running");
+    env.json_raw(&["--json", "exec", "ghost", "true"])
+        .error("not_found");
+    env.write_broken_vm("bad");
+    env.json_raw(&["--json", "exec", "bad", "true"])
+        .error("broken");
+}
+
+#[test]
+fn exec_passes_bytes_and_status_by_the_contract() {
+    let (env, _reaper) = running_vm("w", 29312);
+    let argv_file = fake_ssh(&env);
+
+    let run = env.json_raw(&["-q", "--json", "exec", "w", "echo", "it's", "--json"]);
+    assert_eq!(run.exit, 0);
+    let data = run.data();
+    assert_eq!(data["exit_code"], 3);
+    let b64 = base64::engine::general_purpose::STANDARD;
+    assert_eq!(
+        b64.decode(data["stdout_base64"].as_str().unwrap()).unwrap(),
+        b"out\xff\xfe"
+    );
+    assert_eq!(data["stdout_encoding"], "base64");
+    assert_eq!(
+        b64.decode(data["stderr_base64"].as_str().unwrap()).unwrap(),
+        b"err\xff\xfe"
+    );
+    assert!(data.get("stdout").is_none());
+    let argv = std::fs::read_to_string(&argv_file).unwrap();
+    let argv: Vec<&str> = argv.lines().collect();
+    assert_eq!(
+        argv.last().copied(),
+        Some("'echo' 'it'\\''s' '--json'"),
+        "{argv:?}"
+    );
+    assert!(argv.contains(&"root@127.0.0.1"), "{argv:?}");
+    assert!(argv.contains(&"29312"), "{argv:?}");
+
+    let human = env.run(&["exec", "w", "ls"]);
+    assert_eq!(human.status.code(), Some(3));
+    assert_eq!(human.stdout, b"out\xff\xfe");
+    assert_eq!(human.stderr, b"err\xff\xfe");
+}
+
+#[test]
+fn exec_without_ssh_is_a_clear_error() {
+    let (mut env, _reaper) = running_vm("w", 29313);
+    std::os::unix::fs::symlink("/usr/bin/ssh-keygen", env.bin().join("ssh-keygen")).unwrap();
+    env.set_env("PATH", &env.bin().display().to_string());
+    let message = env
+        .json_raw(&["--json", "exec", "w", "true"])
+        .error("internal");
+    assert!(message.contains("ssh"), "{message}");
+}
+
+#[test]
+fn cp_grammar_and_errors() {
+    let env = TestEnv::new();
+    write_live_vm(&env, "w", 29314, "");
+    for args in [
+        vec!["cp"],
+        vec!["cp", "a"],
+        vec!["cp", "a", "b"],
+        vec!["cp", "w:a", "w:b"],
+        vec!["cp", ":a", "b"],
+        vec!["cp", "a", "w:b", "--vm", "w"],
+        vec!["cp", "--vm", "w", "--direction", "to"],
+    ] {
+        env.json(&args).error("usage");
+    }
+    env.json(&["cp", "w:", "local"]).error("invalid_spec");
+    env.json(&[
+        "cp",
+        "--vm",
+        "w",
+        "--direction",
+        "to",
+        "--local",
+        "",
+        "--remote",
+        "/r",
+    ])
+    .error("invalid_spec");
+    env.json(&["cp", "ghost:/r", "local"]).error("not_found");
+    env.json(&["cp", "w:/r", "local"]).error("not_running");
+    env.write_broken_vm("bad");
+    env.json(&["cp", "bad:/r", "local"]).error("broken");
+}
+
+#[test]
+fn cp_runs_scp_with_an_absolute_local_path() {
+    let (env, _reaper) = running_vm("w", 29315);
+    let argv_file = env.tmp().join("scp.argv");
+    stub(
+        &env,
+        "scp",
+        &format!(
+            "for a in \"$@\"; do printf '%s\\n' \"$a\"; done > '{}'\n",
+            argv_file.display()
+        ),
+    );
+    let to = env.json(&["cp", "notes/a.txt", "w:/tmp/x y"]);
+    let local = env.home().join("notes/a.txt").display().to_string();
+    assert_eq!(to.data()["direction"], "to_guest");
+    assert_eq!(to.data()["local"], local.as_str());
+    assert_eq!(to.data()["remote"], "/tmp/x y");
+    let argv = std::fs::read_to_string(&argv_file).unwrap();
+    assert!(
+        argv.ends_with(&format!("{local}\nroot@127.0.0.1:/tmp/x y\n")),
+        "{argv}"
+    );
+
+    let from = env.json(&[
+        "cp",
+        "--vm",
+        "w",
+        "--direction",
+        "from",
+        "--local",
+        "~/out",
+        "--remote",
+        "/etc/hostname",
+    ]);
+    assert_eq!(from.data()["direction"], "from_guest");
+    assert_eq!(
+        from.data()["local"],
+        env.home().join("out").display().to_string().as_str()
+    );
+
+    stub(&env, "scp", "echo 'scp: /nope: No such file' >&2\nexit 1\n");
+    let message = env.json(&["cp", "w:/nope", "x"]).error("internal");
+    assert!(message.contains("No such file"), "{message}");
+    let human = env.run(&["cp", "w:/etc/a", "b"]);
+    assert!(!human.status.success());
+}
+
+#[test]
+fn screenshot_needs_a_running_vm_and_its_monitor() {
+    let env = TestEnv::new();
+    write_live_vm(&env, "w", 29316, "");
+    env.json(&["screenshot", "w"]).error("not_running");
+    env.json(&["screenshot", "ghost"]).error("not_found");
+    let (env, _reaper) = running_vm("r", 29317);
+    env.json(&["screenshot", "r"]).error("monitor_unreachable");
+}
+
+const GREETING: &str = r#"{"QMP": {"version": {"qemu": {"micro": 2, "minor": 0, "major": 10}, "package": ""}, "capabilities": []}}"#;
+
+/// A fake QMP monitor on `<vm>/qmp.sock` serving one client: capabilities, then one
+/// `screendump` that writes a 2x3 PNG (or, with `refuse`, answers QEMU's error).
+fn fake_qmp_screendump(vm_dir: &Path, refuse: bool) -> std::thread::JoinHandle<()> {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::os::unix::net::UnixListener::bind(vm_dir.join("qmp.sock")).unwrap();
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut writer = stream.try_clone().unwrap();
+        let mut reader = BufReader::new(stream);
+        writeln!(writer, "{GREETING}").unwrap();
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap_or(0) > 0 {
+            let request: serde_json::Value = serde_json::from_str(&line).unwrap();
+            line.clear();
+            let reply = match request["execute"].as_str() {
+                Some("screendump") if refuse => {
+                    r#"{"error": {"class": "GenericError", "desc": "no surface to dump"}}"#
+                        .to_owned()
+                }
+                Some("screendump") => {
+                    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+                    png.extend_from_slice(&2u32.to_be_bytes());
+                    png.extend_from_slice(&3u32.to_be_bytes());
+                    png.extend_from_slice(b"rest");
+                    std::fs::write(request["arguments"]["filename"].as_str().unwrap(), png)
+                        .unwrap();
+                    assert_eq!(request["arguments"]["format"], "png");
+                    r#"{"return": {}}"#.to_owned()
+                }
+                _ => r#"{"return": {}}"#.to_owned(),
+            };
+            writeln!(writer, "{reply}").unwrap();
+        }
+    })
+}
+
+#[test]
+fn screenshot_writes_a_png_and_reports_its_size() {
+    let (env, _reaper) = running_vm("r", 29318);
+    let dir = env.root().join("r");
+    let server = fake_qmp_screendump(&dir, false);
+    let shot = env.json(&["screenshot", "r"]);
+    let data = shot.data();
+    assert_eq!(data["width"], 2);
+    assert_eq!(data["height"], 3);
+    assert_eq!(data["bytes"], 28);
+    let path = data["path"].as_str().unwrap();
+    assert!(
+        path.starts_with(&format!("{}/screenshots/", dir.display())),
+        "{path}"
+    );
+    assert!(path.ends_with("Z.png"), "{path}");
+    assert_eq!(std::fs::metadata(path).unwrap().len(), 28);
+    server.join().unwrap();
+
+    std::fs::remove_file(dir.join("qmp.sock")).unwrap();
+    let server = fake_qmp_screendump(&dir, true);
+    let message = env.json(&["screenshot", "r"]).error("screenshot_failed");
+    assert!(message.contains("no surface"), "{message}");
+    server.join().unwrap();
+}
+
+// ---- REAL tier ----------------------------------------------------------------------------
+
+/// Stops a real QEMU by the PID in its pidfile, whatever happened.
+struct RealGuard(PathBuf);
+
+impl Drop for RealGuard {
+    fn drop(&mut self) {
+        let pidfile = self.0.join("qemu.pid");
+        if let Some(pid) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+            .filter(|pid| *pid > 1)
+        {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains(&format!("{}/", self.0.display())) {
+                // SAFETY: kill(2) on a PID proven to be this VM's QEMU.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+fn timed<T>(label: &str, f: impl FnOnce() -> T) -> T {
+    let started = Instant::now();
+    let out = f();
+    println!("TIMING {label}: {:.2?}", started.elapsed());
+    out
+}
+
+#[test]
+fn real_guest_lifecycle() {
+    let Some(guest_dir) = std::env::var_os("STOAT_REAL_GUEST") else {
+        println!("SKIPPED: set STOAT_REAL_GUEST to the guest build directory to boot a real VM");
+        return;
+    };
+    let image = Path::new(&guest_dir).join("stoat-testguest-cloud.qcow2");
+    assert!(image.is_file(), "no guest image at {}", image.display());
+    let env = TestEnv::new();
+    let port = crate::test_runtime::free_port();
+    env.write_vm(
+        "t1",
+        &format!(
+            "name = \"t1\"\nmode = \"cloud\"\nos = \"\"\nbackend = \"cloudinit\"\nram = 256\ncpus = 1\ndisk = \"256M\"\nsshport = {port}\nsshuser = \"stoat\"\nconsole_password = \"{PLANTED_PASSWORD}\"\nbase = \"{}\"\n",
+            image.display()
+        ),
+    );
+    let _guard = RealGuard(env.root().join("t1"));
+    let up = timed("up", || env.json(&["up", "t1"]));
+    assert_eq!(up.data()["vm"]["state"], "running");
+    let wait = timed("wait reachable", || {
+        env.json(&["wait", "t1", "--until", "reachable", "--timeout", "120s"])
+    });
+    assert_eq!(wait.data()["reached"], true);
+
+    let echo = timed("exec echo", || {
+        env.json_raw(&["--json", "exec", "t1", "echo", "hello world"])
+    });
+    assert_eq!(echo.data()["stdout"], "hello world\n");
+    assert_eq!(echo.data()["exit_code"], 0);
+    let bin = env.json_raw(&[
+        "--json",
+        "exec",
+        "t1",
+        "sh",
+        "-c",
+        "printf '\\377\\376'; exit 7",
+    ]);
+    assert_eq!(bin.data()["stdout_base64"], "//4=");
+    assert_eq!(bin.data()["exit_code"], 7);
+    let human = env.run(&["exec", "t1", "sh", "-c", "printf '\\377\\376' >&2; exit 7"]);
+    assert_eq!(human.status.code(), Some(7));
+    assert_eq!(human.stderr, b"\xff\xfe");
+
+    let local = env.tmp().join("in.bin");
+    std::fs::write(&local, b"\x00\x01\xff stoat\n").unwrap();
+    let local_s = local.display().to_string();
+    timed("cp to", || {
+        env.json(&["cp", &local_s, "t1:/tmp/in.bin"]).data().clone()
+    });
+    let back = env.tmp().join("back.bin");
+    let back_s = back.display().to_string();
+    timed("cp from", || {
+        env.json(&["cp", "t1:/tmp/in.bin", &back_s]).data().clone()
+    });
+    assert_eq!(
+        std::fs::read(&back).unwrap(),
+        std::fs::read(&local).unwrap()
+    );
+
+    let shot = timed("screenshot", || env.json(&["screenshot", "t1"]));
+    let data = shot.data();
+    assert!(data["width"].as_u64().unwrap() > 0 && data["height"].as_u64().unwrap() > 0);
+    let png = std::fs::read(data["path"].as_str().unwrap()).unwrap();
+    assert_eq!(png.len() as u64, data["bytes"].as_u64().unwrap());
+    assert!(png.starts_with(b"\x89PNG"));
+
+    // Online snapshots: QEMU refuses savevm while 9p is mounted, and says what to do.
+    let refused = env
+        .json(&["snapshot", "t1", "s1"])
+        .error("monitor_rejected");
+    assert!(refused.contains("umount"), "{refused}");
+    let umount = env.json_raw(&["--json", "exec", "t1", "sudo", "umount", "/mnt/work"]);
+    assert_eq!(umount.data()["exit_code"], 0, "{}", umount.stdout);
+    env.json_raw(&[
+        "--json",
+        "exec",
+        "t1",
+        "sh",
+        "-c",
+        "echo before > /tmp/mark",
+    ]);
+    timed("snapshot save", || {
+        env.json(&["snapshot", "t1", "s1"]).data().clone()
+    });
+    let list = env.json(&["snapshot", "t1"]);
+    assert_eq!(list.data()["snapshots"][0]["tag"], "s1");
+    assert_eq!(list.data()["snapshots"][0]["vm_state"], true);
+    env.json_raw(&["--json", "exec", "t1", "sh", "-c", "echo after > /tmp/mark"]);
+    timed("snapshot restore", || {
+        env.json(&["snapshot", "t1", "s1", "--restore"])
+            .data()
+            .clone()
+    });
+    env.json(&["wait", "t1", "--until", "reachable", "--timeout", "60s"]);
+    let mark = env.json_raw(&["--json", "exec", "t1", "cat", "/tmp/mark"]);
+    assert_eq!(mark.data()["stdout"], "before\n", "the guest state reverts");
+    env.json(&["snapshot", "t1", "nope", "--delete"])
+        .error("invalid_spec");
+    env.json(&["snapshot", "t1", "s1", "--delete"]);
+    assert_eq!(
+        env.json(&["snapshot", "t1"]).data()["snapshots"],
+        serde_json::json!([])
+    );
+
+    let down = timed("down", || env.json(&["down", "t1"]));
+    assert_eq!(down.data()["vm"]["state"], "stopped");
+    env.json(&["wait", "t1", "--until", "stopped", "--timeout", "5s"]);
+}
+
+/// A port nobody listens on right now (the real guest's ssh forward).
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}

@@ -1,0 +1,289 @@
+//! `stoat.lock`: the commits a project's remote recipes are pinned at, beside stoat.toml and
+//! committed with it (stoat-json-v3 `lock_out_of_date`, `recipe lock` → `{recipes:[RecipeAdded]}`).
+//!
+//! ```toml
+//! # stoat.lock: written by `stoat recipe lock --project`. Commit it.
+//! version = 1
+//!
+//! [recipe.tailscale]
+//! source = "https://github.com/x/stoat-tailscale"
+//! ref = "v1.2"
+//! commit = "9f3c1e2d4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d"
+//! ```
+//!
+//! A remote recipe is one stoat.toml lists under `[recipes.<name>]`. A declaration that names
+//! one is pinned when stoat.lock has that name with the same source and ref; otherwise the
+//! fan-outs that run recipes (`up`, `apply`) refuse with `lock_out_of_date` before touching
+//! any VM. The remote-recipes code (fetching at a pin) reads pins through [`LockFile::pin`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::{Deserialize, Serialize};
+use stoat_wire::dto::RecipeAdded;
+
+use super::file::{Project, RemoteRecipe};
+use crate::{Env, Error, Result};
+
+/// The lock file's name, beside stoat.toml.
+pub const LOCK_FILE: &str = "stoat.lock";
+/// The format version this build writes and reads.
+pub const LOCK_VERSION: u32 = 1;
+
+const HEADER: &str = "# stoat.lock: remote recipe pins for this project, written by\n# `stoat recipe lock --project`. Commit it with stoat.toml.\n";
+
+/// One pinned remote recipe.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pin {
+    pub source: String,
+    #[serde(rename = "ref", default)]
+    pub git_ref: String,
+    /// The full 40-hex commit.
+    pub commit: String,
+}
+
+/// The whole stoat.lock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockFile {
+    pub version: u32,
+    #[serde(default)]
+    pub recipe: BTreeMap<String, Pin>,
+}
+
+impl Default for LockFile {
+    fn default() -> Self {
+        LockFile {
+            version: LOCK_VERSION,
+            recipe: BTreeMap::new(),
+        }
+    }
+}
+
+/// `<dir>/stoat.lock`.
+pub fn lock_path(dir: &Path) -> PathBuf {
+    dir.join(LOCK_FILE)
+}
+
+impl LockFile {
+    /// Reads `<dir>/stoat.lock`; no file is an empty lock. A malformed one is `invalid_spec`
+    /// naming the file and line.
+    pub fn read(dir: &Path) -> Result<LockFile> {
+        let path = lock_path(dir);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockFile::default()),
+            Err(e) => return Err(Error::io(format!("read {}", path.display()), e)),
+        };
+        let lock: LockFile = toml::from_str(&text).map_err(|e| {
+            Error::InvalidSpec(format!(
+                "{}: {}",
+                path.display(),
+                crate::vm::describe_toml_error(&text, &e)
+            ))
+        })?;
+        if lock.version != LOCK_VERSION {
+            return Err(Error::InvalidSpec(format!(
+                "{}: version {} is not {LOCK_VERSION}, the one this stoat reads",
+                path.display(),
+                lock.version
+            )));
+        }
+        Ok(lock)
+    }
+
+    /// Writes `<dir>/stoat.lock` atomically.
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        let body = toml::to_string(self)
+            .map_err(|e| Error::Internal(format!("render stoat.lock: {e}")))?;
+        crate::vm::write_atomically(&lock_path(dir), format!("{HEADER}{body}").as_bytes())
+    }
+
+    /// The pin of `name`, when there is one.
+    pub fn pin(&self, name: &str) -> Option<&Pin> {
+        self.recipe.get(name)
+    }
+
+    /// Whether `name` is pinned at this source and ref.
+    pub fn pins(&self, name: &str, remote: &RemoteRecipe) -> bool {
+        self.pin(name)
+            .is_some_and(|pin| pin.source == remote.source && pin.git_ref == remote.git_ref)
+    }
+}
+
+/// `lock_out_of_date` when a declaration names a remote recipe stoat.lock does not pin.
+pub fn check(project: &Project, lock: &LockFile) -> Result<()> {
+    for decl in &project.vms {
+        for recipe in decl.recipes.iter().flatten() {
+            let Some(remote) = project.remote_recipes.get(recipe) else {
+                continue;
+            };
+            if !lock.pins(recipe, remote) {
+                return Err(Error::LockOutOfDate(format!(
+                    "vm.{} uses the remote recipe {recipe} ({} {}), which stoat.lock does not pin; run `stoat recipe lock --project`",
+                    decl.key,
+                    remote.source,
+                    if remote.git_ref.is_empty() { "default branch" } else { &remote.git_ref }
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Resolves every `[recipes.*]` of the project to a commit and writes stoat.lock. Pins of
+/// recipes no longer listed are dropped. Returns the pins, sorted by name.
+pub fn lock_project(env: &Env, project: &Project) -> Result<Vec<RecipeAdded>> {
+    let mut lock = LockFile::default();
+    for (name, remote) in &project.remote_recipes {
+        let commit = resolve_commit(env, &remote.source, &remote.git_ref)?;
+        lock.recipe.insert(
+            name.clone(),
+            Pin {
+                source: remote.source.clone(),
+                git_ref: remote.git_ref.clone(),
+                commit,
+            },
+        );
+    }
+    lock.write(&project.dir)?;
+    Ok(lock
+        .recipe
+        .iter()
+        .map(|(name, pin)| RecipeAdded {
+            name: name.clone(),
+            source: pin.source.clone(),
+            git_ref: pin.git_ref.clone(),
+            commit: pin.commit.clone(),
+            scope: "project".into(),
+        })
+        .collect())
+}
+
+/// The commit `git_ref` names at `source` (`""`: the remote's HEAD). A full commit id is its
+/// own answer; a tag wins over a branch of the same name, and an annotated tag is peeled.
+pub fn resolve_commit(env: &Env, source: &str, git_ref: &str) -> Result<String> {
+    if is_full_commit(git_ref) {
+        return Ok(git_ref.to_ascii_lowercase());
+    }
+    let git = env.which("git").ok_or_else(|| {
+        Error::GitRequired("pinning remote recipes needs git on PATH; install git".into())
+    })?;
+    let wanted = if git_ref.is_empty() { "HEAD" } else { git_ref };
+    let output = Command::new(git)
+        .args(["ls-remote", "--", source, wanted])
+        .env("PATH", env.path_var())
+        .stdin(std::process::Stdio::null())
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .output()
+        .map_err(|e| Error::io("run git ls-remote", e))?;
+    if !output.status.success() {
+        return Err(Error::InvalidSpec(format!(
+            "git ls-remote {source} failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    let listing = String::from_utf8_lossy(&output.stdout);
+    pick_commit(&listing, wanted)
+        .ok_or_else(|| Error::InvalidSpec(format!("{source} has no branch or tag called {wanted}")))
+}
+
+fn is_full_commit(text: &str) -> bool {
+    text.len() == 40 && text.chars().all(|c| c.is_ascii_hexdigit())
+}
+
+/// Picks from `git ls-remote` output: the peeled tag, the tag, the branch, then anything.
+fn pick_commit(listing: &str, wanted: &str) -> Option<String> {
+    let rows: Vec<(&str, &str)> = listing
+        .lines()
+        .filter_map(|line| line.split_once('\t'))
+        .collect();
+    let preferred = [
+        format!("refs/tags/{wanted}^{{}}"),
+        format!("refs/tags/{wanted}"),
+        format!("refs/heads/{wanted}"),
+        wanted.to_owned(),
+    ];
+    preferred
+        .iter()
+        .find_map(|name| rows.iter().find(|(_, r)| r == name))
+        .or_else(|| rows.first())
+        .map(|(commit, _)| commit.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::project::file::Project;
+
+    fn project() -> Project {
+        Project::parse(
+            "[vm.dev]\nimage = \"x\"\nrecipes = [\"docker\", \"tailscale\"]\n[recipes.tailscale]\nsource = \"https://example.invalid/ts\"\nref = \"v1.2\"\n",
+            Path::new("/p"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn unpinned_remote_recipes_are_lock_out_of_date() {
+        let mut lock = LockFile::default();
+        let err = check(&project(), &lock).unwrap_err();
+        assert_eq!(err.code(), stoat_wire::ErrorCode::LockOutOfDate);
+        assert!(err.to_string().contains("tailscale"), "{err}");
+        let pin = Pin {
+            source: "https://example.invalid/ts".into(),
+            git_ref: "v1.1".into(),
+            commit: "a".repeat(40),
+        };
+        lock.recipe.insert("tailscale".into(), pin.clone());
+        assert!(
+            check(&project(), &lock).is_err(),
+            "a pin at another ref is stale"
+        );
+        lock.recipe.insert(
+            "tailscale".into(),
+            Pin {
+                git_ref: "v1.2".into(),
+                ..pin
+            },
+        );
+        check(&project(), &lock).unwrap();
+    }
+
+    #[test]
+    fn round_trips_and_absent_is_empty() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(LockFile::read(tmp.path()).unwrap(), LockFile::default());
+        let mut lock = LockFile::default();
+        lock.recipe.insert(
+            "ts".into(),
+            Pin {
+                source: "s".into(),
+                git_ref: "".into(),
+                commit: "c".repeat(40),
+            },
+        );
+        lock.write(tmp.path()).unwrap();
+        let text = std::fs::read_to_string(lock_path(tmp.path())).unwrap();
+        assert!(text.starts_with("# stoat.lock"), "{text}");
+        assert_eq!(LockFile::read(tmp.path()).unwrap(), lock);
+        std::fs::write(
+            lock_path(tmp.path()),
+            "version = 1\n[recipe.x]\nsource = 3\n",
+        )
+        .unwrap();
+        let err = LockFile::read(tmp.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("stoat.lock") && err.contains("line 3"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn picks_peeled_tags_first() {
+        let listing = "1111111111111111111111111111111111111111\trefs/heads/v1\n2222222222222222222222222222222222222222\trefs/tags/v1\n3333333333333333333333333333333333333333\trefs/tags/v1^{}\n";
+        assert_eq!(pick_commit(listing, "v1").unwrap(), "3".repeat(40));
+        assert_eq!(pick_commit("", "v1"), None);
+        assert!(is_full_commit(&"ab".repeat(20)));
+    }
+}

@@ -1,0 +1,13 @@
+//! Projects: a `stoat.toml` that declares a repository's VMs, the `status` that compares them
+//! with what exists, the fan-out that runs one command over all of them, and `stoat.lock`
+//! (stoat-json-v3 `init`, `status`, `ls --project`, ProjectRun, `lock_out_of_date`).
+//!
+//! docs/projects.md walks through a project; docs/decisions/project.md records the choices.
+
+pub mod fanout;
+pub mod file;
+pub mod lock;
+pub mod status;
+
+pub use file::{find, Declaration, Project, RemoteRecipe, PROJECT_FILE};
+pub use lock::{LockFile, Pin, LOCK_FILE};

@@ -1,0 +1,540 @@
+//! `apply` (and `up`'s apply after boot): the provision lock, the plan, the run of each recipe
+//! over ssh with its log streamed as `stage`/`log` events, outputs read back, health checks,
+//! and the per-recipe record in vm.toml. Upstream facts §6 "Apply" and "Markers → events";
+//! stoat-json-v3 `apply`, `apply --dry-run`, "Streaming". Decisions: docs/decisions/apply.md.
+//!
+//! The log `<vm>/last-provision.log` is truncated per run and reads:
+//!
+//! ```text
+//! waiting for ssh on port 2200…
+//!
+//! === recipe base ===
+//! <guest output>
+//! health base: ok
+//!
+//! done
+//! ```
+//!
+//! or ends with `FAILED: ...`. Every line written there is also a `log` event, in order, and a
+//! marker line stoat writes is preceded by a `stage` event. `wait --until applied` reads the
+//! last non-blank line (`done`).
+
+use std::fs::File;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use stoat_wire::dto::{ApplyData, ApplyDryRunData, LogData, StageData};
+
+use super::guest_shell::GuestShell;
+use super::manifest::{Manifest, Runtime};
+use super::params::{self, ParamTables};
+use super::plan::{self, Step};
+use super::seed;
+use crate::guests::{self, Registry};
+use crate::vm::{self, AppliedRecipe, StoredVm};
+use crate::{lock, qemu, Cancel, Env, Error, EventSink, Result, Root};
+
+/// The log file of the last apply, in the VM directory.
+pub const LOG_FILE: &str = "last-provision.log";
+/// The lock an apply holds, in the VM directory.
+pub const LOCK_FILE: &str = "provision.lock";
+/// How long apply waits for the guest's sshd banner.
+pub const SSH_WAIT: Duration = Duration::from_secs(90);
+/// How long the first-boot check may wait for cloud-init to finish.
+const FIRST_BOOT_WAIT: Duration = Duration::from_secs(900);
+/// How long reading outputs back may take.
+const READ_BACK: Duration = Duration::from_secs(30);
+
+/// `skipped_reason` when another apply holds the lock.
+pub const SKIP_LOCKED: &str = "an apply is already running";
+/// `skipped_reason` when cloud-init ran everything at first boot.
+pub const SKIP_FIRST_BOOT: &str = "applied at first boot by cloud-init";
+
+/// What the caller asked for.
+#[derive(Debug, Clone, Default)]
+pub struct ApplyRequest {
+    pub only: Vec<String>,
+    /// `--param` arguments as given.
+    pub params: Vec<String>,
+}
+
+/// `apply --dry-run`: the plan, computed host-side; the VM need not be running.
+pub fn dry_run(root: &Root, name: &str, request: &ApplyRequest) -> Result<ApplyDryRunData> {
+    let stored = vm::load_ok(root, name)?;
+    let (_, _, steps) = plan_for(root, &stored, request)?;
+    Ok(ApplyDryRunData {
+        vm: stored.name,
+        dry_run: true,
+        plan: steps.iter().map(Step::to_wire).collect(),
+    })
+}
+
+fn plan_for(
+    root: &Root,
+    stored: &StoredVm,
+    request: &ApplyRequest,
+) -> Result<(super::Catalog, Registry, Vec<Step>)> {
+    let registry = guests::registry(root)?;
+    let catalog = super::load_catalog(root)?;
+    let targets = if request.only.is_empty() {
+        &stored.config.recipes
+    } else {
+        &request.only
+    };
+    let given: ParamTables = if request.params.is_empty() {
+        ParamTables::new()
+    } else {
+        let tables = params::parse_args(&request.params, targets)?;
+        if let Some(recipe) = tables.keys().find(|r| !stored.config.recipes.contains(r)) {
+            return Err(Error::InvalidSpec(format!(
+                "--param names {recipe}, which is not one of {}'s recipes",
+                stored.name
+            )));
+        }
+        tables
+    };
+    let steps = plan::plan(&catalog, &registry, stored, &request.only, &given)?;
+    Ok((catalog, registry, steps))
+}
+
+/// `apply <vm>`: runs what the plan says to run, streaming events through `sink`.
+pub fn apply(
+    root: &Root,
+    env: &Env,
+    name: &str,
+    request: &ApplyRequest,
+    sink: &dyn EventSink,
+    cancel: &Cancel,
+) -> Result<ApplyData> {
+    let stored = vm::load_ok(root, name)?;
+    let Some(_lock) = lock::try_exclusive(&stored.dir.join(LOCK_FILE))? else {
+        return Ok(skipped(&stored.name, SKIP_LOCKED));
+    };
+    if qemu::running(&stored.dir).is_none() {
+        return Err(Error::NotRunning { name: stored.name });
+    }
+    let (_catalog, registry, steps) = plan_for(root, &stored, request)?;
+    if steps.is_empty() {
+        return Ok(skipped(
+            &stored.name,
+            &format!("{} has no recipes", stored.name),
+        ));
+    }
+    let first_boot = stored.config.backend == "cloudinit"
+        && steps
+            .iter()
+            .any(|s| s.run && !stored.config.applied.contains_key(&s.name));
+    if !first_boot && !steps.iter().any(|s| s.run) {
+        return Ok(skipped(
+            &stored.name,
+            "nothing to run: every recipe is already applied or manual",
+        ));
+    }
+    let escalate = registry
+        .get(&stored.config.os)
+        .map(|g| g.escalate.clone())
+        .unwrap_or_default();
+    let shell = GuestShell::new(root, env, &stored, &escalate)?;
+    let mut log = ProvisionLog::create(&stored, sink)?;
+    let run = Run {
+        root,
+        stored: &stored,
+        registry: &registry,
+        shell: &shell,
+        cancel,
+    };
+    match run.execute(&mut log, steps, first_boot) {
+        Ok(outcome) => Ok(outcome.into_data(stored.name.clone())),
+        Err(err) => {
+            let text = match &err {
+                Error::Canceled => "CANCELLED: apply was interrupted".to_owned(),
+                other => format!("FAILED: {}", failure_text(other)),
+            };
+            log.line(&text);
+            Err(err)
+        }
+    }
+}
+
+/// `up`'s apply after boot: nothing when the VM has no recipes; otherwise a full apply
+/// (which waits for ssh first), so its events stream under the caller's `cmd`.
+pub fn after_boot(
+    root: &Root,
+    env: &Env,
+    name: &str,
+    sink: &dyn EventSink,
+    cancel: &Cancel,
+) -> Result<Option<ApplyData>> {
+    let stored = vm::load_ok(root, name)?;
+    if stored.config.recipes.is_empty() {
+        return Ok(None);
+    }
+    apply(root, env, name, &ApplyRequest::default(), sink, cancel).map(Some)
+}
+
+fn skipped(vm: &str, reason: &str) -> ApplyData {
+    ApplyData {
+        vm: vm.to_owned(),
+        applied: Vec::new(),
+        skipped_reason: reason.to_owned(),
+    }
+}
+
+/// The text after `FAILED: `: a recipe failure already says `recipe <n>: ...`.
+fn failure_text(err: &Error) -> String {
+    match err {
+        Error::Internal(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// What an apply did.
+struct Outcome {
+    applied: Vec<String>,
+    first_boot_only: bool,
+}
+
+impl Outcome {
+    fn into_data(self, vm: String) -> ApplyData {
+        ApplyData {
+            vm,
+            applied: self.applied,
+            skipped_reason: if self.first_boot_only {
+                SKIP_FIRST_BOOT.to_owned()
+            } else {
+                String::new()
+            },
+        }
+    }
+}
+
+/// One apply in progress.
+struct Run<'a> {
+    root: &'a Root,
+    stored: &'a StoredVm,
+    registry: &'a Registry,
+    shell: &'a GuestShell,
+    cancel: &'a Cancel,
+}
+
+impl Run<'_> {
+    fn execute(
+        &self,
+        log: &mut ProvisionLog,
+        steps: Vec<Step>,
+        first_boot: bool,
+    ) -> Result<Outcome> {
+        let port = self.stored.config.sshport;
+        log.line(&format!("waiting for ssh on port {port}\u{2026}"));
+        wait_for_ssh(port, SSH_WAIT, self.cancel)?;
+        let mut to_run: Vec<Step> = steps.into_iter().filter(|s| s.run).collect();
+        let mut first_boot_only = false;
+        if first_boot {
+            let detected = self.detect_first_boot(log, &to_run)?;
+            if !detected.is_empty() {
+                to_run.retain(|s| !detected.contains(&s.name));
+                first_boot_only = to_run.is_empty();
+            }
+        }
+        let mut applied = Vec::new();
+        for step in &to_run {
+            self.cancel.check()?;
+            self.run_step(log, step)?;
+            applied.push(step.name.clone());
+        }
+        self.reboot_if_needed(log, &to_run)?;
+        log.line("");
+        log.line("done");
+        Ok(Outcome {
+            applied,
+            first_boot_only,
+        })
+    }
+
+    /// Runs one recipe: marker, script, outputs, health, record.
+    fn run_step(&self, log: &mut ProvisionLog, step: &Step) -> Result<()> {
+        log.line("");
+        log.marker(&step.name);
+        if step.manifest.runtime == Runtime::Python3 {
+            self.ensure_python(log)?;
+        }
+        let outputs_file = outputs_path(&step.name);
+        let body = format!(
+            "{}{}",
+            params::prelude(step.manifest.runtime, &step.params, &outputs_file),
+            step.script
+        );
+        let interpreter: &[&str] = match step.manifest.runtime {
+            Runtime::Sh => &["sh", "-s"],
+            Runtime::Python3 => &["python3", "-"],
+        };
+        let status = self
+            .shell
+            .stream(interpreter, &body, self.cancel, |line| log.line(line))?;
+        if !status.success() {
+            return Err(Error::Internal(format!(
+                "recipe {}: {}",
+                step.name,
+                exit_text(status)
+            )));
+        }
+        let outputs = self.read_outputs(&step.manifest, &outputs_file)?;
+        let health = self.health(log, &step.name, &step.manifest)?;
+        self.record(step, outputs, health)
+    }
+
+    /// Installs python3 when the guest lacks it (upstream's bootstrap), through the guest
+    /// registry's package commands.
+    fn ensure_python(&self, log: &mut ProvisionLog) -> Result<()> {
+        log.line("ensuring python3 is installed...");
+        let Some(guest) = self.registry.get(&self.stored.config.os) else {
+            return Ok(());
+        };
+        let package = guest
+            .pkg
+            .runtime_packages
+            .get("python3")
+            .cloned()
+            .unwrap_or_else(|| "python3".into());
+        let envs: String = guest
+            .pkg
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={}; export {k}\n", params::sh_quote(v)))
+            .collect();
+        let install: Vec<String> = guest
+            .pkg
+            .install
+            .iter()
+            .map(|w| params::sh_quote(w))
+            .collect();
+        let body = format!(
+            "{envs}command -v python3 >/dev/null 2>&1 && exit 0\n{} {}\n",
+            install.join(" "),
+            params::sh_quote(&package)
+        );
+        let status = self
+            .shell
+            .stream(&["sh", "-s"], &body, self.cancel, |line| log.line(line))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(Error::Internal(format!(
+                "python3 bootstrap: {}",
+                exit_text(status)
+            )))
+        }
+    }
+
+    fn read_outputs(
+        &self,
+        manifest: &Manifest,
+        file: &str,
+    ) -> Result<std::collections::BTreeMap<String, String>> {
+        let quoted = params::sh_quote(file);
+        let captured = self.shell.capture(
+            &format!("cat {quoted} 2>/dev/null; rm -f {quoted}\n"),
+            READ_BACK,
+            self.cancel,
+        )?;
+        Ok(params::parse_outputs(manifest, &captured.stdout))
+    }
+
+    /// Runs the manifest's health check (if any); `ok`, `failed`, or `""` when it has none.
+    fn health(&self, log: &mut ProvisionLog, name: &str, manifest: &Manifest) -> Result<String> {
+        let Some(health) = &manifest.health else {
+            return Ok(String::new());
+        };
+        let captured = self.shell.capture(
+            &format!("{}\n", health.check),
+            Duration::from_secs(health.timeout_secs),
+            self.cancel,
+        )?;
+        let verdict = if captured.success() { "ok" } else { "failed" };
+        let detail = match captured.status {
+            None => format!(" (no answer within {})", health.timeout),
+            Some(status) if !status.success() => format!(" ({})", exit_text(status)),
+            Some(_) => String::new(),
+        };
+        log.line(&format!("health {name}: {verdict}{detail}"));
+        Ok(verdict.to_owned())
+    }
+
+    /// Records the run in vm.toml, re-read first so a concurrent `update` is not undone.
+    fn record(
+        &self,
+        step: &Step,
+        outputs: std::collections::BTreeMap<String, String>,
+        health: String,
+    ) -> Result<()> {
+        let mut fresh = vm::load_ok(self.root, &self.stored.name)?;
+        fresh.config.applied.insert(
+            step.name.clone(),
+            AppliedRecipe {
+                version: step.manifest.version.clone(),
+                hash: step.hash.clone(),
+                at: Some(toml::Value::String(crate::log::humanish_now())),
+                params: params::recorded(&step.params),
+                outputs,
+                health,
+            },
+        );
+        if step.param_values.is_empty() {
+            fresh.config.recipe_params.remove(&step.name);
+        } else {
+            fresh
+                .config
+                .recipe_params
+                .insert(step.name.clone(), step.param_values.clone());
+        }
+        vm::save(&fresh)
+    }
+
+    /// Cloud VMs run their recipes at first boot (the seed's runcmd). Waits for cloud-init,
+    /// lists `/var/lib/stoat/.applied`, and records each recipe found there.
+    fn detect_first_boot(&self, log: &mut ProvisionLog, steps: &[Step]) -> Result<Vec<String>> {
+        let captured = self.shell.capture(
+            &format!(
+                "if command -v cloud-init >/dev/null 2>&1; then cloud-init status --wait >/dev/null 2>&1 || true; fi\nls -1 {} 2>/dev/null\n",
+                seed::APPLIED_DIR
+            ),
+            FIRST_BOOT_WAIT,
+            self.cancel,
+        )?;
+        let markers: Vec<&str> = captured.stdout.lines().map(str::trim).collect();
+        let mut detected = Vec::new();
+        for step in steps.iter().filter(|s| markers.contains(&s.name.as_str())) {
+            let outputs = self.read_outputs(&step.manifest, &seed::outputs_file(&step.name))?;
+            let health = self.health(log, &step.name, &step.manifest)?;
+            self.record(step, outputs, health)?;
+            detected.push(step.name.clone());
+        }
+        if !detected.is_empty() {
+            log.line(&format!(
+                "applied at first boot by cloud-init: {}",
+                detected.join(", ")
+            ));
+        }
+        Ok(detected)
+    }
+
+    /// A recipe with `reboot = true` that ran: reboot the guest (not a live VM, whose state
+    /// would be lost) and wait for ssh again, before `done`.
+    fn reboot_if_needed(&self, log: &mut ProvisionLog, ran: &[Step]) -> Result<()> {
+        let Some(step) = ran.iter().find(|s| s.manifest.reboot) else {
+            return Ok(());
+        };
+        if self.stored.config.mode == "live" {
+            log.line(&format!(
+                "{} asks for a reboot; a live VM keeps no state across one, so reboot it yourself when ready",
+                step.name
+            ));
+            return Ok(());
+        }
+        log.line(&format!(
+            "rebooting {} to finish {}...",
+            self.stored.name, step.name
+        ));
+        let command = self
+            .registry
+            .get(&self.stored.config.os)
+            .and_then(|g| g.cmd.get("reboot").cloned())
+            .unwrap_or_else(|| "reboot".into());
+        // The connection drops as the guest goes down: the exit status means nothing.
+        let _ = self
+            .shell
+            .capture(&format!("{command}\n"), READ_BACK, self.cancel)?;
+        std::thread::sleep(Duration::from_secs(2));
+        wait_for_ssh(self.stored.config.sshport, SSH_WAIT, self.cancel)
+    }
+}
+
+/// A unique guest path for one recipe's outputs.
+fn outputs_path(recipe: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("/tmp/stoat-outputs.{recipe}.{}.{nanos}", std::process::id())
+}
+
+fn exit_text(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(255), _) => "ssh failed (exit status 255)".to_owned(),
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(signal)) => format!("killed by signal {signal}"),
+        (None, None) => "ended abnormally".to_owned(),
+    }
+}
+
+/// Waits until 127.0.0.1:port answers with an SSH banner; `timeout` otherwise.
+pub fn wait_for_ssh(port: u16, limit: Duration, cancel: &Cancel) -> Result<()> {
+    let deadline = Instant::now() + limit;
+    loop {
+        cancel.check()?;
+        if crate::runtime::wait::ssh_banner(port) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::Timeout(format!(
+                "ssh on port {port} did not answer within {}s",
+                limit.as_secs()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// `last-provision.log`, written and streamed line by line.
+struct ProvisionLog<'s> {
+    file: File,
+    sink: &'s dyn EventSink,
+}
+
+impl<'s> ProvisionLog<'s> {
+    fn create(stored: &StoredVm, sink: &'s dyn EventSink) -> Result<ProvisionLog<'s>> {
+        let path = stored.dir.join(LOG_FILE);
+        let file =
+            File::create(&path).map_err(|e| Error::io(format!("write {}", path.display()), e))?;
+        Ok(ProvisionLog { file, sink })
+    }
+
+    /// Appends one line and emits it as a `log` event.
+    fn line(&mut self, text: &str) {
+        // A full disk must not stop the apply: the events still tell the caller.
+        let _ = writeln!(self.file, "{text}");
+        self.sink.log(&LogData {
+            line: text.to_owned(),
+        });
+    }
+
+    /// A recipe boundary: the `stage` event, then the marker line.
+    fn marker(&mut self, recipe: &str) {
+        self.sink.stage(&StageData {
+            recipe: recipe.to_owned(),
+        });
+        self.line(&format!("=== recipe {recipe} ==="));
+    }
+}
+
+/// The recipe name of a marker line `=== recipe <name> ===` (upstream ParseRecipeMarker).
+pub fn parse_marker(line: &str) -> Option<&str> {
+    let line = line.trim();
+    let name = line.strip_prefix("=== recipe ")?.strip_suffix(" ===")?;
+    (!name.trim().is_empty()).then(|| name.trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_parse() {
+        assert_eq!(parse_marker("=== recipe xfce ==="), Some("xfce"));
+        assert_eq!(parse_marker("  === recipe a b ===\r"), Some("a b"));
+        assert_eq!(parse_marker("=== recipe  ==="), None);
+        assert_eq!(parse_marker("=== recipe ==="), None);
+        assert_eq!(parse_marker("== recipe x ==="), None);
+    }
+}

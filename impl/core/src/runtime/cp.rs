@@ -1,0 +1,114 @@
+//! `cp`: copy a file to or from the guest with the system `scp` (upstream facts §5.3). The
+//! local path is made absolute (`~` expanded, relative to the cwd, lexically cleaned) but
+//! never resolved through symlinks; the remote path is passed as given.
+
+use std::path::{Component, Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use stoat_wire::dto::{CopyDirection, CpData};
+
+use super::{load_running, tool};
+use crate::host::ssh_argv::{remote_spec, scp_args};
+use crate::{keys, vm, Env, Error, Result, Root};
+
+/// One copy request, already parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyRequest {
+    pub vm: String,
+    pub direction: CopyDirection,
+    pub local: String,
+    pub remote: String,
+}
+
+/// Copies and returns the wire data (`local` absolute).
+pub fn copy(root: &Root, env: &Env, cwd: &Path, request: &CopyRequest) -> Result<CpData> {
+    if request.local.is_empty() {
+        return Err(Error::InvalidSpec("cp: the local path is empty".into()));
+    }
+    if request.remote.is_empty() {
+        return Err(Error::InvalidSpec("cp: the guest path is empty".into()));
+    }
+    vm::check_name(&request.vm).map_err(|_| Error::NotFound {
+        name: request.vm.clone(),
+    })?;
+    let local = absolute_local(env, cwd, &request.local);
+    let (stored, _pid) = load_running(root, &request.vm)?;
+    let key = keys::ensure(root, env)?;
+    let scp = tool(env, "scp", "openssh-client")?;
+    let remote = remote_spec(&stored, &request.remote);
+    let mut command = Command::new(scp);
+    command.args(scp_args(&key, &stored));
+    match request.direction {
+        CopyDirection::ToGuest => command.arg(&local).arg(&remote),
+        CopyDirection::FromGuest => command.arg(&remote).arg(&local),
+    };
+    let output = command
+        .env("PATH", env.path_var())
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::io(format!("{}: scp", stored.name), e))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
+        return Err(Error::Tool {
+            tool: "scp".into(),
+            message: format!(
+                "{}: {}",
+                stored.name,
+                if stderr.is_empty() {
+                    output.status.to_string()
+                } else {
+                    stderr
+                }
+            ),
+        });
+    }
+    Ok(CpData {
+        vm: stored.name,
+        direction: request.direction,
+        local: local.to_string_lossy().into_owned(),
+        remote: request.remote.clone(),
+    })
+}
+
+/// `~` against HOME, relative against `cwd`, `.` and `..` removed lexically (like Go's
+/// filepath.Abs), never through the file system.
+pub fn absolute_local(env: &Env, cwd: &Path, local: &str) -> PathBuf {
+    let expanded = env.expand_tilde(local);
+    let joined = if expanded.is_absolute() {
+        expanded
+    } else {
+        cwd.join(expanded)
+    };
+    let mut clean = PathBuf::from("/");
+    for component in joined.components() {
+        match component {
+            Component::ParentDir => {
+                clean.pop();
+            }
+            Component::Normal(part) => clean.push(part),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    clean
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_paths_become_absolute_lexically() {
+        let env = Env::from_pairs([("HOME", "/home/u")]);
+        let cwd = Path::new("/work/dir");
+        assert_eq!(
+            absolute_local(&env, cwd, "a.txt"),
+            PathBuf::from("/work/dir/a.txt")
+        );
+        assert_eq!(
+            absolute_local(&env, cwd, "../b/./c"),
+            PathBuf::from("/work/b/c")
+        );
+        assert_eq!(absolute_local(&env, cwd, "~/x"), PathBuf::from("/home/u/x"));
+        assert_eq!(absolute_local(&env, cwd, "/abs"), PathBuf::from("/abs"));
+    }
+}

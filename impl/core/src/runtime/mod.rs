@@ -1,0 +1,125 @@
+//! The runtime: starting and stopping a VM's QEMU, waiting for it, and reaching into a running
+//! guest (exec, cp, screenshot, online snapshots). Implements stoat-json-v3 "up", "down",
+//! "wait", "exec", "cp" and "screenshot" with the behaviour of upstream facts §4, §5 and §7.
+
+pub mod cloudinit;
+pub mod cp;
+pub mod down;
+pub mod exec;
+pub mod screenshot;
+pub mod up;
+pub mod wait;
+
+use std::time::Duration;
+
+use crate::qemu::{self, Qmp, VmPaths};
+use crate::vm::{self, StoredVm};
+use crate::{Error, Result, Root};
+
+/// How long to wait for QMP to accept and greet.
+pub const QMP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Loads a VM that must be running: `not_found`, `broken`, then `not_running`.
+pub fn load_running(root: &Root, name: &str) -> Result<(StoredVm, u32)> {
+    let stored = vm::load_ok(root, name)?;
+    match qemu::running(&stored.dir) {
+        Some(pid) => Ok((stored, pid)),
+        None => Err(Error::NotRunning { name: stored.name }),
+    }
+}
+
+/// Opens this VM's QMP monitor.
+pub fn connect_qmp(stored: &StoredVm) -> Result<Qmp> {
+    Ok(Qmp::connect(
+        &VmPaths::new(&stored.dir).qmp_socket,
+        QMP_TIMEOUT,
+    )?)
+}
+
+/// Finds a host tool on the VM's PATH, or a clear error naming the package.
+pub(crate) fn tool(env: &crate::Env, name: &str, package: &str) -> Result<std::path::PathBuf> {
+    env.which(name).ok_or_else(|| Error::Tool {
+        tool: name.into(),
+        message: format!("not found on PATH; install {package} (`stoat doctor` checks the host)"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::qemu::QemuError;
+    use crate::Error;
+    use stoat_wire::ErrorCode;
+
+    #[test]
+    fn qemu_errors_map_to_their_contract_codes() {
+        let cases = [
+            (
+                QemuError::QemuMissing {
+                    binary: "q".into(),
+                    reason: "r".into(),
+                },
+                ErrorCode::QemuMissing,
+            ),
+            (
+                QemuError::QemuStartFailed {
+                    stderr: "boom".into(),
+                    hint: None,
+                },
+                ErrorCode::QemuStartFailed,
+            ),
+            (
+                QemuError::KvmUnusable {
+                    device: "/dev/kvm".into(),
+                    reason: "r".into(),
+                },
+                ErrorCode::KvmUnusable,
+            ),
+            (
+                QemuError::UnknownAccel { value: "x".into() },
+                ErrorCode::InvalidSpec,
+            ),
+            (
+                QemuError::InvalidOptionValue {
+                    what: "w",
+                    value: "v".into(),
+                    reason: "r",
+                },
+                ErrorCode::InvalidSpec,
+            ),
+            (
+                QemuError::MonitorUnreachable {
+                    socket: "/s".into(),
+                    reason: "r".into(),
+                },
+                ErrorCode::MonitorUnreachable,
+            ),
+            (
+                QemuError::MonitorRejected {
+                    command: "c".into(),
+                    class: "k".into(),
+                    desc: "d".into(),
+                },
+                ErrorCode::MonitorRejected,
+            ),
+            (
+                QemuError::MonitorTimeout {
+                    command: "c".into(),
+                    after: std::time::Duration::from_secs(1),
+                },
+                ErrorCode::Timeout,
+            ),
+            (
+                QemuError::MonitorProtocol { detail: "d".into() },
+                ErrorCode::Internal,
+            ),
+        ];
+        for (qemu, code) in cases {
+            assert_eq!(Error::from(qemu).code(), code);
+        }
+        let start = Error::from(QemuError::QemuStartFailed {
+            stderr: "boom".into(),
+            hint: None,
+        });
+        assert_eq!(start.to_string(), "qemu failed to start: boom");
+    }
+}

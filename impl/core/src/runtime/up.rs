@@ -1,0 +1,185 @@
+//! `up`: start a VM's QEMU (upstream facts §4 "up" and "argv"). Order of checks: the VM
+//! (`not_found`, `broken`), `already_running`, the accelerator (`invalid_spec`,
+//! `kvm_unusable`), the QEMU binary (`qemu_missing`), the shares (`share_invalid`,
+//! `no_xattr`), the backend (disk and seed), then the launch (`qemu_start_failed`).
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+use stoat_wire::dto::Vm;
+
+use super::cloudinit;
+use crate::qemu::{self, Accel, LaunchSpec, VmPaths, QEMU_BINARY};
+use crate::vm::{self, StoredVm};
+use crate::{display, lock, log, Env, Error, Result, Root};
+
+/// A disk VM whose disk grew past this has finished its install (upstream's rule).
+const INSTALLED_DISK_BYTES: u64 = 10 * 1024 * 1024;
+
+/// Starts `name` and returns the VM re-read afterwards (its state is authoritative).
+pub fn up(root: &Root, env: &Env, name: &str) -> Result<Vm> {
+    let stored = vm::load_ok(root, name)?;
+    let _guard = lock::exclusive(&stored.dir.join(".lock"))?;
+    if qemu::running(&stored.dir).is_some() {
+        return Err(Error::AlreadyRunning { name: stored.name });
+    }
+    let accel = Accel::parse(env.get(qemu::accel::ACCEL_ENV))?;
+    // STOAT_KVM_DEVICE points the probe elsewhere: the only way to test `kvm_unusable` on a
+    // host whose /dev/kvm opens.
+    let kvm_device = env
+        .get("STOAT_KVM_DEVICE")
+        .unwrap_or(qemu::accel::KVM_DEVICE);
+    qemu::accel::ensure_usable_with(accel, Path::new(kvm_device))?;
+    let binary = env.which(QEMU_BINARY).ok_or_else(|| {
+        Error::QemuMissing(format!(
+            "{QEMU_BINARY} not found on PATH; install qemu-system-x86"
+        ))
+    })?;
+    let host_share = check_share(&stored)?;
+    let work_share = prepare_work_share(root, &stored.name)?;
+    let stored = mark_installed_if_grown(stored)?;
+    let mut spec = LaunchSpec::new(&stored.dir, &work_share, accel);
+    spec.host_share_dir = host_share;
+    spec.ram_mb = stored.config.ram.max(1);
+    spec.cpus = stored.config.cpus.max(1);
+    spec.ssh_port = stored.config.sshport;
+    spec.forwards = stored
+        .config
+        .forwards
+        .iter()
+        .map(|f| (f.hostport, f.guestport))
+        .collect();
+    spec.display =
+        match display::display_for(&stored.config.display, display::graphical_session(env)) {
+            stoat_wire::dto::Display::Window => qemu::Display::Window,
+            _ => qemu::Display::Vnc,
+        };
+    attach_media(root, env, &stored, &mut spec)?;
+    remove_stale_sockets(&stored.dir);
+    let pid = qemu::start(binary.as_os_str(), &spec)?;
+    log::append(
+        root,
+        "info",
+        &format!("up {} pid={pid} accel={}", stored.name, accel.as_str()),
+    );
+    Ok(vm::load_ok(root, name)?.to_wire(env))
+}
+
+/// The optional read-only share must already be a directory; it is never created.
+fn check_share(stored: &StoredVm) -> Result<Option<PathBuf>> {
+    let share = stored.config.share.trim();
+    if share.is_empty() {
+        return Ok(None);
+    }
+    let path = PathBuf::from(share);
+    if !path.is_absolute() || !path.is_dir() {
+        return Err(Error::ShareInvalid(format!(
+            "{}: share {share:?} is not an existing directory (absolute path)",
+            stored.name
+        )));
+    }
+    Ok(Some(path))
+}
+
+/// Makes `<root>/shared/<name>` (mode 0700) and proves it takes `user.*` xattrs, which 9p's
+/// mapped-xattr security model needs.
+fn prepare_work_share(root: &Root, name: &str) -> Result<PathBuf> {
+    let dir = root.shared(name);
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+    probe_xattr(&dir)?;
+    Ok(dir)
+}
+
+/// setxattr `user.stoat.probe`, then remove it.
+pub fn probe_xattr(dir: &Path) -> Result<()> {
+    let no_xattr = |reason: String| Error::NoXattr(format!("{} ({reason})", dir.display()));
+    let path = CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| no_xattr("path holds a NUL byte".into()))?;
+    let key = c"user.stoat.probe";
+    let value = b"1";
+    // SAFETY: valid NUL-terminated strings and a buffer of the given length.
+    let set = unsafe {
+        libc::setxattr(
+            path.as_ptr(),
+            key.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    if set != 0 {
+        return Err(no_xattr(std::io::Error::last_os_error().to_string()));
+    }
+    // SAFETY: as above.
+    unsafe { libc::removexattr(path.as_ptr(), key.as_ptr()) };
+    Ok(())
+}
+
+/// A disk VM not yet marked installed whose disk outgrew a blank qcow2 has been installed.
+fn mark_installed_if_grown(mut stored: StoredVm) -> Result<StoredVm> {
+    if stored.config.mode != "disk" || stored.config.installed {
+        return Ok(stored);
+    }
+    let size = std::fs::metadata(stored.dir.join("disk.qcow2"))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    if size > INSTALLED_DISK_BYTES {
+        stored.config.installed = true;
+        vm::save(&stored)?;
+    }
+    Ok(stored)
+}
+
+/// Disk, cdrom and seed per mode and backend.
+fn attach_media(root: &Root, env: &Env, stored: &StoredVm, spec: &mut LaunchSpec) -> Result<()> {
+    let config = &stored.config;
+    match config.mode.as_str() {
+        "cloud" => {
+            let (disk, seed) = cloudinit::prepare(root, env, stored)?;
+            spec.disk = Some(disk);
+            spec.seed_iso = Some(seed);
+        }
+        "disk" => {
+            spec.disk = Some(stored.dir.join("disk.qcow2"));
+            if !config.installed {
+                spec.cdrom = Some(iso_path(root, &config.iso));
+                spec.boot_from_cdrom = true;
+            }
+        }
+        "live" => {
+            spec.cdrom = Some(iso_path(root, &config.iso));
+            spec.boot_from_cdrom = true;
+        }
+        other => {
+            return Err(Error::InvalidSpec(format!(
+                "{}: mode {other:?} is not live, disk or cloud",
+                stored.name
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// `iso` is relative to the root unless absolute.
+fn iso_path(root: &Root, iso: &str) -> PathBuf {
+    let path = Path::new(iso);
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        root.dir().join(path)
+    }
+}
+
+/// A socket left by a QEMU that died would make the new one fail to bind.
+fn remove_stale_sockets(vm_dir: &Path) {
+    let paths = VmPaths::new(vm_dir);
+    for socket in [paths.monitor_socket, paths.qmp_socket, paths.vnc_socket] {
+        let _ = std::fs::remove_file(socket);
+    }
+}
