@@ -24,7 +24,10 @@ fn reference() -> Option<PathBuf> {
     if path.is_file() {
         Some(path)
     } else {
-        println!("SKIPPED: {} is not built (cargo build -p stoat-cli)", path.display());
+        println!(
+            "SKIPPED: {} is not built (cargo build -p stoat-cli)",
+            path.display()
+        );
         None
     }
 }
@@ -58,7 +61,10 @@ fn verify_passes_against_the_reference() {
     let Some(stoat) = reference() else { return };
     let (passed, stdout) = verify(&golden_dir(), &[stoat.to_str().expect("utf-8")], &[]);
     assert!(passed, "golden verify failed:\n{stdout}");
-    assert!(stdout.contains("PASS v3.0/ls/empty"), "the frozen corpus is verified too:\n{stdout}");
+    assert!(
+        stdout.contains("PASS v3.0/ls/empty"),
+        "the frozen corpus is verified too:\n{stdout}"
+    );
 }
 
 #[test]
@@ -83,12 +89,14 @@ fn additive_mutants_pass_and_breaking_ones_fail() {
 fn scratch_with(edit: impl Fn(&mut serde_json::Value)) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tmp");
     for case in ["ls/two-vms", "get/not-found"] {
-        let text = std::fs::read_to_string(golden_dir().join(format!("{case}.json"))).expect("case");
+        let text =
+            std::fs::read_to_string(golden_dir().join(format!("{case}.json"))).expect("case");
         let mut value: serde_json::Value = serde_json::from_str(&text).expect("json");
         edit(&mut value);
         let path = dir.path().join(format!("{case}.json"));
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(&path, serde_json::to_string_pretty(&value).expect("render")).expect("write");
+        std::fs::write(&path, serde_json::to_string_pretty(&value).expect("render"))
+            .expect("write");
     }
     dir
 }
@@ -99,8 +107,14 @@ fn a_removed_field_or_changed_code_fails() {
     let stoat = stoat.to_str().expect("utf-8");
     // An older transcript naming a field (or code) the SUT no longer emits.
     let dir = scratch_with(|case| {
-        let result = case["lines"].as_array_mut().and_then(|l| l.last_mut()).expect("result");
-        if let Some(vm) = result.pointer_mut("/data/vms/0").and_then(|v| v.as_object_mut()) {
+        let result = case["lines"]
+            .as_array_mut()
+            .and_then(|l| l.last_mut())
+            .expect("result");
+        if let Some(vm) = result
+            .pointer_mut("/data/vms/0")
+            .and_then(|v| v.as_object_mut())
+        {
             vm.insert("removed_field".into(), serde_json::json!(1));
         }
         if let Some(code) = result.pointer_mut("/error/code") {
@@ -109,8 +123,14 @@ fn a_removed_field_or_changed_code_fails() {
     });
     let (passed, stdout) = verify(dir.path(), &[stoat], &[]);
     assert!(!passed, "{stdout}");
-    assert!(stdout.contains("/data/vms/0/removed_field: missing"), "{stdout}");
-    assert!(stdout.contains("/error/code: expected \"retired_code\""), "{stdout}");
+    assert!(
+        stdout.contains("/data/vms/0/removed_field: missing"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("/error/code: expected \"retired_code\""),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -137,9 +157,16 @@ fn bless_writes_new_files_only_for_changes_and_refuses_under_ci() {
         .args(["--", stoat])
         .output()
         .expect("bless");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stdout));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
     let new = dir.path().join("ls/two-vms.json.new");
     let text = std::fs::read_to_string(&new).expect("a .new file for the changed case");
     assert!(text.contains("\"exit\": 0"));
-    assert!(!dir.path().join("get/not-found.json.new").exists(), "unchanged: no .new");
+    assert!(
+        !dir.path().join("get/not-found.json.new").exists(),
+        "unchanged: no .new"
+    );
 }

@@ -13,7 +13,11 @@ fuzz_target!(|data: &[u8]| {
         .collect();
     let scanned = split_json_flag(args.clone());
     let others = |list: &[String]| list.iter().filter(|a| *a != "--json").count();
-    assert_eq!(others(&scanned.args), others(&args), "non --json tokens kept");
+    assert_eq!(
+        others(&scanned.args),
+        others(&args),
+        "non --json tokens kept"
+    );
     assert!(scanned.args.len() <= args.len());
     if !args.iter().any(|a| a == "--json") {
         assert!(!scanned.json);

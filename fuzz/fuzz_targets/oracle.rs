@@ -16,8 +16,14 @@ fuzz_target!(|data: &[u8]| {
     let context = Context {
         expect_cmd: Some("exec".into()),
         canaries: Canaries {
-            paths: vec![Canary { label: "STOAT_HOME".into(), value: "/tmp/data-x".into() }],
-            secrets: vec![Canary { label: "console password".into(), value: "cpw-x".into() }],
+            paths: vec![Canary {
+                label: "STOAT_HOME".into(),
+                value: "/tmp/data-x".into(),
+            }],
+            secrets: vec![Canary {
+                label: "console password".into(),
+                value: "cpw-x".into(),
+            }],
         },
     };
     let oracle = Oracle::new();

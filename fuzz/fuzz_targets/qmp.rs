@@ -31,7 +31,9 @@ fn server() -> &'static Server {
         let (sender, receiver) = mpsc::channel::<Vec<u8>>();
         std::thread::spawn(move || {
             for input in receiver {
-                let Ok((mut stream, _)) = listener.accept() else { continue };
+                let Ok((mut stream, _)) = listener.accept() else {
+                    continue;
+                };
                 let _ = stream.write_all(&input);
                 let _ = stream.shutdown(std::net::Shutdown::Write);
                 let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
@@ -39,13 +41,23 @@ fn server() -> &'static Server {
                 let _ = stream.read_to_end(&mut sink);
             }
         });
-        Server { socket, inputs: Mutex::new(sender), _dir: dir }
+        Server {
+            socket,
+            inputs: Mutex::new(sender),
+            _dir: dir,
+        }
     })
 }
 
 fuzz_target!(|data: &[u8]| {
     let server = server();
-    if server.inputs.lock().expect("lock").send(data.to_vec()).is_err() {
+    if server
+        .inputs
+        .lock()
+        .expect("lock")
+        .send(data.to_vec())
+        .is_err()
+    {
         return;
     }
     if let Ok(mut qmp) = Qmp::connect(&server.socket, Duration::from_millis(500)) {

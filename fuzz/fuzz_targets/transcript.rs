@@ -7,7 +7,9 @@ use stoat_conformance::capture::Capture;
 use stoat_conformance::golden::{matcher, GoldenCase};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(case) = GoldenCase::parse(text) {
         let _ = case.render();
         for line in &case.lines {

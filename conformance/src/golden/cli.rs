@@ -106,7 +106,11 @@ fn verify(config: &GoldenConfig) -> Result<u8, HarnessError> {
         );
         return Ok(exit::VIOLATIONS);
     }
-    Ok(if failed > 0 { exit::VIOLATIONS } else { exit::PASS })
+    Ok(if failed > 0 {
+        exit::VIOLATIONS
+    } else {
+        exit::PASS
+    })
 }
 
 fn record(config: &GoldenConfig, from_files: bool, mode: WriteMode) -> Result<u8, HarnessError> {
@@ -121,5 +125,9 @@ fn record(config: &GoldenConfig, from_files: bool, mode: WriteMode) -> Result<u8
     })?;
     let warned = recorded.iter().filter(|r| !r.warnings.is_empty()).count();
     println!("{} recorded, {warned} with warnings", recorded.len());
-    Ok(if warned > 0 { exit::VIOLATIONS } else { exit::PASS })
+    Ok(if warned > 0 {
+        exit::VIOLATIONS
+    } else {
+        exit::PASS
+    })
 }

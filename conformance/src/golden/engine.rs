@@ -99,7 +99,10 @@ fn is_version_dir(name: &str) -> bool {
 }
 
 /// Builds the sandbox a case runs in: tools, fixture tree, work files, env, running VMs.
-fn sandbox_for(config: &GoldenConfig, case: &GoldenCase) -> Result<(Sandbox, Redactor), HarnessError> {
+fn sandbox_for(
+    config: &GoldenConfig,
+    case: &GoldenCase,
+) -> Result<(Sandbox, Redactor), HarnessError> {
     let only_tools = case.tools.as_ref().map(|names| {
         FAKE_TOOLS
             .iter()
@@ -244,12 +247,19 @@ pub fn replay(config: &GoldenConfig, case: &GoldenCase) -> Result<Replay, Harnes
 pub fn compare(case: &GoldenCase, replay: &Replay) -> Vec<String> {
     let mut problems = replay.oracle_failures.clone();
     if replay.exit != Some(case.exit) {
-        problems.push(format!("exit: expected {}, got {}", case.exit, replay.ending));
+        problems.push(format!(
+            "exit: expected {}, got {}",
+            case.exit, replay.ending
+        ));
     }
     let extra = case.extra_keys_allowed();
-    let (expected_events, expected_result) = case.lines.split_at(case.lines.len().saturating_sub(1));
+    let (expected_events, expected_result) =
+        case.lines.split_at(case.lines.len().saturating_sub(1));
     let is_result = |line: &Value| line.get("type").and_then(Value::as_str) == Some("result");
-    match (expected_result.first(), replay.lines.iter().rev().find(|l| is_result(l))) {
+    match (
+        expected_result.first(),
+        replay.lines.iter().rev().find(|l| is_result(l)),
+    ) {
         (Some(want), Some(got)) => matcher::check(want, got, extra, "result", &mut problems),
         (Some(_), None) => problems.push(format!(
             "result: no result line ({}); stderr: {}",
@@ -376,7 +386,11 @@ pub fn record_case(
         first.lines.clone()
     };
     if lines.is_empty() {
-        warnings.push(format!("no output ({}); stderr: {}", first.ending, first.stderr.trim()));
+        warnings.push(format!(
+            "no output ({}); stderr: {}",
+            first.ending,
+            first.stderr.trim()
+        ));
         lines.push(Value::Null);
     }
     for line in lines.iter_mut() {
@@ -402,7 +416,10 @@ pub fn record_case(
 
 /// Turns a cases.toml entry into case inputs: builds its fixture with the sandbox's writers
 /// and reads the tree back (redacted).
-pub fn inputs_from_spec(config: &GoldenConfig, spec: &CaseSpec) -> Result<GoldenCase, HarnessError> {
+pub fn inputs_from_spec(
+    config: &GoldenConfig,
+    spec: &CaseSpec,
+) -> Result<GoldenCase, HarnessError> {
     let sandbox = Sandbox::new(SandboxOptions {
         fakes: config.fakes.clone(),
         only_tools: None,
@@ -494,7 +511,10 @@ pub fn record(
     }
     let mut out = Vec::new();
     for (id, inputs, rules, path) in jobs {
-        let old = path.exists().then(|| GoldenCase::load(&path).ok()).flatten();
+        let old = path
+            .exists()
+            .then(|| GoldenCase::load(&path).ok())
+            .flatten();
         let (case, warnings) = record_case(config, &inputs, &rules, old.as_ref())?;
         let written = write_case(&path, &case, old.as_ref(), mode)?;
         let recorded = Recorded {

@@ -42,7 +42,14 @@ pub fn check(
     out: &mut Vec<String>,
 ) {
     if let Some(kind) = matcher_kind(expected) {
-        check_matcher(kind, &expected[kind], actual, extra_keys_allowed, pointer, out);
+        check_matcher(
+            kind,
+            &expected[kind],
+            actual,
+            extra_keys_allowed,
+            pointer,
+            out,
+        );
         return;
     }
     match (expected, actual) {
@@ -50,7 +57,9 @@ pub fn check(
             for (key, want_value) in want {
                 let child = format!("{pointer}/{}", crate::oracle::escape_segment(key));
                 match got.get(key) {
-                    Some(got_value) => check(want_value, got_value, extra_keys_allowed, &child, out),
+                    Some(got_value) => {
+                        check(want_value, got_value, extra_keys_allowed, &child, out)
+                    }
                     None => out.push(format!("{child}: missing (expected {})", short(want_value))),
                 }
             }
@@ -107,7 +116,10 @@ fn check_matcher(
         "$any" => {
             let wanted = argument.as_str().unwrap_or("?");
             if !any_holds(wanted, actual) {
-                out.push(format!("{pointer}: expected any {wanted}, got {}", short(actual)));
+                out.push(format!(
+                    "{pointer}: expected any {wanted}, got {}",
+                    short(actual)
+                ));
             }
         }
         "$redacted" => {
@@ -128,10 +140,15 @@ fn check_matcher(
                     }
                 }
             }
-            _ => out.push(format!("{pointer}: expected an array, got {}", short(actual))),
+            _ => out.push(format!(
+                "{pointer}: expected an array, got {}",
+                short(actual)
+            )),
         },
         "$literal" => check_literal(argument, actual, pointer, out),
-        other => out.push(format!("{pointer}: unknown matcher {other:?} in the transcript")),
+        other => out.push(format!(
+            "{pointer}: unknown matcher {other:?} in the transcript"
+        )),
     }
 }
 
@@ -157,9 +174,9 @@ pub fn any_holds(kind: &str, actual: &Value) -> bool {
         "array" => actual.is_array(),
         "object" => actual.is_object(),
         "timestamp" => actual.as_str().is_some_and(looks_like_timestamp),
-        "base64" => actual.as_str().is_some_and(|s| {
-            base64::engine::general_purpose::STANDARD.decode(s).is_ok()
-        }),
+        "base64" => actual
+            .as_str()
+            .is_some_and(|s| base64::engine::general_purpose::STANDARD.decode(s).is_ok()),
         "port" => actual.as_u64().is_some_and(|p| (1..=65535).contains(&p)),
         "pid" => actual.as_u64().is_some_and(|p| p > 0),
         _ => false,
@@ -317,7 +334,13 @@ mod tests {
         assert!(errors(json!({"a": 1}), json!({"a": 1, "b": 2})).is_empty());
         assert_eq!(errors(json!({"a": 1, "b": 2}), json!({"a": 1})).len(), 1);
         let mut out = Vec::new();
-        check(&json!({"a": 1}), &json!({"a": 1, "b": 2}), false, "", &mut out);
+        check(
+            &json!({"a": 1}),
+            &json!({"a": 1, "b": 2}),
+            false,
+            "",
+            &mut out,
+        );
         assert_eq!(out.len(), 1);
     }
 
@@ -341,7 +364,10 @@ mod tests {
 
     #[test]
     fn generalize_turns_differences_into_any() {
-        let out = generalize(&json!({"a": 1, "b": "x", "c": [1]}), &json!({"a": 2, "b": "x", "c": [1]}));
+        let out = generalize(
+            &json!({"a": 1, "b": "x", "c": [1]}),
+            &json!({"a": 2, "b": "x", "c": [1]}),
+        );
         assert_eq!(out, json!({"a": {"$any": "int"}, "b": "x", "c": [1]}));
     }
 
@@ -359,6 +385,9 @@ mod tests {
     fn rewrite_with_wildcards() {
         let mut value = json!({"data": {"checks": [{"detail": "x"}, {"detail": "y"}]}});
         rewrite_at(&mut value, "/data/checks/*/detail", &|v| any(kind_of(v)));
-        assert_eq!(value["data"]["checks"][1]["detail"], json!({"$any": "string"}));
+        assert_eq!(
+            value["data"]["checks"][1]["detail"],
+            json!({"$any": "string"})
+        );
     }
 }

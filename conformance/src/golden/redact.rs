@@ -95,6 +95,8 @@ mod tests {
             redacted,
             "[STOAT_HOME]/work/vm.toml at [TIMESTAMP] pw=[CONSOLE_PASSWORD]"
         );
-        assert!(redactor.expand(&redacted).starts_with(&*sandbox.data.to_string_lossy()));
+        assert!(redactor
+            .expand(&redacted)
+            .starts_with(&*sandbox.data.to_string_lossy()));
     }
 }
