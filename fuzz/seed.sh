@@ -5,7 +5,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
 corpus="$here/corpus"
-for target in oracle argv_scan vm_toml recipe_toml checksum snapshot_table transcript qmp; do
+for target in oracle argv_scan vm_toml recipe_toml stoat_toml checksum snapshot_table transcript qmp; do
   mkdir -p "$corpus/$target" "$here/seeds/$target"
 done
 for manifest in "$repo"/impl/core/bundled/recipes/*/recipe.toml; do
