@@ -8,9 +8,9 @@ use stoat_core::recipes::remote::{self, Store};
 use stoat_core::recipes::{self, index, scaffold, Catalog};
 use stoat_core::Result;
 use stoat_wire::dto::{
-    CheckRecipesData, Guest, GuestListData, GuestShowData, IndexEntry, RecipeAdded,
-    RecipeListData, RecipeNewData, RecipePinsData, RecipeRefreshData, RecipeSchema,
-    RecipeSearchData, RecipeShowData, RecipesData,
+    CheckRecipesData, Guest, GuestListData, GuestShowData, IndexEntry, RecipeAdded, RecipeListData,
+    RecipeNewData, RecipePinsData, RecipeRefreshData, RecipeSchema, RecipeSearchData,
+    RecipeShowData, RecipesData,
 };
 
 use crate::ctx::Ctx;
@@ -181,7 +181,10 @@ fn list_human(catalog: &Catalog, data: &RecipeListData) -> String {
             ]
         })
         .collect();
-    out.push_str(&human::table(&["NAME", "SCOPE", "COMMIT", "DESCRIPTION"], &rows));
+    out.push_str(&human::table(
+        &["NAME", "SCOPE", "COMMIT", "DESCRIPTION"],
+        &rows,
+    ));
     for found in catalog.found.iter().filter(|f| f.manifest.is_err()) {
         if let Err(err) = &found.manifest {
             out.push_str(&format!("{}  invalid: {err}\n", found.key));

@@ -20,8 +20,8 @@ use stoat_wire::dto::{RecipeEntry, RecipeRoot};
 use super::bundled;
 use super::manifest::{Manifest, MANIFEST_FILE};
 use super::remote;
-use crate::project::Pin;
 use crate::guests::GuestDef;
+use crate::project::Pin;
 use crate::{Error, Result, Root};
 
 pub use crate::project::PROJECT_FILE;

@@ -160,7 +160,11 @@ mod tests {
         std::fs::create_dir(tmp.path().join(".git")).unwrap();
         std::fs::write(tmp.path().join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
         assert_eq!(head(tmp.path()), None);
-        std::fs::write(tmp.path().join(".git/HEAD"), format!("{}\n", "A".repeat(40))).unwrap();
+        std::fs::write(
+            tmp.path().join(".git/HEAD"),
+            format!("{}\n", "A".repeat(40)),
+        )
+        .unwrap();
         assert_eq!(head(tmp.path()), Some("a".repeat(40)));
     }
 

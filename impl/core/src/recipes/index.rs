@@ -84,10 +84,9 @@ fn fetch(url: &str) -> Result<String> {
         Ok(response) => response
             .into_string()
             .map_err(|e| failed(format!("reading the body: {e}"))),
-        Err(ureq::Error::Status(code, response)) => Err(failed(format!(
-            "HTTP {code} {}",
-            response.status_text()
-        ))),
+        Err(ureq::Error::Status(code, response)) => {
+            Err(failed(format!("HTTP {code} {}", response.status_text())))
+        }
         Err(ureq::Error::Transport(transport)) => Err(failed(transport.to_string())),
     }
 }

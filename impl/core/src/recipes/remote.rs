@@ -145,7 +145,10 @@ pub fn add(env: &Env, store: &Store, source: &str, git_ref: Option<&str>) -> Res
     let staged = staging.keep();
     if let Err(e) = std::fs::rename(&staged, &dest) {
         let _ = std::fs::remove_dir_all(&staged);
-        return Err(Error::io(format!("move the clone to {}", dest.display()), e));
+        return Err(Error::io(
+            format!("move the clone to {}", dest.display()),
+            e,
+        ));
     }
     let previous = pins.clone();
     pins.recipe.insert(name.clone(), pin.clone());
@@ -227,7 +230,9 @@ fn declare_in_project(project: &Project, name: &str, pin: &Pin) -> Result<()> {
                 toml_edit::Item::Table(table)
             })
             .as_table_mut()
-            .ok_or_else(|| Error::InvalidSpec(format!("{PROJECT_FILE}: `recipes` is not a table")))?;
+            .ok_or_else(|| {
+                Error::InvalidSpec(format!("{PROJECT_FILE}: `recipes` is not a table"))
+            })?;
         let mut table = toml_edit::Table::new();
         table.insert("source", toml_edit::value(pin.source.as_str()));
         if !pin.git_ref.is_empty() {
