@@ -191,7 +191,7 @@ pub fn resolve_commit(env: &Env, source: &str, git_ref: &str) -> Result<String> 
     if !output.status.success() {
         return Err(Error::InvalidSpec(format!(
             "git ls-remote {source} failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
+            crate::recipes::git::one_line(&String::from_utf8_lossy(&output.stderr))
         )));
     }
     let listing = String::from_utf8_lossy(&output.stdout);

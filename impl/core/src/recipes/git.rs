@@ -136,7 +136,7 @@ pub fn head(dir: &Path) -> Option<String> {
 }
 
 /// git's stderr on one line, its `fatal:`/`error:` prefixes kept (they say what went wrong).
-fn one_line(stderr: &str) -> String {
+pub fn one_line(stderr: &str) -> String {
     let lines: Vec<&str> = stderr
         .lines()
         .map(str::trim)

@@ -123,7 +123,8 @@ impl Store {
 /// left behind on any failure.
 pub fn add(env: &Env, store: &Store, source: &str, git_ref: Option<&str>) -> Result<RecipeAdded> {
     let git = Git::find(env)?;
-    let source = source.trim();
+    let source = absolute_source(source.trim());
+    let source = source.as_str();
     if source.is_empty() {
         return Err(Error::InvalidSpec("recipe add needs a git URL".into()));
     }
@@ -162,6 +163,19 @@ pub fn add(env: &Env, store: &Store, source: &str, git_ref: Option<&str>) -> Res
         return Err(err);
     }
     Ok(store.added(&name, &pin))
+}
+
+/// A local repository path as an absolute one, so the pin works from any directory; URLs
+/// (`scheme://`, `host:path`) are kept as given.
+fn absolute_source(source: &str) -> String {
+    let is_url =
+        source.contains("://") || source.split('/').next().is_some_and(|h| h.contains(':'));
+    if is_url {
+        return source.to_owned();
+    }
+    std::fs::canonicalize(source)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| source.to_owned())
 }
 
 /// A fresh clone of `source` at `commit` in a hidden directory of the store (skipped by the
