@@ -35,7 +35,7 @@ pub fn current() -> Result<Option<Project>> {
 }
 
 /// The project, or `not_found` saying how to make one.
-fn required() -> Result<Project> {
+pub(crate) fn required() -> Result<Project> {
     current()?.ok_or_else(|| Error::NotFound {
         name: format!(
             "no {} in {} or any parent directory; run `stoat init` to make one",

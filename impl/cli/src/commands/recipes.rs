@@ -1,13 +1,16 @@
 //! Recipe and guest commands: `recipes`, `check-recipes`, `recipe list|show|new|refresh`,
-//! `guest ls|show` (stoat-json-v3 "Per-command data", the recipe and guest rows). The remote
-//! subcommands (add, lock, sync, update, rm, search) belong to the remote-recipes work.
+//! `recipe add|lock|sync|update|rm|search` (remote recipes, core `recipes::remote` and
+//! `recipes::index`), `guest ls|show` (stoat-json-v3 "Per-command data", the recipe and guest
+//! rows). `recipe lock --project` is `commands::project::recipe_lock`.
 
 use stoat_core::guests;
-use stoat_core::recipes::{self, scaffold, Catalog};
-use stoat_core::{Error, Result};
+use stoat_core::recipes::remote::{self, Store};
+use stoat_core::recipes::{self, index, scaffold, Catalog};
+use stoat_core::Result;
 use stoat_wire::dto::{
-    CheckRecipesData, Guest, GuestListData, GuestShowData, RecipeListData, RecipeNewData,
-    RecipeRefreshData, RecipeSchema, RecipeShowData, RecipesData,
+    CheckRecipesData, Guest, GuestListData, GuestShowData, IndexEntry, RecipeAdded, RecipeListData,
+    RecipeNewData, RecipePinsData, RecipeRefreshData, RecipeSchema, RecipeSearchData,
+    RecipeShowData, RecipesData,
 };
 
 use crate::ctx::Ctx;
@@ -60,26 +63,95 @@ pub fn recipe(ctx: &Ctx, command: &RecipeCommand) -> Result<Reply> {
         RecipeCommand::Show(args) => show(ctx, &args.name),
         RecipeCommand::New(args) => new(ctx, &args.name, args.os.as_deref()),
         RecipeCommand::Refresh => refresh(ctx),
-        other => Err(Error::Internal(format!(
-            "`stoat recipe {}` is not implemented in this build yet",
-            subcommand_name(other)
-        ))),
+        RecipeCommand::Add(args) => {
+            let store = store(ctx, args.project)?;
+            let added = remote::add(&ctx.env, &store, &args.url, args.git_ref.as_deref())?;
+            let human = format!("added {}", pin_line(&added));
+            Ok(Reply::new(&added, human))
+        }
+        RecipeCommand::Lock(flag) if flag.project => super::project::recipe_lock(ctx),
+        RecipeCommand::Lock(_) => {
+            let store = store(ctx, false)?;
+            pins_reply(remote::lock_global(&ctx.env, &store)?, "locked")
+        }
+        RecipeCommand::Sync(flag) => {
+            let store = store(ctx, flag.project)?;
+            pins_reply(remote::sync(&ctx.env, &store)?, "synced")
+        }
+        RecipeCommand::Update(args) => {
+            let store = store(ctx, args.project)?;
+            let updated = remote::update(&ctx.env, &store, args.name.as_deref())?;
+            pins_reply(updated, "updated")
+        }
+        RecipeCommand::Rm(args) => {
+            let root = ctx.root()?;
+            let store = store(ctx, args.project)?;
+            let removed = remote::rm(root, &store, &args.name)?;
+            let human = format!("removed {} recipe {}\n", removed.scope, removed.name);
+            Ok(Reply::new(&removed, human))
+        }
+        RecipeCommand::Search(args) => search(ctx, args.query.as_deref()),
     }
 }
 
-fn subcommand_name(command: &RecipeCommand) -> &'static str {
-    match command {
-        RecipeCommand::List => "list",
-        RecipeCommand::Show(_) => "show",
-        RecipeCommand::New(_) => "new",
-        RecipeCommand::Add(_) => "add",
-        RecipeCommand::Lock(_) => "lock",
-        RecipeCommand::Sync(_) => "sync",
-        RecipeCommand::Update(_) => "update",
-        RecipeCommand::Rm(_) => "rm",
-        RecipeCommand::Refresh => "refresh",
-        RecipeCommand::Search(_) => "search",
+/// The global store, or with `--project` the store of the project around the working
+/// directory (`not_found` when there is none).
+fn store(ctx: &Ctx, project: bool) -> Result<Store> {
+    if project {
+        Ok(Store::project(super::project::required()?))
+    } else {
+        Ok(Store::global(ctx.root()?))
     }
+}
+
+/// `name source@ref commit7 (scope)`, one line.
+fn pin_line(pin: &RecipeAdded) -> String {
+    let git_ref = if pin.git_ref.is_empty() {
+        "HEAD"
+    } else {
+        &pin.git_ref
+    };
+    format!(
+        "{} {} @ {} {} ({})\n",
+        pin.name,
+        pin.source,
+        git_ref,
+        &pin.commit[..pin.commit.len().min(7)],
+        pin.scope
+    )
+}
+
+fn pins_reply(recipes: Vec<RecipeAdded>, verb: &str) -> Result<Reply> {
+    let human = if recipes.is_empty() {
+        "no remote recipes\n".to_owned()
+    } else {
+        recipes
+            .iter()
+            .map(|r| format!("{verb} {}", pin_line(r)))
+            .collect()
+    };
+    Ok(Reply::new(&RecipePinsData { recipes }, human))
+}
+
+fn search(ctx: &Ctx, query: Option<&str>) -> Result<Reply> {
+    let recipes: Vec<IndexEntry> = index::search(&ctx.env, query)?;
+    let rows: Vec<Vec<String>> = recipes
+        .iter()
+        .map(|r| {
+            vec![
+                r.name.clone(),
+                r.os.join(","),
+                r.description.clone(),
+                r.source.clone(),
+            ]
+        })
+        .collect();
+    let human = if recipes.is_empty() {
+        "no recipes match\n".to_owned()
+    } else {
+        human::table(&["NAME", "OS", "DESCRIPTION", "SOURCE"], &rows)
+    };
+    Ok(Reply::new(&RecipeSearchData { recipes }, human))
 }
 
 fn list(ctx: &Ctx) -> Result<Reply> {
@@ -100,9 +172,19 @@ fn list_human(catalog: &Catalog, data: &RecipeListData) -> String {
     let rows: Vec<Vec<String>> = data
         .recipes
         .iter()
-        .map(|r| vec![r.name.clone(), r.scope.clone(), r.description.clone()])
+        .map(|r| {
+            vec![
+                r.name.clone(),
+                r.scope.clone(),
+                r.commit.clone().unwrap_or_default(),
+                r.description.clone(),
+            ]
+        })
         .collect();
-    out.push_str(&human::table(&["NAME", "SCOPE", "DESCRIPTION"], &rows));
+    out.push_str(&human::table(
+        &["NAME", "SCOPE", "COMMIT", "DESCRIPTION"],
+        &rows,
+    ));
     for found in catalog.found.iter().filter(|f| f.manifest.is_err()) {
         if let Err(err) = &found.manifest {
             out.push_str(&format!("{}  invalid: {err}\n", found.key));

@@ -14,3 +14,4 @@ mod test_mcp_client;
 mod test_apply;
 mod test_project;
 mod test_props;
+mod test_remote;

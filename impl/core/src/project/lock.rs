@@ -69,7 +69,13 @@ impl LockFile {
     /// Reads `<dir>/stoat.lock`; no file is an empty lock. A malformed one is `invalid_spec`
     /// naming the file and line.
     pub fn read(dir: &Path) -> Result<LockFile> {
-        let path = lock_path(dir);
+        LockFile::read_file(&lock_path(dir))
+    }
+
+    /// Reads a pins file in this format at `path` (stoat.lock, or the global pins file of
+    /// `recipes::remote`); no file is an empty lock.
+    pub fn read_file(path: &Path) -> Result<LockFile> {
+        let path = path.to_path_buf();
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockFile::default()),
@@ -94,9 +100,14 @@ impl LockFile {
 
     /// Writes `<dir>/stoat.lock` atomically.
     pub fn write(&self, dir: &Path) -> Result<()> {
+        self.write_file(&lock_path(dir), HEADER)
+    }
+
+    /// Writes this lock to `path` atomically, `header` (comment lines) first.
+    pub fn write_file(&self, path: &Path, header: &str) -> Result<()> {
         let body = toml::to_string(self)
-            .map_err(|e| Error::Internal(format!("render stoat.lock: {e}")))?;
-        crate::vm::write_atomically(&lock_path(dir), format!("{HEADER}{body}").as_bytes())
+            .map_err(|e| Error::Internal(format!("render {}: {e}", path.display())))?;
+        crate::vm::write_atomically(path, format!("{header}{body}").as_bytes())
     }
 
     /// The pin of `name`, when there is one.
@@ -180,7 +191,7 @@ pub fn resolve_commit(env: &Env, source: &str, git_ref: &str) -> Result<String> 
     if !output.status.success() {
         return Err(Error::InvalidSpec(format!(
             "git ls-remote {source} failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
+            crate::recipes::git::one_line(&String::from_utf8_lossy(&output.stderr))
         )));
     }
     let listing = String::from_utf8_lossy(&output.stdout);
@@ -188,7 +199,8 @@ pub fn resolve_commit(env: &Env, source: &str, git_ref: &str) -> Result<String> 
         .ok_or_else(|| Error::InvalidSpec(format!("{source} has no branch or tag called {wanted}")))
 }
 
-fn is_full_commit(text: &str) -> bool {
+/// Whether `text` is a full 40-hex commit id.
+pub fn is_full_commit(text: &str) -> bool {
     text.len() == 40 && text.chars().all(|c| c.is_ascii_hexdigit())
 }
 

@@ -3,7 +3,8 @@
 //!
 //! Search order, first match wins:
 //! 1. `project`: `<project>/recipes/`, beside the nearest `stoat.toml` walking up from the
-//!    working directory (only when there is one);
+//!    working directory (only when there is one), then `<project>/.stoat/recipes/`, the
+//!    project's remote recipes (`recipe add --project`, `recipe sync --project`);
 //! 2. `global`: `<root>/recipes/.remote/` (recipes added from git; filled by `recipe add`);
 //! 3. `local`: `<root>/recipes/<name>/` for a name that is not bundled (`recipe new`);
 //! 4. `bundled`: `<root>/recipes/<name>/` for a bundled name (installed from the binary).
@@ -11,13 +12,16 @@
 //! Local and bundled share one directory and can never collide (a directory is bundled exactly
 //! when its name is a bundled recipe's), so both roots report the same path.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use stoat_wire::dto::{RecipeEntry, RecipeRoot};
 
 use super::bundled;
 use super::manifest::{Manifest, MANIFEST_FILE};
+use super::remote;
 use crate::guests::GuestDef;
+use crate::project::Pin;
 use crate::{Error, Result, Root};
 
 pub use crate::project::PROJECT_FILE;
@@ -67,6 +71,8 @@ pub struct Found {
 pub struct Catalog {
     pub roots: Vec<SearchRoot>,
     pub found: Vec<Found>,
+    /// The pins of remote recipe directories (source, ref, checked-out commit), by directory.
+    pub pins: BTreeMap<PathBuf, Pin>,
 }
 
 /// Returns the nearest directory at or above `start` holding a `stoat.toml` (the project
@@ -83,10 +89,14 @@ pub fn search_roots(root: &Root, project: Option<&Path>) -> Vec<SearchRoot> {
             scope: Scope::Project,
             dir: project.join("recipes"),
         });
+        roots.push(SearchRoot {
+            scope: Scope::Project,
+            dir: remote::project_clones(project),
+        });
     }
     for scope in [Scope::Global, Scope::Local, Scope::Bundled] {
         let dir = match scope {
-            Scope::Global => root.recipes().join(REMOTE_DIR),
+            Scope::Global => remote::global_clones(root),
             _ => root.recipes(),
         };
         roots.push(SearchRoot { scope, dir });
@@ -101,13 +111,19 @@ impl Catalog {
             // A read-only root can still list what is there; say why it was not refreshed.
             crate::log::append(root, "warn", &format!("installing bundled recipes: {err}"));
         }
-        Ok(Catalog::read(search_roots(root, project)))
+        let mut catalog = Catalog::read(search_roots(root, project));
+        catalog.pins = remote::pins_by_dir(root, project);
+        Ok(catalog)
     }
 
     /// Reads the given roots without installing anything.
     pub fn read(roots: Vec<SearchRoot>) -> Catalog {
         let found = roots.iter().flat_map(read_root).collect();
-        Catalog { roots, found }
+        Catalog {
+            roots,
+            found,
+            pins: BTreeMap::new(),
+        }
     }
 
     /// The recipe that `key` names: the first in shadow order.
@@ -154,13 +170,14 @@ impl Catalog {
             .iter()
             .filter_map(|found| {
                 let manifest = found.manifest.as_ref().ok()?;
+                let pin = self.pins.get(&found.dir);
                 Some(RecipeEntry {
                     name: manifest.name.clone(),
                     description: manifest.description.clone(),
                     scope: found.scope.as_str().to_owned(),
-                    source: None,
-                    git_ref: None,
-                    commit: None,
+                    source: pin.map(|p| p.source.clone()),
+                    git_ref: pin.map(|p| p.git_ref.clone()),
+                    commit: pin.map(|p| p.commit.chars().take(7).collect()),
                 })
             })
             .collect()

@@ -8,10 +8,13 @@
 pub mod apply;
 pub mod bundled;
 pub mod catalog;
+pub mod git;
 pub mod guest_shell;
+pub mod index;
 pub mod manifest;
 pub mod params;
 pub mod plan;
+pub mod remote;
 pub mod scaffold;
 pub mod seed;
 
