@@ -66,8 +66,9 @@ impl Drop for Reaper {
     }
 }
 
-/// A live VM whose ISO the fake QEMU never reads.
+/// A live VM whose ISO the fake QEMU never reads (its kernel is already "extracted").
 fn write_live_vm(env: &TestEnv, name: &str, port: u16, extra: &str) {
+    env.seed_boot_files(name);
     env.write_vm(
         name,
         &format!(
