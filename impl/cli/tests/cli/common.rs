@@ -127,7 +127,11 @@ impl TestEnv {
             .arg(&src)
             .output()
             .expect("xorriso runs (apt install xorriso)");
-        assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+        assert!(
+            made.status.success(),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
     }
 
     /// Writes `<vm>/vmlinuz` and `<vm>/initramfs`, so `up` on a live VM skips the extraction

@@ -51,7 +51,15 @@ pub fn ensure(env: &Env, iso: &Path, vm_dir: &Path) -> Result<BootFiles> {
         )));
     }
     for (pattern, dst) in [("vmlinuz-*", &files.kernel), ("initramfs-*", &files.initrd)] {
-        let found = run(env, &xorriso, find_argv(iso, pattern))?;
+        // xorriso fails the search on an ISO without /boot or a file that is no ISO at all:
+        // the VM's image is wrong, not the host.
+        let found = run(env, &xorriso, find_argv(iso, pattern)).map_err(|e| match e {
+            Error::Tool { message, .. } => Error::InvalidSpec(format!(
+                "{} is not a bootable Alpine ISO (no /boot/{pattern}): {message}",
+                iso.display()
+            )),
+            other => other,
+        })?;
         let src = one_boot_path(&found, pattern, iso)?;
         extract(env, &xorriso, iso, &src, dst)?;
     }
