@@ -190,10 +190,9 @@ fn up_then_down_reports_authoritative_state() {
 
     let human = env.run(&["up", "w"]);
     assert!(human.status.success());
-    assert_eq!(
-        String::from_utf8_lossy(&human.stdout),
-        "w started (ssh :29306)\n"
-    );
+    let stdout = String::from_utf8_lossy(&human.stdout);
+    assert!(stdout.starts_with("w started (ssh :29306)\n"), "{stdout}");
+    assert!(stdout.contains("\ndisplay: no qemu window; the screen is on "), "{stdout}");
     let human = env.run(&["down", "w"]);
     assert_eq!(String::from_utf8_lossy(&human.stdout), "w stopped\n");
 }
@@ -891,4 +890,57 @@ fn apkovl_up_without_xorriso_or_a_kernel_says_so_and_starts_nothing() {
     let message = env.json(&["up", "b"]).error("invalid_spec");
     assert!(message.contains("/boot/vmlinuz-*"), "{message}");
     assert!(!env.root().join("b/qemu.pid").exists() && !env.root().join("b/vmlinuz").exists());
+}
+
+#[test]
+fn human_up_and_get_show_the_display_lines_and_json_never_the_socket() {
+    let mut env = TestEnv::new();
+    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    write_live_vm(&env, "w", 29313, "display = \"vnc\"\n");
+    // Only stoat's own tools on PATH, so which VNC viewer is "found" is the test's choice.
+    std::os::unix::fs::symlink("/usr/bin/ssh-keygen", env.bin().join("ssh-keygen")).unwrap();
+    env.set_env("PATH", &env.bin().display().to_string());
+    let _reaper = Reaper::watch(&env, &["w"]);
+    let sock = env.root().join("w/vnc.sock").display().to_string();
+    let up = env.run(&["up", "w"]);
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(up.stdout).unwrap(),
+        format!(
+            "w started (ssh :29313)\ndisplay: no qemu window; the screen is on {sock}\n  no VNC viewer found; install one of: gvncviewer, socat\n"
+        )
+    );
+    stub(&env, "gvncviewer", "exit 0\n");
+    let get = String::from_utf8(env.run(&["get", "w"]).stdout).unwrap();
+    assert!(
+        get.ends_with(&format!(
+            "display: no qemu window; the screen is on {sock}\n  attach with: gvncviewer {sock}\n"
+        )),
+        "{get}"
+    );
+    for args in [&["get", "w"][..], &["ls"]] {
+        let run = env.json(args);
+        assert!(!run.stdout.contains("vnc.sock"), "{}", run.stdout);
+    }
+    assert_eq!(env.json(&["get", "w"]).data()["vm"]["display"], "vnc");
+
+    env.set_env("STOAT_GRAPHICAL", "1");
+    let get = String::from_utf8(env.run(&["get", "w"]).stdout).unwrap();
+    assert!(get.contains("display: no qemu window"), "vnc asked: {get}");
+    env.write_vm(
+        "x",
+        "name = \"x\"\nmode = \"live\"\nos = \"alpine\"\nbackend = \"apkovl\"\niso = \"/n/x.iso\"\nram = 256\ncpus = 1\nsshport = 29314\n",
+    );
+    let get = String::from_utf8(env.run(&["get", "x"]).stdout).unwrap();
+    assert!(get.ends_with("display: a qemu window\n"), "{get}");
+    env.write_broken_vm("bad");
+    let get = String::from_utf8(env.run(&["get", "bad"]).stdout).unwrap();
+    assert!(
+        !get.contains("display:"),
+        "no display line for a broken VM: {get}"
+    );
 }
