@@ -1,10 +1,83 @@
 //! Which display surface a VM gets: a QEMU window on a graphical host, VNC otherwise.
 //!
-//! Implements stoat-json-v3 "VM.display" and the detection order of upstream facts §4.
+//! Implements stoat-json-v3 "VM.display" and the detection order of upstream facts §4, plus
+//! the human `display:` lines of upstream facts §1.7 (human output only: the VNC socket's path
+//! never reaches `--json`).
+
+use std::path::Path;
 
 use stoat_wire::dto::Display;
 
 use crate::Env;
+
+/// A VNC viewer found on PATH, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Viewer {
+    Gvncviewer,
+    Socat,
+    None,
+}
+
+impl Viewer {
+    /// The first of gvncviewer, socat on the environment's PATH.
+    pub fn find(env: &Env) -> Viewer {
+        if env.which("gvncviewer").is_some() {
+            Viewer::Gvncviewer
+        } else if env.which("socat").is_some() {
+            Viewer::Socat
+        } else {
+            Viewer::None
+        }
+    }
+}
+
+/// The `display:` lines `get` and `up` print for a VM whose stored preference is `pref`.
+pub fn human_lines(env: &Env, pref: &str, vnc_socket: &Path) -> Vec<String> {
+    let graphical = graphical_session(env);
+    let surface = display_for(pref, graphical);
+    let wanted_window = !graphical && pref != "vnc";
+    let viewer = match surface {
+        Display::Vnc => Viewer::find(env),
+        _ => Viewer::None,
+    };
+    lines_for(surface, wanted_window, vnc_socket, viewer)
+}
+
+/// [`human_lines`] without the environment: `wanted_window` says the VM would have had a
+/// window on a host with a graphical session.
+pub fn lines_for(
+    surface: Display,
+    wanted_window: bool,
+    vnc_socket: &Path,
+    viewer: Viewer,
+) -> Vec<String> {
+    if surface == Display::Window {
+        return vec!["display: a qemu window".into()];
+    }
+    let sock = vnc_socket.display();
+    let mut lines = Vec::new();
+    if wanted_window {
+        lines.push(
+            "no usable graphical session on this host (set DISPLAY or WAYLAND_DISPLAY, \
+             or STOAT_GRAPHICAL=1), so the VM runs headless"
+                .into(),
+        );
+    }
+    lines.push(format!("display: no qemu window; the screen is on {sock}"));
+    match viewer {
+        Viewer::Gvncviewer => lines.push(format!("  attach with: gvncviewer {sock}")),
+        Viewer::Socat => {
+            lines.push(format!(
+                "  attach with: socat TCP-LISTEN:5900,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:{sock}"
+            ));
+            lines.push("  then point any VNC client at 127.0.0.1:5900".into());
+        }
+        Viewer::None => {
+            lines.push("  no VNC viewer found; install one of: gvncviewer, socat".into())
+        }
+    }
+    lines
+}
 
 /// Returns whether this host has a graphical session.
 pub fn graphical_session(env: &Env) -> bool {
@@ -49,5 +122,47 @@ mod tests {
         assert_eq!(display_for("", false), Display::Vnc);
         assert_eq!(display_for("vnc", true), Display::Vnc);
         assert_eq!(display_for("", true), Display::Window);
+    }
+
+    #[test]
+    fn human_lines_name_the_surface_and_how_to_attach() {
+        let sock = Path::new("/r/web/vnc.sock");
+        assert_eq!(
+            lines_for(Display::Window, false, sock, Viewer::None),
+            ["display: a qemu window"]
+        );
+        insta::assert_snapshot!(lines_for(Display::Vnc, false, sock, Viewer::Gvncviewer).join("\n"), @r"
+        display: no qemu window; the screen is on /r/web/vnc.sock
+          attach with: gvncviewer /r/web/vnc.sock
+        ");
+        insta::assert_snapshot!(lines_for(Display::Vnc, true, sock, Viewer::Socat).join("\n"), @r"
+        no usable graphical session on this host (set DISPLAY or WAYLAND_DISPLAY, or STOAT_GRAPHICAL=1), so the VM runs headless
+        display: no qemu window; the screen is on /r/web/vnc.sock
+          attach with: socat TCP-LISTEN:5900,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:/r/web/vnc.sock
+          then point any VNC client at 127.0.0.1:5900
+        ");
+        insta::assert_snapshot!(lines_for(Display::Vnc, false, sock, Viewer::None).join("\n"), @r"
+        display: no qemu window; the screen is on /r/web/vnc.sock
+          no VNC viewer found; install one of: gvncviewer, socat
+        ");
+    }
+
+    #[test]
+    fn human_lines_read_the_session_and_path_from_the_env() {
+        let sock = Path::new("/r/w/vnc.sock");
+        let window = Env::from_pairs([("STOAT_GRAPHICAL", "1"), ("PATH", "")]);
+        assert_eq!(human_lines(&window, "", sock), ["display: a qemu window"]);
+        let asked_vnc = human_lines(&window, "vnc", sock);
+        assert_eq!(
+            asked_vnc[0],
+            "display: no qemu window; the screen is on /r/w/vnc.sock"
+        );
+        let headless = Env::from_pairs([("STOAT_GRAPHICAL", "0"), ("PATH", "")]);
+        let lines = human_lines(&headless, "", sock);
+        assert!(
+            lines[0].starts_with("no usable graphical session"),
+            "{lines:?}"
+        );
+        assert_eq!(lines.len(), 3);
     }
 }

@@ -1,4 +1,5 @@
-//! The client ssh key `<root>/id_stoat{,.pub}`, made with `ssh-keygen` the first time a command
+//! The client ssh key `<root>/id_stoat{,.pub}` and the apkovl guests' ssh host key
+//! `<root>/guest_host_ed25519_key{,.pub}`, each made with `ssh-keygen` the first time a command
 //! needs it (lazily: `ls` or `doctor` on a fresh host never needs ssh-keygen).
 
 use std::path::PathBuf;
@@ -6,9 +7,21 @@ use std::process::{Command, Stdio};
 
 use crate::{lock, Env, Error, Result, Root};
 
+/// The host key every apkovl guest presents (upstream: one per data root).
+pub const GUEST_HOST_KEY: &str = "guest_host_ed25519_key";
+
 /// Makes sure the client key pair exists; returns the private key's path.
 pub fn ensure(root: &Root, env: &Env) -> Result<PathBuf> {
-    let key = root.key_file();
+    ensure_pair(root, env, root.key_file(), "stoat")
+}
+
+/// Makes sure the apkovl guests' host key pair exists; returns the private key's path.
+pub fn ensure_guest_host(root: &Root, env: &Env) -> Result<PathBuf> {
+    ensure_pair(root, env, root.dir().join(GUEST_HOST_KEY), "stoat-guest")
+}
+
+/// An ed25519 pair at `key` and `key.pub`, made under `<root>/.keys.lock` when either is missing.
+fn ensure_pair(root: &Root, env: &Env, key: PathBuf, comment: &str) -> Result<PathBuf> {
     let public = key.with_extension("pub");
     if key.is_file() && public.is_file() {
         return Ok(key);
@@ -25,7 +38,7 @@ pub fn ensure(root: &Root, env: &Env) -> Result<PathBuf> {
         message: "not found on PATH; install openssh-client".into(),
     })?;
     let output = Command::new(keygen)
-        .args(["-q", "-t", "ed25519", "-N", "", "-C", "stoat", "-f"])
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f"])
         .arg(&key)
         .env("PATH", env.path_var())
         .stdin(Stdio::null())

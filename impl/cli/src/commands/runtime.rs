@@ -19,7 +19,13 @@ pub fn up(ctx: &Ctx, args: &UpArgs) -> Result<Reply> {
     let root = ctx.root()?;
     ctx.note(&format!("starting {name}..."));
     let vm = up::up(root, &ctx.env, name)?;
-    let mut human = format!("{} started (ssh :{})", vm.name, vm.ssh_port);
+    let stored = stoat_core::vm::load_ok(root, name)?;
+    let mut human = format!("{} started (ssh :{})\n", vm.name, vm.ssh_port);
+    if stored.config.mode == "disk" && !stored.config.installed {
+        human.push_str(&installing_note(name));
+    }
+    human.push_str(&display_lines(ctx, &stored));
+    let mut human = human.trim_end().to_owned();
     if args.no_apply {
         return Ok(Reply::new(&VmData { vm }, human));
     }
@@ -29,6 +35,25 @@ pub fn up(ctx: &Ctx, args: &UpArgs) -> Result<Reply> {
     }
     let vm = stoat_core::vm::load(root, name)?.to_wire(&ctx.env);
     Ok(Reply::new(&VmData { vm }, human))
+}
+
+/// What a human sees after `up` on a disk VM that boots its installer (upstream waited for
+/// the install and restarted; stoat returns at once and says what to do).
+fn installing_note(name: &str) -> String {
+    format!(
+        "installing onto the disk: the VM powers off when done (progress: `stoat logs {name} \
+         --which console`); then `stoat up {name}` boots the installed disk\n"
+    )
+}
+
+/// The `display:` lines of upstream facts §1.7, one per line with a trailing newline. Human
+/// output only: the socket path never reaches `--json`.
+pub(crate) fn display_lines(ctx: &Ctx, stored: &stoat_core::vm::StoredVm) -> String {
+    let socket = stoat_core::qemu::VmPaths::new(&stored.dir).vnc_socket;
+    stoat_core::display::human_lines(&ctx.env, &stored.config.display, &socket)
+        .iter()
+        .map(|line| format!("{line}\n"))
+        .collect()
 }
 
 /// `down <vm>`.

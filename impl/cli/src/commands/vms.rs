@@ -62,7 +62,10 @@ pub fn get(ctx: &Ctx, name: &str) -> Result<Reply> {
     let root = ctx.root()?;
     let loaded = vm::load(root, name)?;
     let status = vm_status(ctx, &loaded);
-    let human = get_human(&status);
+    let mut human = get_human(&status);
+    if let Loaded::Ok(stored) = &loaded {
+        human.push_str(&super::runtime::display_lines(ctx, stored));
+    }
     Ok(Reply::new(&GetData { vm: status }, human))
 }
 

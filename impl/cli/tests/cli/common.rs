@@ -114,6 +114,35 @@ impl TestEnv {
         );
     }
 
+    /// Makes a tiny real ISO9660 at `path` (with xorriso) holding `/boot/vmlinuz-virt` and
+    /// `/boot/initramfs-virt`: enough for the apkovl backend's kernel extraction.
+    pub fn fake_alpine_iso(&self, path: &Path) {
+        let src = self.tmp().join(".fake-iso-src");
+        std::fs::create_dir_all(src.join("boot")).unwrap();
+        std::fs::write(src.join("boot/vmlinuz-virt"), "fake kernel\n").unwrap();
+        std::fs::write(src.join("boot/initramfs-virt"), "fake initramfs\n").unwrap();
+        let made = std::process::Command::new("xorriso")
+            .args(["-as", "mkisofs", "-r", "-V", "alpine-virt", "-o"])
+            .arg(path)
+            .arg(&src)
+            .output()
+            .expect("xorriso runs (apt install xorriso)");
+        assert!(
+            made.status.success(),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+    }
+
+    /// Writes `<vm>/vmlinuz` and `<vm>/initramfs`, so `up` on a live VM skips the extraction
+    /// (the conformance suite's trick) and its ISO may be any file.
+    pub fn seed_boot_files(&self, name: &str) {
+        let dir = self.root().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("vmlinuz"), "fake kernel\n").unwrap();
+        std::fs::write(dir.join("initramfs"), "fake initramfs\n").unwrap();
+    }
+
     /// Writes a vm.toml that does not parse.
     pub fn write_broken_vm(&self, name: &str) {
         self.write_vm(name, "name = \"x\"\nmode = \"disk\n");

@@ -446,6 +446,7 @@ fn up_applies_after_boot_with_cmd_up_and_the_vm_last() {
     install_fake_ssh(&env);
     install(&env, "qemu-system-x86_64", FAKE_QEMU);
     let port = banner_port();
+    env.seed_boot_files("w");
     env.write_vm(
         "w",
         &format!("name = \"w\"\nmode = \"live\"\nos = \"alpine\"\nbackend = \"apkovl\"\niso = \"/nonexistent/x.iso\"\nram = 256\ncpus = 1\nsshport = {port}\nsshuser = \"root\"\nrecipes = [\"r\"]\n"),

@@ -28,10 +28,11 @@ fn project(env: &TestEnv, name: &str, toml: &str) -> PathBuf {
     dir
 }
 
-/// An empty "ISO" the fake QEMU never reads; its name makes the VM alpine/apkovl/live.
+/// A tiny ISO with a /boot kernel the fake QEMU never boots; its name makes the VM
+/// alpine/apkovl/live.
 fn iso(env: &TestEnv) -> String {
     let path = env.tmp().join("alpine-virt-3.20.1-x86_64.iso");
-    std::fs::write(&path, b"").unwrap();
+    env.fake_alpine_iso(&path);
     path.display().to_string()
 }
 

@@ -66,8 +66,9 @@ impl Drop for Reaper {
     }
 }
 
-/// A live VM whose ISO the fake QEMU never reads.
+/// A live VM whose ISO the fake QEMU never reads (its kernel is already "extracted").
 fn write_live_vm(env: &TestEnv, name: &str, port: u16, extra: &str) {
+    env.seed_boot_files(name);
     env.write_vm(
         name,
         &format!(
@@ -189,10 +190,9 @@ fn up_then_down_reports_authoritative_state() {
 
     let human = env.run(&["up", "w"]);
     assert!(human.status.success());
-    assert_eq!(
-        String::from_utf8_lossy(&human.stdout),
-        "w started (ssh :29306)\n"
-    );
+    let stdout = String::from_utf8_lossy(&human.stdout);
+    assert!(stdout.starts_with("w started (ssh :29306)\n"), "{stdout}");
+    assert!(stdout.contains("\ndisplay: no qemu window; the screen is on "), "{stdout}");
     let human = env.run(&["down", "w"]);
     assert_eq!(String::from_utf8_lossy(&human.stdout), "w stopped\n");
 }
@@ -639,4 +639,308 @@ fn real_guest_lifecycle() {
 pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap().port()
+}
+
+/// The lines of a recorded fake-QEMU argv.
+fn recorded_argv(env: &TestEnv, vm: &str) -> Vec<String> {
+    std::fs::read_to_string(env.root().join(vm).join("qemu.argv"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn values_after<'a>(argv: &'a [String], flag: &str) -> Vec<&'a str> {
+    argv.windows(2)
+        .filter(|pair| pair[0] == flag)
+        .map(|pair| pair[1].as_str())
+        .collect()
+}
+
+/// `tar -tvzf` of the overlay, as (mode string, path) pairs.
+fn overlay_listing(tarball: &Path) -> Vec<(String, String)> {
+    let out = std::process::Command::new("tar")
+        .arg("-tvzf")
+        .arg(tarball)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (fields[0].to_owned(), fields[5].to_owned())
+        })
+        .collect()
+}
+
+fn overlay_file(tarball: &Path, member: &str) -> String {
+    let out = std::process::Command::new("tar")
+        .arg("-xzOf")
+        .arg(tarball)
+        .arg(member)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{member}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn apkovl_live_up_boots_the_isos_kernel_with_the_overlay() {
+    let env = TestEnv::new();
+    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    let isos = env.root().join("isos");
+    std::fs::create_dir_all(&isos).unwrap();
+    let iso = isos.join("alpine-virt-3.20.3-x86_64.iso");
+    env.fake_alpine_iso(&iso);
+    let share = env.tmp().join("src");
+    std::fs::create_dir(&share).unwrap();
+    let created = env.json(&[
+        "create",
+        "a",
+        "--image",
+        "alpine-virt-3.20.3-x86_64.iso",
+        "--share",
+        &share.display().to_string(),
+    ]);
+    assert_eq!(created.data()["vm"]["backend"], "apkovl");
+    assert_eq!(created.data()["vm"]["mode"], "live");
+    let _reaper = Reaper::watch(&env, &["a"]);
+    let up = env.json(&["up", "a"]);
+    assert_eq!(up.data()["vm"]["state"], "running", "{}", up.stdout);
+
+    let dir = env.root().join("a");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("vmlinuz")).unwrap(),
+        "fake kernel\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("initramfs")).unwrap(),
+        "fake initramfs\n"
+    );
+    let tarball = dir.join("ovl/stoat.apkovl.tar.gz");
+    let listing = overlay_listing(&tarball);
+    let has = |mode: &str, path: &str| listing.iter().any(|(m, p)| m == mode && p == path);
+    assert!(
+        has("-rw-------", "root/.ssh/authorized_keys"),
+        "{listing:?}"
+    );
+    assert!(
+        has("-rw-------", "etc/ssh/ssh_host_ed25519_key"),
+        "{listing:?}"
+    );
+    assert!(
+        has("lrwxrwxrwx", "etc/runlevels/default/sshd"),
+        "{listing:?}"
+    );
+    assert!(has("drwxr-xr-x", "mnt/work/") && has("drwxr-xr-x", "mnt/host/"));
+    assert!(
+        !listing.iter().any(|(_, p)| p == "etc/stoat/answerfile"),
+        "live has no installer"
+    );
+    let pubkey = std::fs::read_to_string(env.root().join("id_stoat.pub")).unwrap();
+    assert_eq!(overlay_file(&tarball, "root/.ssh/authorized_keys"), pubkey);
+    let host_pub = std::fs::read_to_string(env.root().join("guest_host_ed25519_key.pub")).unwrap();
+    assert!(host_pub.trim_end().ends_with(" stoat-guest"), "{host_pub}");
+    assert_eq!(
+        overlay_file(&tarball, "etc/ssh/ssh_host_ed25519_key.pub"),
+        host_pub
+    );
+    let repos = overlay_file(&tarball, "etc/apk/repositories");
+    assert!(repos.lines().all(|l| l.contains("/v3.20/")), "{repos}");
+    assert!(overlay_file(&tarball, "etc/fstab").contains("host\t/mnt/host\t9p"));
+    assert!(!dir.join("ovl/.stoat-ovl.tmp").exists());
+
+    let argv = recorded_argv(&env, "a");
+    assert_eq!(
+        values_after(&argv, "-kernel"),
+        [dir.join("vmlinuz").display().to_string()]
+    );
+    assert_eq!(
+        values_after(&argv, "-initrd"),
+        [dir.join("initramfs").display().to_string()]
+    );
+    assert_eq!(
+        values_after(&argv, "-append"),
+        ["modules=loop,squashfs,sd-mod,usb-storage quiet"]
+    );
+    assert!(values_after(&argv, "-drive").contains(
+        &format!(
+            "file=fat:rw:{},format=raw,if=virtio",
+            dir.join("ovl").display()
+        )
+        .as_str()
+    ));
+    assert_eq!(values_after(&argv, "-cdrom"), [iso.display().to_string()]);
+    assert_eq!(values_after(&argv, "-boot"), ["d"]);
+    assert!(
+        !argv.iter().any(|a| a == "-no-reboot"),
+        "live VMs reboot normally"
+    );
+}
+
+#[test]
+fn apkovl_disk_installs_then_boots_from_its_disk() {
+    let env = TestEnv::new();
+    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    let iso = env.tmp().join("alpine-virt-3.19.1-x86_64.iso");
+    env.fake_alpine_iso(&iso);
+    env.json(&[
+        "create",
+        "d",
+        "--image",
+        &iso.display().to_string(),
+        "--mode",
+        "disk",
+        "--disk",
+        "1G",
+    ]);
+    let _reaper = Reaper::watch(&env, &["d"]);
+    env.json(&["up", "d"]).data();
+    let dir = env.root().join("d");
+    let argv = recorded_argv(&env, "d");
+    assert!(argv.iter().any(|a| a == "-no-reboot"), "{argv:?}");
+    assert_eq!(values_after(&argv, "-kernel").len(), 1);
+    let drives = values_after(&argv, "-drive");
+    assert!(
+        drives[0].starts_with(&format!("file={}", dir.join("disk.qcow2").display())),
+        "{drives:?}"
+    );
+    assert!(
+        drives[1].starts_with("file=fat:rw:"),
+        "the disk stays /dev/vda: {drives:?}"
+    );
+    let tarball = dir.join("ovl/stoat.apkovl.tar.gz");
+    let answers = overlay_file(&tarball, "etc/stoat/answerfile");
+    assert!(answers.contains("HOSTNAMEOPTS='-n d'"), "{answers}");
+    assert!(overlay_listing(&tarball)
+        .iter()
+        .any(|(m, p)| m == "-rwxr-xr-x" && p == "etc/local.d/stoat-install.start"));
+    assert!(overlay_file(&tarball, "etc/apk/repositories").contains("/v3.19/main"));
+    env.json(&["down", "d"]).data();
+
+    // The installer filled the disk: the next up marks it installed and boots from it.
+    let disk = std::fs::OpenOptions::new()
+        .append(true)
+        .open(dir.join("disk.qcow2"))
+        .unwrap();
+    disk.set_len(11 * 1024 * 1024).unwrap();
+    let up = env.json(&["up", "d"]);
+    assert_eq!(up.data()["vm"]["installed"], true);
+    assert!(env.vm_toml("d").contains("installed = true"));
+    let argv = recorded_argv(&env, "d");
+    for flag in [
+        "-kernel",
+        "-initrd",
+        "-append",
+        "-cdrom",
+        "-boot",
+        "-no-reboot",
+    ] {
+        assert!(
+            !argv.iter().any(|a| a == flag),
+            "{flag} after install: {argv:?}"
+        );
+    }
+    assert_eq!(values_after(&argv, "-drive").len(), 1);
+}
+
+#[test]
+fn apkovl_up_without_xorriso_or_a_kernel_says_so_and_starts_nothing() {
+    let mut env = TestEnv::new();
+    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    std::os::unix::fs::symlink("/usr/bin/ssh-keygen", env.bin().join("ssh-keygen")).unwrap();
+    let iso = env.tmp().join("alpine-virt-3.20.3-x86_64.iso");
+    env.fake_alpine_iso(&iso);
+    env.write_vm(
+        "a",
+        &format!("name = \"a\"\nmode = \"live\"\nos = \"alpine\"\nbackend = \"apkovl\"\niso = \"{}\"\nram = 256\ncpus = 1\nsshport = 29311\n", iso.display()),
+    );
+    env.set_env("PATH", &env.bin().display().to_string());
+    let message = env.json(&["up", "a"]).error("internal");
+    assert!(message.contains("xorriso"), "{message}");
+    assert!(!env.root().join("a/qemu.pid").exists());
+
+    // An ISO without /boot/vmlinuz-* is refused by name.
+    env.set_env("PATH", &format!("{}:/usr/bin:/bin", env.bin().display()));
+    let empty = env.tmp().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    std::fs::write(empty.join("README"), "not alpine").unwrap();
+    let not_alpine = env.tmp().join("other.iso");
+    let made = std::process::Command::new("xorriso")
+        .args(["-as", "mkisofs", "-r", "-o"])
+        .arg(&not_alpine)
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    env.write_vm(
+        "b",
+        &format!("name = \"b\"\nmode = \"live\"\nos = \"alpine\"\nbackend = \"apkovl\"\niso = \"{}\"\nram = 256\ncpus = 1\nsshport = 29312\n", not_alpine.display()),
+    );
+    let message = env.json(&["up", "b"]).error("invalid_spec");
+    assert!(message.contains("/boot/vmlinuz-*"), "{message}");
+    assert!(!env.root().join("b/qemu.pid").exists() && !env.root().join("b/vmlinuz").exists());
+}
+
+#[test]
+fn human_up_and_get_show_the_display_lines_and_json_never_the_socket() {
+    let mut env = TestEnv::new();
+    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    write_live_vm(&env, "w", 29313, "display = \"vnc\"\n");
+    // Only stoat's own tools on PATH, so which VNC viewer is "found" is the test's choice.
+    std::os::unix::fs::symlink("/usr/bin/ssh-keygen", env.bin().join("ssh-keygen")).unwrap();
+    env.set_env("PATH", &env.bin().display().to_string());
+    let _reaper = Reaper::watch(&env, &["w"]);
+    let sock = env.root().join("w/vnc.sock").display().to_string();
+    let up = env.run(&["up", "w"]);
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(up.stdout).unwrap(),
+        format!(
+            "w started (ssh :29313)\ndisplay: no qemu window; the screen is on {sock}\n  no VNC viewer found; install one of: gvncviewer, socat\n"
+        )
+    );
+    stub(&env, "gvncviewer", "exit 0\n");
+    let get = String::from_utf8(env.run(&["get", "w"]).stdout).unwrap();
+    assert!(
+        get.ends_with(&format!(
+            "display: no qemu window; the screen is on {sock}\n  attach with: gvncviewer {sock}\n"
+        )),
+        "{get}"
+    );
+    for args in [&["get", "w"][..], &["ls"]] {
+        let run = env.json(args);
+        assert!(!run.stdout.contains("vnc.sock"), "{}", run.stdout);
+    }
+    assert_eq!(env.json(&["get", "w"]).data()["vm"]["display"], "vnc");
+
+    env.set_env("STOAT_GRAPHICAL", "1");
+    let get = String::from_utf8(env.run(&["get", "w"]).stdout).unwrap();
+    assert!(get.contains("display: no qemu window"), "vnc asked: {get}");
+    env.write_vm(
+        "x",
+        "name = \"x\"\nmode = \"live\"\nos = \"alpine\"\nbackend = \"apkovl\"\niso = \"/n/x.iso\"\nram = 256\ncpus = 1\nsshport = 29314\n",
+    );
+    let get = String::from_utf8(env.run(&["get", "x"]).stdout).unwrap();
+    assert!(get.ends_with("display: a qemu window\n"), "{get}");
+    env.write_broken_vm("bad");
+    let get = String::from_utf8(env.run(&["get", "bad"]).stdout).unwrap();
+    assert!(
+        !get.contains("display:"),
+        "no display line for a broken VM: {get}"
+    );
 }

@@ -2,11 +2,14 @@
 //! guest (exec, cp, screenshot, online snapshots). Implements stoat-json-v3 "up", "down",
 //! "wait", "exec", "cp" and "screenshot" with the behaviour of upstream facts §4, §5 and §7.
 
+pub mod apkovl;
 pub mod cloudinit;
 pub mod cp;
 pub mod down;
 pub mod exec;
+pub mod kernel;
 pub mod screenshot;
+pub mod tarball;
 pub mod up;
 pub mod wait;
 

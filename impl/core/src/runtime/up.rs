@@ -1,7 +1,8 @@
 //! `up`: start a VM's QEMU (upstream facts §4 "up" and "argv"). Order of checks: the VM
 //! (`not_found`, `broken`), `already_running`, the accelerator (`invalid_spec`,
 //! `kvm_unusable`), the QEMU binary (`qemu_missing`), the shares (`share_invalid`,
-//! `no_xattr`), the backend (disk and seed), then the launch (`qemu_start_failed`).
+//! `no_xattr`), the backend (disk and seed, or kernel and overlay), then the launch
+//! (`qemu_start_failed`).
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -10,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use stoat_wire::dto::Vm;
 
-use super::cloudinit;
+use super::{apkovl, cloudinit};
 use crate::qemu::{self, Accel, LaunchSpec, VmPaths, QEMU_BINARY};
 use crate::vm::{self, StoredVm};
 use crate::{display, lock, log, Env, Error, Result, Root};
@@ -136,34 +137,59 @@ fn mark_installed_if_grown(mut stored: StoredVm) -> Result<StoredVm> {
     Ok(stored)
 }
 
-/// Disk, cdrom and seed per mode and backend.
+/// Disk, cdrom, seed, kernel and overlay per mode and backend.
 fn attach_media(root: &Root, env: &Env, stored: &StoredVm, spec: &mut LaunchSpec) -> Result<()> {
     let config = &stored.config;
-    match config.mode.as_str() {
+    let from_cdrom = match config.mode.as_str() {
         "cloud" => {
             let (disk, seed) = cloudinit::prepare(root, env, stored)?;
             spec.disk = Some(disk);
             spec.seed_iso = Some(seed);
+            false
         }
         "disk" => {
             spec.disk = Some(stored.dir.join("disk.qcow2"));
-            if !config.installed {
-                spec.cdrom = Some(iso_path(root, &config.iso));
-                spec.boot_from_cdrom = true;
-            }
+            !config.installed
         }
-        "live" => {
-            spec.cdrom = Some(iso_path(root, &config.iso));
-            spec.boot_from_cdrom = true;
-        }
+        "live" => true,
         other => {
             return Err(Error::InvalidSpec(format!(
                 "{}: mode {other:?} is not live, disk or cloud",
                 stored.name
             )))
         }
+    };
+    if !from_cdrom {
+        return Ok(());
     }
+    let iso = iso_path(root, &config.iso);
+    if backend(root, stored) == "apkovl" {
+        let prepared = apkovl::prepare(root, env, stored, &iso)?;
+        spec.kernel = Some(prepared.boot.kernel);
+        spec.initrd = Some(prepared.boot.initrd);
+        spec.append = Some(apkovl::KERNEL_APPEND.into());
+        spec.fat_overlay_dir = Some(prepared.overlay_dir);
+        // The installer powers off when done; without a reboot QEMU then exits.
+        spec.no_reboot = config.mode == "disk";
+    }
+    spec.cdrom = Some(iso);
+    spec.boot_from_cdrom = true;
     Ok(())
+}
+
+/// The VM's backend, or its OS's default when vm.toml names none (upstream's fallback).
+fn backend(root: &Root, stored: &StoredVm) -> String {
+    if !stored.config.backend.is_empty() {
+        return stored.config.backend.clone();
+    }
+    crate::guests::registry(root)
+        .ok()
+        .and_then(|registry| {
+            registry
+                .get(&stored.config.os)
+                .map(|guest| guest.default_backend.clone())
+        })
+        .unwrap_or_default()
 }
 
 /// `iso` is relative to the root unless absolute.
