@@ -573,3 +573,212 @@ fn first_boot_detection_reports_its_skipped_reason() {
     );
     assert!(!run.stdout.contains("must not run"));
 }
+
+// ---- REAL tier ----------------------------------------------------------------------------
+
+/// `(type, cmd, text)` of every event: a stage's recipe or a log's line.
+fn real_events(run: &crate::common::JsonRun) -> Vec<(String, String, String)> {
+    run.lines[..run.lines.len() - 1]
+        .iter()
+        .map(|l| {
+            let kind = l["type"].as_str().unwrap().to_owned();
+            let text = match kind.as_str() {
+                "stage" => l["data"]["recipe"].as_str().unwrap().to_owned(),
+                _ => l["data"]["line"].as_str().unwrap_or_default().to_owned(),
+            };
+            (kind, l["cmd"].as_str().unwrap().to_owned(), text)
+        })
+        .collect()
+}
+
+/// The events from the first stage on, as `(type, text)`.
+fn from_first_stage(events: &[(String, String, String)]) -> Vec<(String, String)> {
+    let start = events
+        .iter()
+        .position(|(kind, _, _)| kind == "stage")
+        .unwrap_or_else(|| panic!("no stage event: {events:?}"));
+    events[start..]
+        .iter()
+        .map(|(kind, _, text)| (kind.clone(), text.clone()))
+        .collect()
+}
+
+fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+    items
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+/// `base`: a secret and a defaulted param, an output and a health check; cloud-init runs it
+/// at first boot. `app`: depends on base, an int param, an output and a health check; added
+/// later, so `up` runs it over ssh.
+fn real_recipes(env: &TestEnv) {
+    recipe(
+        env,
+        "base",
+        "[params.greeting]\ndefault = \"hi\"\n[params.token]\ntype = \"secret\"\nrequired = true\n[outputs.motd]\n[health]\ncheck = \"test -s /var/lib/base-done\"\ntimeout = \"30s\"\n",
+        "set -eu\ntest -n \"$STOAT_PARAM_TOKEN\"\nid -u > /var/lib/base-done\necho \"motd=$STOAT_PARAM_GREETING from base\" >> \"$STOAT_OUTPUTS\"\n",
+    );
+    recipe(
+        env,
+        "app",
+        "depends = [\"base\"]\n[params.port]\ntype = \"int\"\ndefault = 8080\n[outputs.url]\n[health]\ncheck = \"grep -q 8080 /var/lib/app-done\"\n",
+        "set -eu\ntest -s /var/lib/base-done\necho app line one\necho app line two >&2\necho \"uid $(id -u) port $STOAT_PARAM_PORT\" > /var/lib/app-done\necho \"url=http://localhost:$STOAT_PARAM_PORT/\" >> \"$STOAT_OUTPUTS\"\n",
+    );
+}
+
+/// Issue 6 on the test guest: a recipe with params, outputs, health and a dependency, through
+/// both paths that really happen on a cloud VM: `create --recipes` (cloud-init runs it at first
+/// boot, `up` records it) and `update --recipes` (the next `up` runs it over ssh, streaming
+/// stage and log events with cmd "up"); then apply as a no-op, then a changed script re-run.
+#[test]
+fn real_recipes_first_boot_then_up_then_rerun() {
+    use crate::test_runtime::{real_guest, timed, RealGuard};
+    let Some(guest) = real_guest("real_recipes_first_boot_then_up_then_rerun") else {
+        return;
+    };
+    let env = TestEnv::new();
+    real_recipes(&env);
+    let secret = "s3cr3t-real-token";
+    let image = guest.image.display().to_string();
+    let create = env.json(&[
+        "create", "rt", "--image", &image, "--ram", "256", "--cpus", "1", "--disk", "256M",
+        "--recipes", "base", "--param", &format!("base.token={secret}"),
+    ]);
+    create.assert_absent(secret);
+    assert_eq!(create.data()["vm"]["recipes"], serde_json::json!(["base"]));
+    let _guard = RealGuard(env.root().join("rt"));
+
+    // First boot: cloud-init runs base from the seed; up's apply finds and records it.
+    let up = timed("up (first boot, cloud-init applies base)", || {
+        env.json(&["up", "rt"])
+    });
+    assert_eq!(up.data()["vm"]["state"], "running");
+    up.assert_absent(secret);
+    let events = real_events(&up);
+    assert!(events.iter().all(|(_, cmd, _)| cmd == "up"), "{}", up.stdout);
+    assert!(
+        events.iter().all(|(kind, _, _)| kind == "log"),
+        "nothing ran over ssh, so no stage: {}",
+        up.stdout
+    );
+    let texts: Vec<&str> = events.iter().map(|(_, _, t)| t.as_str()).collect();
+    assert!(texts.contains(&"health base: ok"), "{}", up.stdout);
+    assert!(
+        texts.contains(&"applied at first boot by cloud-init: base"),
+        "{}",
+        up.stdout
+    );
+    assert_eq!(texts.last(), Some(&"done"), "{}", up.stdout);
+    let get = env.json(&["get", "rt"]);
+    get.assert_absent(secret);
+    let base = detail(get.data(), "base");
+    assert_eq!(base["applied"], true);
+    assert_eq!(base["version"], "1.0");
+    assert_eq!(base["params"]["greeting"], "hi");
+    assert_eq!(base["params"]["token"], "<set>");
+    assert_eq!(base["outputs"]["motd"], "hi from base");
+    assert_eq!(base["health"], "ok");
+    assert!(base["at"].as_str().unwrap().ends_with('Z'), "{base}");
+    let root_ran = env.json_raw(&["--json", "exec", "rt", "cat", "/var/lib/base-done"]);
+    assert_eq!(root_ran.data()["stdout"], "0\n", "cloud-init runs recipes as root");
+    env.json(&["wait", "rt", "--until", "applied", "--timeout", "10s"]);
+    let noop = env.json(&["apply", "rt"]);
+    assert_eq!(noop.data()["applied"], serde_json::json!([]));
+    assert_eq!(
+        noop.data()["skipped_reason"],
+        "nothing to run: every recipe is already applied or manual"
+    );
+
+    // Added later: the seed is not made again, so the next up runs app over ssh.
+    let update = env.json(&["update", "rt", "--recipes", "base,app"]);
+    assert_eq!(update.data()["changed"], serde_json::json!(["recipes"]));
+    timed("down", || env.json(&["down", "rt"]));
+    let up = timed("up (second boot, applies app over ssh)", || {
+        env.json(&["up", "rt"])
+    });
+    assert_eq!(up.data()["vm"]["state"], "running");
+    assert_eq!(up.lines.last().unwrap()["type"], "result");
+    let events = real_events(&up);
+    assert!(events.iter().all(|(_, cmd, _)| cmd == "up"), "{}", up.stdout);
+    assert!(
+        events[0].2.starts_with("waiting for ssh on port "),
+        "{}",
+        up.stdout
+    );
+    assert_eq!(
+        from_first_stage(&events),
+        pairs(&[
+            ("stage", "app"),
+            ("log", "=== recipe app ==="),
+            ("log", "app line one"),
+            ("log", "app line two"),
+            ("log", "health app: ok"),
+            ("log", ""),
+            ("log", "done"),
+        ]),
+        "{}",
+        up.stdout
+    );
+    let get = env.json(&["get", "rt"]);
+    let app = detail(get.data(), "app");
+    assert_eq!(app["applied"], true);
+    assert_eq!(app["version"], "1.0");
+    assert_eq!(app["params"]["port"], "8080");
+    assert_eq!(app["outputs"]["url"], "http://localhost:8080/");
+    assert_eq!(app["health"], "ok");
+    let first_at = app["at"].as_str().unwrap().to_owned();
+    assert_eq!(detail(get.data(), "base")["params"]["token"], "<set>");
+    assert_eq!(get.data()["vm"]["health"], "ok");
+    let ran_as = env.json_raw(&["--json", "exec", "rt", "cat", "/var/lib/app-done"]);
+    assert_eq!(
+        ran_as.data()["stdout"], "uid 0 port 8080\n",
+        "scripts run as root through the guest's escalation"
+    );
+    let waited = env.json(&["wait", "rt", "--until", "applied", "--timeout", "10s"]);
+    assert_eq!(waited.data()["reached"], true);
+
+    // Again: nothing to run, and the plan says why.
+    let again = env.json(&["apply", "rt"]);
+    assert_eq!(again.data()["applied"], serde_json::json!([]));
+    assert!(!again.data()["skipped_reason"].as_str().unwrap().is_empty());
+    assert_eq!(again.lines.len(), 1, "no events when nothing runs");
+    let plan = env.json(&["apply", "rt", "--dry-run"]);
+    assert_eq!(plan.data()["plan"][1]["name"], "app");
+    assert_eq!(plan.data()["plan"][1]["reason"], "already applied");
+
+    // The script changes: the plan says so and apply runs app again (not base).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let script = env.root().join("recipes/app/install.sh");
+    let mut text = std::fs::read_to_string(&script).unwrap();
+    text.push_str("echo app v2\n");
+    std::fs::write(&script, text).unwrap();
+    let plan = env.json(&["apply", "rt", "--dry-run"]);
+    assert_eq!(plan.data()["plan"][0]["reason"], "already applied");
+    assert_eq!(plan.data()["plan"][1]["action"], "run");
+    assert_eq!(plan.data()["plan"][1]["reason"], "script changed");
+    let rerun = timed("apply (script changed)", || env.json(&["apply", "rt"]));
+    assert_eq!(rerun.data()["applied"], serde_json::json!(["app"]));
+    assert_eq!(rerun.data()["skipped_reason"], "");
+    let events = real_events(&rerun);
+    assert!(events.iter().all(|(_, cmd, _)| cmd == "apply"));
+    assert_eq!(
+        from_first_stage(&events),
+        pairs(&[
+            ("stage", "app"),
+            ("log", "=== recipe app ==="),
+            ("log", "app line one"),
+            ("log", "app line two"),
+            ("log", "app v2"),
+            ("log", "health app: ok"),
+            ("log", ""),
+            ("log", "done"),
+        ]),
+        "{}",
+        rerun.stdout
+    );
+    let get = env.json(&["get", "rt"]);
+    assert!(detail(get.data(), "app")["at"].as_str().unwrap() > first_at.as_str());
+    timed("down", || env.json(&["down", "rt"]));
+}

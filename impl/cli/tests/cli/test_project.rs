@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::{FakeRunningVm, JsonRun, TestEnv};
-use crate::test_runtime::{stub, Reaper, FAKE_QEMU};
+use crate::test_runtime::{real_guest, stub, Reaper, RealGuard, FAKE_QEMU};
 
 /// Runs `stoat <args> --json` with `dir` as the working directory.
 fn json_in(env: &TestEnv, dir: &Path, args: &[&str]) -> JsonRun {
@@ -466,18 +466,15 @@ fn remote_recipes_must_be_pinned_in_stoat_lock() {
 /// REAL tier: two VMs from the test guest brought up, changed, statused and torn down.
 #[test]
 fn real_project_two_vms() {
-    let Some(guest) = std::env::var_os("STOAT_REAL_GUEST") else {
-        eprintln!("SKIPPED real_project_two_vms: set STOAT_REAL_GUEST to the test guest's build directory");
+    let Some(guest) = real_guest("real_project_two_vms") else {
         return;
     };
-    let guest = PathBuf::from(guest);
-    let qcow2 = std::fs::read_dir(&guest)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "qcow2"))
-        .expect("a qcow2 in STOAT_REAL_GUEST");
     let env = TestEnv::new();
-    let image = qcow2.display().to_string();
+    let _guards = [
+        RealGuard(env.root().join("real-one")),
+        RealGuard(env.root().join("real-two")),
+    ];
+    let image = guest.image.display().to_string();
     let dir = project(
         &env,
         "real",
