@@ -225,7 +225,10 @@ fn apply_refusals() {
     env.json(&["apply", "ghost"]).error("not_found");
     env.write_broken_vm("bad");
     env.json(&["apply", "bad"]).error("broken");
-    assert!(env.json(&["apply"]).error("usage").starts_with("apply needs a VM name"));
+    assert!(env
+        .json(&["apply"])
+        .error("usage")
+        .starts_with("apply needs a VM name"));
     let provision = env.json(&["provision", "ghost"]);
     assert_eq!(provision.result["cmd"], "apply");
     provision.error("not_found");
@@ -643,8 +646,22 @@ fn real_recipes_first_boot_then_up_then_rerun() {
     let secret = "s3cr3t-real-token";
     let image = guest.image.display().to_string();
     let create = env.json(&[
-        "create", "rt", "--image", &image, "--ram", "256", "--cpus", "1", "--disk", "256M",
-        "--recipes", "base", "--param", &format!("base.token={secret}"),
+        "create",
+        "rt",
+        "--image",
+        &image,
+        "--os",
+        "debian",
+        "--ram",
+        "256",
+        "--cpus",
+        "1",
+        "--disk",
+        "256M",
+        "--recipes",
+        "base",
+        "--param",
+        &format!("base.token={secret}"),
     ]);
     create.assert_absent(secret);
     assert_eq!(create.data()["vm"]["recipes"], serde_json::json!(["base"]));
@@ -657,7 +674,11 @@ fn real_recipes_first_boot_then_up_then_rerun() {
     assert_eq!(up.data()["vm"]["state"], "running");
     up.assert_absent(secret);
     let events = real_events(&up);
-    assert!(events.iter().all(|(_, cmd, _)| cmd == "up"), "{}", up.stdout);
+    assert!(
+        events.iter().all(|(_, cmd, _)| cmd == "up"),
+        "{}",
+        up.stdout
+    );
     assert!(
         events.iter().all(|(kind, _, _)| kind == "log"),
         "nothing ran over ssh, so no stage: {}",
@@ -682,7 +703,11 @@ fn real_recipes_first_boot_then_up_then_rerun() {
     assert_eq!(base["health"], "ok");
     assert!(base["at"].as_str().unwrap().ends_with('Z'), "{base}");
     let root_ran = env.json_raw(&["--json", "exec", "rt", "cat", "/var/lib/base-done"]);
-    assert_eq!(root_ran.data()["stdout"], "0\n", "cloud-init runs recipes as root");
+    assert_eq!(
+        root_ran.data()["stdout"],
+        "0\n",
+        "cloud-init runs recipes as root"
+    );
     env.json(&["wait", "rt", "--until", "applied", "--timeout", "10s"]);
     let noop = env.json(&["apply", "rt"]);
     assert_eq!(noop.data()["applied"], serde_json::json!([]));
@@ -701,7 +726,11 @@ fn real_recipes_first_boot_then_up_then_rerun() {
     assert_eq!(up.data()["vm"]["state"], "running");
     assert_eq!(up.lines.last().unwrap()["type"], "result");
     let events = real_events(&up);
-    assert!(events.iter().all(|(_, cmd, _)| cmd == "up"), "{}", up.stdout);
+    assert!(
+        events.iter().all(|(_, cmd, _)| cmd == "up"),
+        "{}",
+        up.stdout
+    );
     assert!(
         events[0].2.starts_with("waiting for ssh on port "),
         "{}",
@@ -733,7 +762,8 @@ fn real_recipes_first_boot_then_up_then_rerun() {
     assert_eq!(get.data()["vm"]["health"], "ok");
     let ran_as = env.json_raw(&["--json", "exec", "rt", "cat", "/var/lib/app-done"]);
     assert_eq!(
-        ran_as.data()["stdout"], "uid 0 port 8080\n",
+        ran_as.data()["stdout"],
+        "uid 0 port 8080\n",
         "scripts run as root through the guest's escalation"
     );
     let waited = env.json(&["wait", "rt", "--until", "applied", "--timeout", "10s"]);

@@ -511,7 +511,9 @@ pub(crate) struct RealGuest {
 pub(crate) fn real_guest(test: &str) -> Option<RealGuest> {
     static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let Some(guest_dir) = std::env::var_os("STOAT_REAL_GUEST") else {
-        println!("SKIPPED: {test}: set STOAT_REAL_GUEST to the guest build directory to boot a real VM");
+        println!(
+            "SKIPPED: {test}: set STOAT_REAL_GUEST to the guest build directory to boot a real VM"
+        );
         return None;
     };
     let image = Path::new(&guest_dir).join("stoat-testguest-cloud.qcow2");
