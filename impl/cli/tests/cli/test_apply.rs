@@ -344,6 +344,37 @@ fn create_validates_params_against_the_manifest() {
 }
 
 #[test]
+fn recipes_on_an_image_of_unknown_os_say_to_pass_os() {
+    let env = TestEnv::new();
+    recipe(&env, "r", "", "true\n");
+    let image = env.tmp().join("mystery.qcow2");
+    assert!(std::process::Command::new("qemu-img")
+        .args(["create", "-q", "-f", "qcow2"])
+        .arg(&image)
+        .arg("64M")
+        .status()
+        .unwrap()
+        .success());
+    let image = image.display().to_string();
+    let message = env
+        .json(&["create", "v", "--image", &image, "--recipes", "r"])
+        .error("recipe_not_applicable");
+    assert!(message.contains("--os <os>"), "{message}");
+    assert!(!env.root().join("v").exists());
+    let made = env.json(&[
+        "create",
+        "v",
+        "--image",
+        &image,
+        "--os",
+        "debian",
+        "--recipes",
+        "r",
+    ]);
+    assert_eq!(made.data()["vm"]["recipes"], serde_json::json!(["r"]));
+}
+
+#[test]
 fn only_and_dependencies() {
     let (env, _vm) = setup(&["base", "app", "extra"], "");
     recipe(&env, "base", "", "echo base\n");
