@@ -843,3 +843,90 @@ fn real_recipes_first_boot_then_up_then_rerun() {
     assert!(detail(get.data(), "app")["at"].as_str().unwrap() > first_at.as_str());
     timed("down", || env.json(&["down", "rt"]));
 }
+
+/// The other first-boot path: `up --no-apply`, then `apply`, which finds everything done by
+/// cloud-init and says so in `skipped_reason` (the log still ends `done`).
+#[test]
+fn real_apply_after_first_boot_reports_cloud_init() {
+    use crate::test_runtime::{real_guest, timed, RealGuard};
+    let Some(guest) = real_guest("real_apply_after_first_boot_reports_cloud_init") else {
+        return;
+    };
+    let env = TestEnv::new();
+    real_recipes(&env);
+    let image = guest.image.display().to_string();
+    env.json(&[
+        "create",
+        "fb",
+        "--image",
+        &image,
+        "--os",
+        "debian",
+        "--ram",
+        "256",
+        "--cpus",
+        "1",
+        "--disk",
+        "256M",
+        "--recipes",
+        "base,app",
+        "--param",
+        "base.token=t",
+        "--param",
+        "app.port=8080",
+    ])
+    .data();
+    let _guard = RealGuard(env.root().join("fb"));
+    let up = env.json(&["up", "fb", "--no-apply"]);
+    assert_eq!(
+        up.lines.len(),
+        1,
+        "--no-apply streams nothing: {}",
+        up.stdout
+    );
+    env.json(&["wait", "fb", "--until", "applied", "--timeout", "1s"])
+        .error("timeout");
+    let run = timed("apply after first boot", || env.json(&["apply", "fb"]));
+    assert_eq!(run.data()["applied"], serde_json::json!([]));
+    assert_eq!(
+        run.data()["skipped_reason"],
+        "applied at first boot by cloud-init"
+    );
+    let events = real_events(&run);
+    assert!(events
+        .iter()
+        .all(|(kind, cmd, _)| kind == "log" && cmd == "apply"));
+    let texts: Vec<&str> = events.iter().map(|(_, _, t)| t.as_str()).collect();
+    assert_eq!(
+        texts[1..],
+        [
+            "health base: ok",
+            "health app: ok",
+            "applied at first boot by cloud-init: base, app",
+            "",
+            "done"
+        ],
+        "{}",
+        run.stdout
+    );
+    let get = env.json(&["get", "fb"]);
+    assert_eq!(
+        detail(get.data(), "app")["outputs"]["url"],
+        "http://localhost:8080/"
+    );
+    assert_eq!(detail(get.data(), "base")["params"]["token"], "<set>");
+    let ran = env.json_raw(&["--json", "exec", "fb", "cat", "/var/lib/app-done"]);
+    assert_eq!(
+        ran.data()["stdout"],
+        "uid 0 port 8080\n",
+        "app ran as root, with its param"
+    );
+    env.json(&["wait", "fb", "--until", "applied", "--timeout", "5s"]);
+    let plan = env.json(&["apply", "fb", "--dry-run"]);
+    assert!(plan.data()["plan"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p["reason"] == "already applied"));
+    timed("down", || env.json(&["down", "fb"]));
+}
