@@ -1,6 +1,8 @@
 //! `apply` through the real binary (FAKE tier): a stub `ssh` that runs what it is given on
 //! this host (everything after the `user@127.0.0.1` login, as real ssh hands it to the guest's
 //! shell), a thread answering with an SSH banner on the VM's port, and a FakeRunningVm.
+//! REAL tier (`real_*`, skipped unless STOAT_REAL_GUEST is set): the same recipes on the
+//! booted test guest, through cloud-init's first boot, `up` over ssh, and `apply`.
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -650,6 +652,12 @@ fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
 fn real_recipes(env: &TestEnv) {
     recipe(
         env,
+        "slow",
+        "run = \"manual\"\n",
+        "echo slow start\nsleep 60\necho slow never\n",
+    );
+    recipe(
+        env,
         "base",
         "[params.greeting]\ndefault = \"hi\"\n[params.token]\ntype = \"secret\"\nrequired = true\n[outputs.motd]\n[health]\ncheck = \"test -s /var/lib/base-done\"\ntimeout = \"30s\"\n",
         "set -eu\ntest -n \"$STOAT_PARAM_TOKEN\"\nid -u > /var/lib/base-done\necho \"motd=$STOAT_PARAM_GREETING from base\" >> \"$STOAT_OUTPUTS\"\n",
@@ -869,7 +877,7 @@ fn real_apply_after_first_boot_reports_cloud_init() {
         "--disk",
         "256M",
         "--recipes",
-        "base,app",
+        "base,app,slow",
         "--param",
         "base.token=t",
         "--param",
@@ -923,10 +931,91 @@ fn real_apply_after_first_boot_reports_cloud_init() {
     );
     env.json(&["wait", "fb", "--until", "applied", "--timeout", "5s"]);
     let plan = env.json(&["apply", "fb", "--dry-run"]);
-    assert!(plan.data()["plan"]
+    let reasons: Vec<&str> = plan.data()["plan"]
         .as_array()
         .unwrap()
         .iter()
-        .all(|p| p["reason"] == "already applied"));
+        .map(|p| p["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        reasons,
+        ["already applied", "already applied", "manual, not selected"]
+    );
+
+    // Ctrl-C in the middle of a recipe: real ssh is stopped, the answer is `canceled`, the
+    // log says so, the lock is free again and the recipe is not recorded.
+    let cancel = timed("apply --only slow, interrupted", || {
+        interrupt_apply(&env, "fb", "slow")
+    });
+    cancel.error("canceled");
+    let log = std::fs::read_to_string(env.root().join("fb").join(LOG_FILE_NAME)).unwrap();
+    assert!(
+        log.ends_with("slow start\nCANCELLED: apply was interrupted\n"),
+        "{log}"
+    );
+    assert!(!env.vm_toml("fb").contains("[applied.slow]"));
+    env.json(&["wait", "fb", "--until", "applied", "--timeout", "1s"])
+        .error("timeout");
+    let again = env.json(&["apply", "fb", "--only", "slow", "--dry-run"]);
+    assert_eq!(again.data()["plan"][0]["action"], "run");
     timed("down", || env.json(&["down", "fb"]));
+}
+
+const LOG_FILE_NAME: &str = "last-provision.log";
+
+/// Runs `apply <vm> --only <recipe> --json`, sends SIGINT once the recipe's first line has
+/// streamed, and returns the checked run (it must answer within a few seconds).
+fn interrupt_apply(env: &TestEnv, vm: &str, recipe: &str) -> crate::common::JsonRun {
+    use std::io::{BufRead, BufReader, Read};
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("stoat"))
+        .env_clear()
+        .env("HOME", env.home())
+        .env("STOAT_HOME", env.root())
+        .env("PATH", format!("{}:/usr/bin:/bin", env.bin().display()))
+        .env("STOAT_ACCEL", "tcg")
+        .env("TMPDIR", env.tmp())
+        .env("LANG", "C.UTF-8")
+        .current_dir(env.home())
+        .args(["apply", vm, "--only", recipe, "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    while !seen.contains("\"line\":\"slow start\"") {
+        line.clear();
+        if stdout.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        seen.push_str(&line);
+    }
+    assert!(
+        seen.contains("slow start"),
+        "the recipe never started: {seen}"
+    );
+    let signalled = std::time::Instant::now();
+    // SAFETY: kill(2) on our own child, not yet reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    stdout.read_to_string(&mut seen).unwrap();
+    let mut stderr = Vec::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_end(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    let took = signalled.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(8),
+        "answered after {took:?}"
+    );
+    assert!(!seen.contains("slow never"), "{seen}");
+    crate::common::JsonRun::check(std::process::Output {
+        status,
+        stdout: seen.into_bytes(),
+        stderr,
+    })
 }

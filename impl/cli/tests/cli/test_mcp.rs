@@ -1,6 +1,8 @@
 //! `stoat mcp` through the real binary, JSON-RPC written to its stdin: the protocol
 //! (initialize, tools/list, errors that never end the session), every guard (agent_access,
 //! forbidden fields, names, host-path confinement, rate limits), and `mcp doctor`/`mcp install`.
+//! REAL tier (`real_exec_and_copy_tools_on_the_test_guest`): exec and the copy tools on the
+//! booted test guest, skipped unless STOAT_REAL_GUEST is set.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
