@@ -954,6 +954,12 @@ fn real_apply_after_first_boot_reports_cloud_init() {
         "{log}"
     );
     assert!(!env.vm_toml("fb").contains("[applied.slow]"));
+    let ps = env.json_raw(&["--json", "exec", "fb", "ps", "-o", "args"]);
+    let ps = ps.data()["stdout"].as_str().unwrap().to_owned();
+    assert!(
+        !ps.contains("sleep 60") && !ps.contains("sh -s"),
+        "the script was stopped in the guest too: {ps}"
+    );
     env.json(&["wait", "fb", "--until", "applied", "--timeout", "1s"])
         .error("timeout");
     let again = env.json(&["apply", "fb", "--only", "slow", "--dry-run"]);
