@@ -26,9 +26,10 @@ mcp-client:
 build:
 	$(CARGO) build --workspace --bins
 
-## test: every tier: pure and fake everywhere, real with the built guest
-test: setup
+## test: every tier: pure and fake everywhere, real with the built guest; a short fuzz smoke
+test: setup build
 	STOAT_REAL_GUEST=$(GUEST_DIR) $(CARGO) test --workspace
+	fuzz/smoke.sh 3
 
 ## test-fast: pure and fake tiers only (no apt, no guest)
 test-fast:
@@ -44,6 +45,15 @@ bench:
 	impl/cli/benches/pull_vs_curl.sh
 	GUEST=$(GUEST_DIR) impl/cli/benches/runtime_vs_raw.sh
 	$(CARGO) build -p stoat-cli && $(CARGO) bench -p stoat-conformance --bench suite
+
+## golden: replay every golden transcript against the reference (docs/golden.md)
+golden: build
+	$(CONFORMANCE) golden verify -- $(STOAT)
+
+## fuzz: every cargo-fuzz target for FUZZ_SECONDS each (docs/fuzzing.md)
+FUZZ_SECONDS ?= 300
+fuzz:
+	fuzz/smoke.sh $(FUZZ_SECONDS)
 
 docs:
 	$(CONFORMANCE) list --format md > docs/checks.md

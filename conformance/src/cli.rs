@@ -1,6 +1,7 @@
-//! Owns the command line of `stoat-conformance`: `run`, `list`, `check`, `report`, `mutate`
-//! and `mutants`. Parses, calls the library, maps the outcome to an exit status
-//! ([`crate::exit`]). The only module that prints.
+//! Owns the command line of `stoat-conformance`: `run`, `list`, `check`, `report`, `mutate`,
+//! `mutants` and `golden` (its arguments and verbs live in `golden::cli`). Parses, calls the
+//! library, maps the outcome to an exit status ([`crate::exit`]). The only module that prints
+//! (with `golden::cli`).
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -8,6 +9,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub use crate::golden::cli::GoldenArgs;
 
 use crate::capture::{Capture, Ending};
 use crate::catalog::{self, Tier};
@@ -42,6 +45,8 @@ enum Command {
     Mutate(MutateArgs),
     /// List the mutation operators and the checks that must catch each.
     Mutants,
+    /// Golden transcripts: `golden record|verify|bless [options] -- <stoat argv...>`.
+    Golden(GoldenArgs),
     /// Time the whole pure + fake run and print the suite's overhead: `bench -- <stoat argv...>`.
     Bench(BenchArgs),
 }
@@ -222,6 +227,7 @@ pub fn main() -> ExitCode {
                 Ok(exit::USAGE)
             }
         },
+        Command::Golden(args) => crate::golden::cli::run(args),
         Command::Bench(args) => bench_command(args),
         Command::Mutants => {
             for op in crate::mutate::OPERATORS {
@@ -339,7 +345,7 @@ fn run_command(args: RunArgs) -> Result<u8, HarnessError> {
 }
 
 /// A bare program name is looked up on PATH now, because the SUT runs with a sandbox PATH.
-fn resolve_program(program: &Path) -> PathBuf {
+pub(crate) fn resolve_program(program: &Path) -> PathBuf {
     if program.components().count() > 1 {
         return std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
     }

@@ -20,6 +20,7 @@ pub mod error;
 pub mod exit;
 pub mod fakes;
 pub mod finding;
+pub mod golden;
 pub mod mutate;
 pub mod oracle;
 pub mod report;

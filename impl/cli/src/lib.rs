@@ -12,7 +12,7 @@ mod grammar;
 mod human;
 mod mcp;
 mod output;
-mod scan;
+pub mod scan;
 mod signals;
 
 use std::io::Write;

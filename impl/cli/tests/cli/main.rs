@@ -13,3 +13,4 @@ mod test_mcp;
 mod test_mcp_client;
 mod test_apply;
 mod test_project;
+mod test_props;
