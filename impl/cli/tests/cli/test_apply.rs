@@ -1,6 +1,8 @@
 //! `apply` through the real binary (FAKE tier): a stub `ssh` that runs what it is given on
 //! this host (everything after the `user@127.0.0.1` login, as real ssh hands it to the guest's
 //! shell), a thread answering with an SSH banner on the VM's port, and a FakeRunningVm.
+//! REAL tier (`real_*`, skipped unless STOAT_REAL_GUEST is set): the same recipes on the
+//! booted test guest, through cloud-init's first boot, `up` over ssh, and `apply`.
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -225,7 +227,10 @@ fn apply_refusals() {
     env.json(&["apply", "ghost"]).error("not_found");
     env.write_broken_vm("bad");
     env.json(&["apply", "bad"]).error("broken");
-    assert!(env.json(&["apply"]).error("usage").starts_with("apply needs a VM name"));
+    assert!(env
+        .json(&["apply"])
+        .error("usage")
+        .starts_with("apply needs a VM name"));
     let provision = env.json(&["provision", "ghost"]);
     assert_eq!(provision.result["cmd"], "apply");
     provision.error("not_found");
@@ -338,6 +343,37 @@ fn create_validates_params_against_the_manifest() {
         "a refused create leaves nothing"
     );
     create(&["--param", "n=1", "--param", "must=1"]).data();
+}
+
+#[test]
+fn recipes_on_an_image_of_unknown_os_say_to_pass_os() {
+    let env = TestEnv::new();
+    recipe(&env, "r", "", "true\n");
+    let image = env.tmp().join("mystery.qcow2");
+    assert!(std::process::Command::new("qemu-img")
+        .args(["create", "-q", "-f", "qcow2"])
+        .arg(&image)
+        .arg("64M")
+        .status()
+        .unwrap()
+        .success());
+    let image = image.display().to_string();
+    let message = env
+        .json(&["create", "v", "--image", &image, "--recipes", "r"])
+        .error("recipe_not_applicable");
+    assert!(message.contains("--os <os>"), "{message}");
+    assert!(!env.root().join("v").exists());
+    let made = env.json(&[
+        "create",
+        "v",
+        "--image",
+        &image,
+        "--os",
+        "debian",
+        "--recipes",
+        "r",
+    ]);
+    assert_eq!(made.data()["vm"]["recipes"], serde_json::json!(["r"]));
 }
 
 #[test]
@@ -573,4 +609,420 @@ fn first_boot_detection_reports_its_skipped_reason() {
         "applied at first boot by cloud-init"
     );
     assert!(!run.stdout.contains("must not run"));
+}
+
+// ---- REAL tier ----------------------------------------------------------------------------
+
+/// `(type, cmd, text)` of every event: a stage's recipe or a log's line.
+fn real_events(run: &crate::common::JsonRun) -> Vec<(String, String, String)> {
+    run.lines[..run.lines.len() - 1]
+        .iter()
+        .map(|l| {
+            let kind = l["type"].as_str().unwrap().to_owned();
+            let text = match kind.as_str() {
+                "stage" => l["data"]["recipe"].as_str().unwrap().to_owned(),
+                _ => l["data"]["line"].as_str().unwrap_or_default().to_owned(),
+            };
+            (kind, l["cmd"].as_str().unwrap().to_owned(), text)
+        })
+        .collect()
+}
+
+/// The events from the first stage on, as `(type, text)`.
+fn from_first_stage(events: &[(String, String, String)]) -> Vec<(String, String)> {
+    let start = events
+        .iter()
+        .position(|(kind, _, _)| kind == "stage")
+        .unwrap_or_else(|| panic!("no stage event: {events:?}"));
+    events[start..]
+        .iter()
+        .map(|(kind, _, text)| (kind.clone(), text.clone()))
+        .collect()
+}
+
+fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+    items
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+/// `base`: a secret and a defaulted param, an output and a health check; cloud-init runs it
+/// at first boot. `app`: depends on base, an int param, an output and a health check; added
+/// later, so `up` runs it over ssh.
+fn real_recipes(env: &TestEnv) {
+    recipe(
+        env,
+        "slow",
+        "run = \"manual\"\n",
+        "echo slow start\nsleep 60\necho slow never\n",
+    );
+    recipe(
+        env,
+        "base",
+        "[params.greeting]\ndefault = \"hi\"\n[params.token]\ntype = \"secret\"\nrequired = true\n[outputs.motd]\n[health]\ncheck = \"test -s /var/lib/base-done\"\ntimeout = \"30s\"\n",
+        "set -eu\ntest -n \"$STOAT_PARAM_TOKEN\"\nid -u > /var/lib/base-done\necho \"motd=$STOAT_PARAM_GREETING from base\" >> \"$STOAT_OUTPUTS\"\n",
+    );
+    recipe(
+        env,
+        "app",
+        "depends = [\"base\"]\n[params.port]\ntype = \"int\"\ndefault = 8080\n[outputs.url]\n[health]\ncheck = \"grep -q 8080 /var/lib/app-done\"\n",
+        "set -eu\ntest -s /var/lib/base-done\necho app line one\necho app line two >&2\necho \"uid $(id -u) port $STOAT_PARAM_PORT\" > /var/lib/app-done\necho \"url=http://localhost:$STOAT_PARAM_PORT/\" >> \"$STOAT_OUTPUTS\"\n",
+    );
+}
+
+/// Issue 6 on the test guest: a recipe with params, outputs, health and a dependency, through
+/// both paths that really happen on a cloud VM: `create --recipes` (cloud-init runs it at first
+/// boot, `up` records it) and `update --recipes` (the next `up` runs it over ssh, streaming
+/// stage and log events with cmd "up"); then apply as a no-op, then a changed script re-run.
+#[test]
+fn real_recipes_first_boot_then_up_then_rerun() {
+    use crate::test_runtime::{real_guest, timed, RealGuard};
+    let Some(guest) = real_guest("real_recipes_first_boot_then_up_then_rerun") else {
+        return;
+    };
+    let env = TestEnv::new();
+    real_recipes(&env);
+    let secret = "s3cr3t-real-token";
+    let image = guest.image.display().to_string();
+    let create = env.json(&[
+        "create",
+        "rt",
+        "--image",
+        &image,
+        "--os",
+        "debian",
+        "--ram",
+        "256",
+        "--cpus",
+        "1",
+        "--disk",
+        "256M",
+        "--recipes",
+        "base",
+        "--param",
+        &format!("base.token={secret}"),
+    ]);
+    create.assert_absent(secret);
+    assert_eq!(create.data()["vm"]["recipes"], serde_json::json!(["base"]));
+    let _guard = RealGuard(env.root().join("rt"));
+
+    // First boot: cloud-init runs base from the seed; up's apply finds and records it.
+    let up = timed("up (first boot, cloud-init applies base)", || {
+        env.json(&["up", "rt"])
+    });
+    assert_eq!(up.data()["vm"]["state"], "running");
+    up.assert_absent(secret);
+    let events = real_events(&up);
+    assert!(
+        events.iter().all(|(_, cmd, _)| cmd == "up"),
+        "{}",
+        up.stdout
+    );
+    assert!(
+        events.iter().all(|(kind, _, _)| kind == "log"),
+        "nothing ran over ssh, so no stage: {}",
+        up.stdout
+    );
+    let texts: Vec<&str> = events.iter().map(|(_, _, t)| t.as_str()).collect();
+    assert!(texts.contains(&"health base: ok"), "{}", up.stdout);
+    assert!(
+        texts.contains(&"applied at first boot by cloud-init: base"),
+        "{}",
+        up.stdout
+    );
+    assert_eq!(texts.last(), Some(&"done"), "{}", up.stdout);
+    let get = env.json(&["get", "rt"]);
+    get.assert_absent(secret);
+    let base = detail(get.data(), "base");
+    assert_eq!(base["applied"], true);
+    assert_eq!(base["version"], "1.0");
+    assert_eq!(base["params"]["greeting"], "hi");
+    assert_eq!(base["params"]["token"], "<set>");
+    assert_eq!(base["outputs"]["motd"], "hi from base");
+    assert_eq!(base["health"], "ok");
+    assert!(base["at"].as_str().unwrap().ends_with('Z'), "{base}");
+    let root_ran = env.json_raw(&["--json", "exec", "rt", "cat", "/var/lib/base-done"]);
+    assert_eq!(
+        root_ran.data()["stdout"],
+        "0\n",
+        "cloud-init runs recipes as root"
+    );
+    env.json(&["wait", "rt", "--until", "applied", "--timeout", "10s"]);
+    let noop = env.json(&["apply", "rt"]);
+    assert_eq!(noop.data()["applied"], serde_json::json!([]));
+    assert_eq!(
+        noop.data()["skipped_reason"],
+        "nothing to run: every recipe is already applied or manual"
+    );
+
+    // Added later: the seed is not made again, so the next up runs app over ssh.
+    let update = env.json(&["update", "rt", "--recipes", "base,app"]);
+    assert_eq!(update.data()["changed"], serde_json::json!(["recipes"]));
+    timed("down", || env.json(&["down", "rt"]));
+    let up = timed("up (second boot, applies app over ssh)", || {
+        env.json(&["up", "rt"])
+    });
+    assert_eq!(up.data()["vm"]["state"], "running");
+    assert_eq!(up.lines.last().unwrap()["type"], "result");
+    let events = real_events(&up);
+    assert!(
+        events.iter().all(|(_, cmd, _)| cmd == "up"),
+        "{}",
+        up.stdout
+    );
+    assert!(
+        events[0].2.starts_with("waiting for ssh on port "),
+        "{}",
+        up.stdout
+    );
+    assert_eq!(
+        from_first_stage(&events),
+        pairs(&[
+            ("stage", "app"),
+            ("log", "=== recipe app ==="),
+            ("log", "app line one"),
+            ("log", "app line two"),
+            ("log", "health app: ok"),
+            ("log", ""),
+            ("log", "done"),
+        ]),
+        "{}",
+        up.stdout
+    );
+    let get = env.json(&["get", "rt"]);
+    let app = detail(get.data(), "app");
+    assert_eq!(app["applied"], true);
+    assert_eq!(app["version"], "1.0");
+    assert_eq!(app["params"]["port"], "8080");
+    assert_eq!(app["outputs"]["url"], "http://localhost:8080/");
+    assert_eq!(app["health"], "ok");
+    let first_at = app["at"].as_str().unwrap().to_owned();
+    assert_eq!(detail(get.data(), "base")["params"]["token"], "<set>");
+    assert_eq!(get.data()["vm"]["health"], "ok");
+    let ran_as = env.json_raw(&["--json", "exec", "rt", "cat", "/var/lib/app-done"]);
+    assert_eq!(
+        ran_as.data()["stdout"],
+        "uid 0 port 8080\n",
+        "scripts run as root through the guest's escalation"
+    );
+    let waited = env.json(&["wait", "rt", "--until", "applied", "--timeout", "10s"]);
+    assert_eq!(waited.data()["reached"], true);
+
+    // Again: nothing to run, and the plan says why.
+    let again = env.json(&["apply", "rt"]);
+    assert_eq!(again.data()["applied"], serde_json::json!([]));
+    assert!(!again.data()["skipped_reason"].as_str().unwrap().is_empty());
+    assert_eq!(again.lines.len(), 1, "no events when nothing runs");
+    let plan = env.json(&["apply", "rt", "--dry-run"]);
+    assert_eq!(plan.data()["plan"][1]["name"], "app");
+    assert_eq!(plan.data()["plan"][1]["reason"], "already applied");
+
+    // The script changes: the plan says so and apply runs app again (not base).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let script = env.root().join("recipes/app/install.sh");
+    let mut text = std::fs::read_to_string(&script).unwrap();
+    text.push_str("echo app v2\n");
+    std::fs::write(&script, text).unwrap();
+    let plan = env.json(&["apply", "rt", "--dry-run"]);
+    assert_eq!(plan.data()["plan"][0]["reason"], "already applied");
+    assert_eq!(plan.data()["plan"][1]["action"], "run");
+    assert_eq!(plan.data()["plan"][1]["reason"], "script changed");
+    let rerun = timed("apply (script changed)", || env.json(&["apply", "rt"]));
+    assert_eq!(rerun.data()["applied"], serde_json::json!(["app"]));
+    assert_eq!(rerun.data()["skipped_reason"], "");
+    let events = real_events(&rerun);
+    assert!(events.iter().all(|(_, cmd, _)| cmd == "apply"));
+    assert_eq!(
+        from_first_stage(&events),
+        pairs(&[
+            ("stage", "app"),
+            ("log", "=== recipe app ==="),
+            ("log", "app line one"),
+            ("log", "app line two"),
+            ("log", "app v2"),
+            ("log", "health app: ok"),
+            ("log", ""),
+            ("log", "done"),
+        ]),
+        "{}",
+        rerun.stdout
+    );
+    let get = env.json(&["get", "rt"]);
+    assert!(detail(get.data(), "app")["at"].as_str().unwrap() > first_at.as_str());
+    timed("down", || env.json(&["down", "rt"]));
+}
+
+/// The other first-boot path: `up --no-apply`, then `apply`, which finds everything done by
+/// cloud-init and says so in `skipped_reason` (the log still ends `done`).
+#[test]
+fn real_apply_after_first_boot_reports_cloud_init() {
+    use crate::test_runtime::{real_guest, timed, RealGuard};
+    let Some(guest) = real_guest("real_apply_after_first_boot_reports_cloud_init") else {
+        return;
+    };
+    let env = TestEnv::new();
+    real_recipes(&env);
+    let image = guest.image.display().to_string();
+    env.json(&[
+        "create",
+        "fb",
+        "--image",
+        &image,
+        "--os",
+        "debian",
+        "--ram",
+        "256",
+        "--cpus",
+        "1",
+        "--disk",
+        "256M",
+        "--recipes",
+        "base,app,slow",
+        "--param",
+        "base.token=t",
+        "--param",
+        "app.port=8080",
+    ])
+    .data();
+    let _guard = RealGuard(env.root().join("fb"));
+    let up = env.json(&["up", "fb", "--no-apply"]);
+    assert_eq!(
+        up.lines.len(),
+        1,
+        "--no-apply streams nothing: {}",
+        up.stdout
+    );
+    env.json(&["wait", "fb", "--until", "applied", "--timeout", "1s"])
+        .error("timeout");
+    let run = timed("apply after first boot", || env.json(&["apply", "fb"]));
+    assert_eq!(run.data()["applied"], serde_json::json!([]));
+    assert_eq!(
+        run.data()["skipped_reason"],
+        "applied at first boot by cloud-init"
+    );
+    let events = real_events(&run);
+    assert!(events
+        .iter()
+        .all(|(kind, cmd, _)| kind == "log" && cmd == "apply"));
+    let texts: Vec<&str> = events.iter().map(|(_, _, t)| t.as_str()).collect();
+    assert_eq!(
+        texts[1..],
+        [
+            "health base: ok",
+            "health app: ok",
+            "applied at first boot by cloud-init: base, app",
+            "",
+            "done"
+        ],
+        "{}",
+        run.stdout
+    );
+    let get = env.json(&["get", "fb"]);
+    assert_eq!(
+        detail(get.data(), "app")["outputs"]["url"],
+        "http://localhost:8080/"
+    );
+    assert_eq!(detail(get.data(), "base")["params"]["token"], "<set>");
+    let ran = env.json_raw(&["--json", "exec", "fb", "cat", "/var/lib/app-done"]);
+    assert_eq!(
+        ran.data()["stdout"],
+        "uid 0 port 8080\n",
+        "app ran as root, with its param"
+    );
+    env.json(&["wait", "fb", "--until", "applied", "--timeout", "5s"]);
+    let plan = env.json(&["apply", "fb", "--dry-run"]);
+    let reasons: Vec<&str> = plan.data()["plan"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        reasons,
+        ["already applied", "already applied", "manual, not selected"]
+    );
+
+    // Ctrl-C in the middle of a recipe: real ssh is stopped, the answer is `canceled`, the
+    // log says so, the lock is free again and the recipe is not recorded.
+    let cancel = timed("apply --only slow, interrupted", || {
+        interrupt_apply(&env, "fb", "slow")
+    });
+    cancel.error("canceled");
+    let log = std::fs::read_to_string(env.root().join("fb").join(LOG_FILE_NAME)).unwrap();
+    assert!(
+        log.ends_with("slow start\nCANCELLED: apply was interrupted\n"),
+        "{log}"
+    );
+    assert!(!env.vm_toml("fb").contains("[applied.slow]"));
+    let ps = env.json_raw(&["--json", "exec", "fb", "ps", "-o", "args"]);
+    let ps = ps.data()["stdout"].as_str().unwrap().to_owned();
+    assert!(
+        !ps.contains("sleep 60") && !ps.contains("sh -s"),
+        "the script was stopped in the guest too: {ps}"
+    );
+    env.json(&["wait", "fb", "--until", "applied", "--timeout", "1s"])
+        .error("timeout");
+    let again = env.json(&["apply", "fb", "--only", "slow", "--dry-run"]);
+    assert_eq!(again.data()["plan"][0]["action"], "run");
+    timed("down", || env.json(&["down", "fb"]));
+}
+
+const LOG_FILE_NAME: &str = "last-provision.log";
+
+/// Runs `apply <vm> --only <recipe> --json`, sends SIGINT once the recipe's first line has
+/// streamed, and returns the checked run (it must answer within a few seconds).
+fn interrupt_apply(env: &TestEnv, vm: &str, recipe: &str) -> crate::common::JsonRun {
+    use std::io::{BufRead, BufReader, Read};
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("stoat"))
+        .env_clear()
+        .env("HOME", env.home())
+        .env("STOAT_HOME", env.root())
+        .env("PATH", format!("{}:/usr/bin:/bin", env.bin().display()))
+        .env("STOAT_ACCEL", "tcg")
+        .env("TMPDIR", env.tmp())
+        .env("LANG", "C.UTF-8")
+        .current_dir(env.home())
+        .args(["apply", vm, "--only", recipe, "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    while !seen.contains("\"line\":\"slow start\"") {
+        line.clear();
+        if stdout.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        seen.push_str(&line);
+    }
+    assert!(
+        seen.contains("slow start"),
+        "the recipe never started: {seen}"
+    );
+    let signalled = std::time::Instant::now();
+    // SAFETY: kill(2) on our own child, not yet reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    stdout.read_to_string(&mut seen).unwrap();
+    let mut stderr = Vec::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_end(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    let took = signalled.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(8),
+        "answered after {took:?}"
+    );
+    assert!(!seen.contains("slow never"), "{seen}");
+    crate::common::JsonRun::check(std::process::Output {
+        status,
+        stdout: seen.into_bytes(),
+        stderr,
+    })
 }

@@ -1,6 +1,8 @@
 //! `stoat mcp` through the real binary, JSON-RPC written to its stdin: the protocol
 //! (initialize, tools/list, errors that never end the session), every guard (agent_access,
 //! forbidden fields, names, host-path confinement, rate limits), and `mcp doctor`/`mcp install`.
+//! REAL tier (`real_exec_and_copy_tools_on_the_test_guest`): exec and the copy tools on the
+//! booted test guest, skipped unless STOAT_REAL_GUEST is set.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -578,4 +580,122 @@ fn mcp_install_edits_a_symlinked_config_at_its_target() {
     let written: Value =
         serde_json::from_str(&std::fs::read_to_string(&dotfiles).unwrap()).unwrap();
     assert!(written["mcpServers"]["stoat"].is_object());
+}
+
+// ---------------------------------------------------------------- REAL tier
+
+/// Issue 8 on the test guest: exec and the copy tools through `stoat mcp` on a running VM
+/// with agent_access exec, then the same VM at observe is refused exec and copies.
+#[test]
+fn real_exec_and_copy_tools_on_the_test_guest() {
+    use crate::test_runtime::{real_guest, timed, RealGuard};
+    let Some(guest) = real_guest("real_exec_and_copy_tools_on_the_test_guest") else {
+        return;
+    };
+    let env = TestEnv::new();
+    let image = guest.image.display().to_string();
+    env.json(&[
+        "create",
+        "ex",
+        "--image",
+        &image,
+        "--ram",
+        "256",
+        "--cpus",
+        "1",
+        "--disk",
+        "256M",
+        "--agent-access",
+        "exec",
+    ])
+    .data();
+    let _guard = RealGuard(env.root().join("ex"));
+    timed("up", || env.json(&["up", "ex"]).data().clone());
+    timed("wait reachable", || {
+        env.json(&["wait", "ex", "--until", "reachable", "--timeout", "120s"])
+            .data()
+            .clone()
+    });
+    let export = env.root().join("shared").join("ex");
+    let payload = b"from the host\x00\xff\n";
+    std::fs::write(export.join("in.bin"), payload).unwrap();
+
+    let results = timed("mcp exec + copies", || {
+        calls(
+            &env,
+            &[],
+            &[
+                (
+                    "exec",
+                    json!({"vm":"ex","command":["sh","-c","echo hi $(id -un); echo oops >&2; exit 3"]}),
+                ),
+                (
+                    "copy_to",
+                    json!({"vm":"ex","local":"in.bin","remote":"/tmp/in.bin"}),
+                ),
+                (
+                    "exec",
+                    json!({"vm":"ex","command":["wc","-c","/tmp/in.bin"]}),
+                ),
+                (
+                    "copy_from",
+                    json!({"vm":"ex","remote":"/tmp/in.bin","local":"back.bin"}),
+                ),
+                (
+                    "copy_from",
+                    json!({"vm":"ex","remote":"/etc/hostname","local":"../escape"}),
+                ),
+            ],
+        )
+    });
+    let exec = ok(&results[0]);
+    assert_eq!(exec["vm"], "ex");
+    assert_eq!(exec["exit_code"], 3);
+    assert_eq!(exec["stdout"], "hi stoat\n");
+    assert_eq!(exec["stderr"], "oops\n");
+    let local_in = export.join("in.bin").display().to_string();
+    assert_eq!(
+        ok(&results[1]),
+        &json!({"vm":"ex","local":local_in,"remote":"/tmp/in.bin","to_remote":true})
+    );
+    assert_eq!(
+        ok(&results[2])["stdout"],
+        format!("{} /tmp/in.bin\n", payload.len())
+    );
+    let local_back = export.join("back.bin");
+    assert_eq!(
+        ok(&results[3]),
+        &json!({"vm":"ex","local":local_back.display().to_string(),"remote":"/tmp/in.bin","to_remote":false})
+    );
+    assert_eq!(std::fs::read(&local_back).unwrap(), payload);
+    assert_eq!(err(&results[4]), "access_denied");
+    assert!(!env.root().join("shared").join("escape").exists());
+
+    // The same running VM at observe: reads still work, exec and copies are refused.
+    env.json(&["update", "ex", "--agent-access", "observe"])
+        .data();
+    let results = calls(
+        &env,
+        &[],
+        &[
+            ("vm_status", json!({"vm":"ex"})),
+            ("exec", json!({"vm":"ex","command":["true"]})),
+            (
+                "copy_to",
+                json!({"vm":"ex","local":"in.bin","remote":"/tmp/again.bin"}),
+            ),
+            (
+                "copy_from",
+                json!({"vm":"ex","remote":"/tmp/in.bin","local":"again.bin"}),
+            ),
+        ],
+    );
+    assert_eq!(ok(&results[0])["vm"]["state"], "running");
+    for (i, result) in results.iter().enumerate().skip(1) {
+        assert_eq!(err(result), "access_denied", "call {}", i + 1);
+    }
+    assert!(!export.join("again.bin").exists());
+    let check = env.json_raw(&["--json", "exec", "ex", "ls", "/tmp/again.bin"]);
+    assert_ne!(check.data()["exit_code"], 0, "nothing reached the guest");
+    timed("down", || env.json(&["down", "ex"]).data().clone());
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::{FakeRunningVm, JsonRun, TestEnv};
-use crate::test_runtime::{stub, Reaper, FAKE_QEMU};
+use crate::test_runtime::{real_guest, stub, timed, RealGuard, Reaper, FAKE_QEMU};
 
 /// Runs `stoat <args> --json` with `dir` as the working directory.
 fn json_in(env: &TestEnv, dir: &Path, args: &[&str]) -> JsonRun {
@@ -467,18 +467,15 @@ fn remote_recipes_must_be_pinned_in_stoat_lock() {
 /// REAL tier: two VMs from the test guest brought up, changed, statused and torn down.
 #[test]
 fn real_project_two_vms() {
-    let Some(guest) = std::env::var_os("STOAT_REAL_GUEST") else {
-        eprintln!("SKIPPED real_project_two_vms: set STOAT_REAL_GUEST to the test guest's build directory");
+    let Some(guest) = real_guest("real_project_two_vms") else {
         return;
     };
-    let guest = PathBuf::from(guest);
-    let qcow2 = std::fs::read_dir(&guest)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "qcow2"))
-        .expect("a qcow2 in STOAT_REAL_GUEST");
     let env = TestEnv::new();
-    let image = qcow2.display().to_string();
+    let _guards = [
+        RealGuard(env.root().join("real-one")),
+        RealGuard(env.root().join("real-two")),
+    ];
+    let image = guest.image.display().to_string();
     let dir = project(
         &env,
         "real",
@@ -488,14 +485,18 @@ fn real_project_two_vms() {
             decl("two", &image, "cpus = 1\nram = 512")
         ),
     );
-    let up = json_in(&env, &dir, &["up"]);
+    let up = timed("project up (create + boot)", || {
+        json_in(&env, &dir, &["up"])
+    });
     assert_eq!(
         statuses(&up),
         pairs(&[("one", "ok"), ("two", "ok")]),
         "{}",
         up.stdout
     );
-    let wait = json_in(&env, &dir, &["wait", "--timeout", "3m"]);
+    let wait = timed("project wait", || {
+        json_in(&env, &dir, &["wait", "--timeout", "3m"])
+    });
     assert_eq!(
         statuses(&wait),
         pairs(&[("one", "ok"), ("two", "ok")]),
@@ -511,12 +512,50 @@ fn real_project_two_vms() {
     let status = json_in(&env, &dir, &["status"]);
     assert_eq!(status.data()["vms"][0]["drift"][0]["field"], "ram");
     assert_eq!(status.data()["vms"][0]["drift"][0]["needs_restart"], true);
+    assert_eq!(status.data()["vms"][1]["drift"], serde_json::json!([]));
     assert_eq!(
-        statuses(&json_in(&env, &dir, &["down"])),
+        statuses(&timed("project down", || json_in(&env, &dir, &["down"]))),
+        pairs(&[("one", "ok"), ("two", "ok")])
+    );
+    let stopped = json_in(&env, &dir, &["status"]);
+    assert_eq!(stopped.data()["vms"][0]["state"], "stopped");
+    assert_eq!(stopped.data()["vms"][0]["drift"][0]["needs_restart"], false);
+
+    // The next up converges the stopped VM's drift, then boots both again.
+    let up = timed("project up (converge)", || json_in(&env, &dir, &["up"]));
+    assert_eq!(statuses(&up), pairs(&[("one", "ok"), ("two", "ok")]));
+    assert_eq!(
+        env.json(&["get", "real-one"]).data()["vm"]["ram_mb"],
+        768,
+        "the change was applied"
+    );
+    timed("project wait", || {
+        json_in(&env, &dir, &["wait", "--timeout", "3m"])
+    });
+    let hostname = env.json_raw(&["--json", "exec", "real-two", "hostname"]);
+    assert_eq!(hostname.data()["stdout"], "real-two\n");
+    let status = json_in(&env, &dir, &["status"]);
+    for vm in status.data()["vms"].as_array().unwrap() {
+        assert_eq!(vm["state"], "running", "{vm}");
+        assert_eq!(vm["drift"], serde_json::json!([]), "{vm}");
+    }
+    assert_eq!(
+        json_in(&env, &dir, &["ls", "--project"]).data()["vms"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        statuses(&timed("project down", || json_in(&env, &dir, &["down"]))),
         pairs(&[("one", "ok"), ("two", "ok")])
     );
     assert_eq!(
         statuses(&json_in(&env, &dir, &["rm", "-y"])),
         pairs(&[("one", "ok"), ("two", "ok")])
+    );
+    assert_eq!(
+        json_in(&env, &dir, &["ls", "--project"]).data()["vms"],
+        serde_json::json!([])
     );
 }

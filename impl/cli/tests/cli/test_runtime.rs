@@ -498,8 +498,32 @@ fn screenshot_writes_a_png_and_reports_its_size() {
 
 // ---- REAL tier ----------------------------------------------------------------------------
 
+/// The real test guest, and this test's turn to boot it: real-tier tests in this binary run
+/// one at a time (the host has two cores shared with other engineers' guests).
+pub(crate) struct RealGuest {
+    /// The cloud image, `<STOAT_REAL_GUEST>/stoat-testguest-cloud.qcow2`.
+    pub(crate) image: PathBuf,
+    _turn: std::sync::MutexGuard<'static, ()>,
+}
+
+/// The real guest when STOAT_REAL_GUEST names its build directory; otherwise prints
+/// `SKIPPED: <test>: ...` and returns `None`.
+pub(crate) fn real_guest(test: &str) -> Option<RealGuest> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let Some(guest_dir) = std::env::var_os("STOAT_REAL_GUEST") else {
+        println!(
+            "SKIPPED: {test}: set STOAT_REAL_GUEST to the guest build directory to boot a real VM"
+        );
+        return None;
+    };
+    let image = Path::new(&guest_dir).join("stoat-testguest-cloud.qcow2");
+    assert!(image.is_file(), "no guest image at {}", image.display());
+    let turn = TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    Some(RealGuest { image, _turn: turn })
+}
+
 /// Stops a real QEMU by the PID in its pidfile, whatever happened.
-struct RealGuard(PathBuf);
+pub(crate) struct RealGuard(pub(crate) PathBuf);
 
 impl Drop for RealGuard {
     fn drop(&mut self) {
@@ -518,7 +542,7 @@ impl Drop for RealGuard {
     }
 }
 
-fn timed<T>(label: &str, f: impl FnOnce() -> T) -> T {
+pub(crate) fn timed<T>(label: &str, f: impl FnOnce() -> T) -> T {
     let started = Instant::now();
     let out = f();
     println!("TIMING {label}: {:.2?}", started.elapsed());
@@ -527,12 +551,10 @@ fn timed<T>(label: &str, f: impl FnOnce() -> T) -> T {
 
 #[test]
 fn real_guest_lifecycle() {
-    let Some(guest_dir) = std::env::var_os("STOAT_REAL_GUEST") else {
-        println!("SKIPPED: set STOAT_REAL_GUEST to the guest build directory to boot a real VM");
+    let Some(guest) = real_guest("real_guest_lifecycle") else {
         return;
     };
-    let image = Path::new(&guest_dir).join("stoat-testguest-cloud.qcow2");
-    assert!(image.is_file(), "no guest image at {}", image.display());
+    let image = &guest.image;
     let env = TestEnv::new();
     let port = crate::test_runtime::free_port();
     env.write_vm(

@@ -44,6 +44,8 @@ pub const SSH_WAIT: Duration = Duration::from_secs(90);
 const FIRST_BOOT_WAIT: Duration = Duration::from_secs(900);
 /// How long reading outputs back may take.
 const READ_BACK: Duration = Duration::from_secs(30);
+/// How long stopping a cancelled script in the guest may take (the signal grace is 5 s).
+const STOP_REMOTE: Duration = Duration::from_secs(3);
 
 /// `skipped_reason` when another apply holds the lock.
 pub const SKIP_LOCKED: &str = "an apply is already running";
@@ -259,18 +261,24 @@ impl Run<'_> {
             self.ensure_python(log)?;
         }
         let outputs_file = outputs_path(&step.name);
+        let pid_file = format!("{outputs_file}.pid");
         let body = format!(
-            "{}{}",
+            "{}{}{}",
             params::prelude(step.manifest.runtime, &step.params, &outputs_file),
+            record_pid(step.manifest.runtime, &pid_file),
             step.script
         );
         let interpreter: &[&str] = match step.manifest.runtime {
             Runtime::Sh => &["sh", "-s"],
             Runtime::Python3 => &["python3", "-"],
         };
-        let status = self
+        let streamed = self
             .shell
-            .stream(interpreter, &body, self.cancel, |line| log.line(line))?;
+            .stream(interpreter, &body, self.cancel, |line| log.line(line));
+        if matches!(streamed, Err(Error::Canceled)) {
+            self.stop_remote(&pid_file);
+        }
+        let status = streamed?;
         if !status.success() {
             return Err(Error::Internal(format!(
                 "recipe {}: {}",
@@ -326,6 +334,18 @@ impl Run<'_> {
         }
     }
 
+    /// After a cancel: stopping the local ssh does not stop the script in the guest (no pty,
+    /// so nothing tells it), so a second ssh stops the interpreter whose PID the script
+    /// recorded, and its children (listed first: once the interpreter dies they are orphans).
+    /// Best effort and short: the caller still answers `canceled` within the signal grace.
+    fn stop_remote(&self, pid_file: &str) {
+        let quoted = params::sh_quote(pid_file);
+        let body = format!(
+            "p=$(cat {quoted} 2>/dev/null) || exit 0\nrm -f {quoted}\n[ -n \"$p\" ] || exit 0\nkids=$(pgrep -P \"$p\" 2>/dev/null || for s in /proc/[0-9]*/stat; do read -r c _ _ pp _ < \"$s\" && [ \"$pp\" = \"$p\" ] && echo \"$c\"; done 2>/dev/null)\nkill -TERM \"$p\" 2>/dev/null\n[ -z \"$kids\" ] || kill -TERM $kids 2>/dev/null\nexit 0\n"
+        );
+        let _ = self.shell.capture(&body, STOP_REMOTE, &Cancel::default());
+    }
+
     fn read_outputs(
         &self,
         manifest: &Manifest,
@@ -333,7 +353,7 @@ impl Run<'_> {
     ) -> Result<std::collections::BTreeMap<String, String>> {
         let quoted = params::sh_quote(file);
         let captured = self.shell.capture(
-            &format!("cat {quoted} 2>/dev/null; rm -f {quoted}\n"),
+            &format!("cat {quoted} 2>/dev/null; rm -f {quoted} {quoted}.pid\n"),
             READ_BACK,
             self.cancel,
         )?;
@@ -446,6 +466,17 @@ impl Run<'_> {
             .capture(&format!("{command}\n"), READ_BACK, self.cancel)?;
         std::thread::sleep(Duration::from_secs(2));
         wait_for_ssh(self.stored.config.sshport, SSH_WAIT, self.cancel)
+    }
+}
+
+/// The line that makes a script record its interpreter's PID (for [`Run::stop_remote`]).
+fn record_pid(runtime: Runtime, pid_file: &str) -> String {
+    match runtime {
+        Runtime::Sh => format!("echo $$ > {}\n", params::sh_quote(pid_file)),
+        Runtime::Python3 => format!(
+            "open({}, \"w\").write(str(_stoat_os.getpid()))\n",
+            serde_json::to_string(pid_file).unwrap_or_default()
+        ),
     }
 }
 

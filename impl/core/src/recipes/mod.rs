@@ -74,7 +74,10 @@ pub fn check_applicable_in(
         })
         .unwrap_or_default();
     let target = target_label(os, backend);
-    let hint = if available.is_empty() {
+    let hint = if os.trim().is_empty() {
+        // A cloud image whose name names no OS: recipes need one, and os is fixed at create.
+        "the image's OS was not recognised; create the VM with --os <os> to use recipes".to_owned()
+    } else if available.is_empty() {
         format!("no recipes are available for {target}")
     } else {
         format!("available for {target}: {}", available.join(", "))
