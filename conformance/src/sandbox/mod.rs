@@ -10,7 +10,5 @@ mod running;
 pub use fixtures::{Forward, VmFixture};
 pub use http::{HttpServer, ImageFiles, Route};
 pub(crate) use imp::set_mode;
-pub use imp::{
-    changes_between, Sandbox, SandboxOptions, TreeSnapshot, FAKE_TOOLS, PINNED_ENV,
-};
+pub use imp::{changes_between, Sandbox, SandboxOptions, TreeSnapshot, FAKE_TOOLS, PINNED_ENV};
 pub use running::RunningVm;

@@ -25,7 +25,11 @@ fn median_of(runs: usize, mut once: impl FnMut()) -> Duration {
 }
 
 fn run_quiet(cmd: &mut Command) {
-    let status = cmd.stdout(Stdio::null()).stderr(Stdio::null()).status().expect("spawn");
+    let status = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("spawn");
     assert!(status.success(), "{cmd:?} failed");
 }
 
@@ -74,5 +78,10 @@ fn main() {
     let files = write_vms(home, 1000);
     let ls = median_of(15, || run_quiet(&mut stoat(&["--json", "ls"])));
     let cat = median_of(15, || run_quiet(Command::new("cat").args(&files)));
-    report("stoat --json ls (1,000 VMs)", ls, "cat of 1,000 vm.toml", cat);
+    report(
+        "stoat --json ls (1,000 VMs)",
+        ls,
+        "cat of 1,000 vm.toml",
+        cat,
+    );
 }

@@ -3,15 +3,15 @@
 
 mod common;
 
+mod test_apply;
 mod test_basics;
 mod test_host;
-mod test_recipes;
-mod test_vmops;
 mod test_images;
-mod test_runtime;
 mod test_mcp;
 mod test_mcp_client;
-mod test_apply;
 mod test_project;
 mod test_props;
+mod test_recipes;
 mod test_remote;
+mod test_runtime;
+mod test_vmops;

@@ -192,7 +192,10 @@ fn up_then_down_reports_authoritative_state() {
     assert!(human.status.success());
     let stdout = String::from_utf8_lossy(&human.stdout);
     assert!(stdout.starts_with("w started (ssh :29306)\n"), "{stdout}");
-    assert!(stdout.contains("\ndisplay: no qemu window; the screen is on "), "{stdout}");
+    assert!(
+        stdout.contains("\ndisplay: no qemu window; the screen is on "),
+        "{stdout}"
+    );
     let human = env.run(&["down", "w"]);
     assert_eq!(String::from_utf8_lossy(&human.stdout), "w stopped\n");
 }

@@ -431,7 +431,14 @@ fn create_refuses_a_recipe_offered_to_another_os() {
     plant_image(&env, ALPINE_VIRT);
     write_recipe(&env, "debtool", "os = [\"debian\"]\n");
     let message = env
-        .json(&["create", "a", "--image", "alpine-virt", "--recipes", "debtool"])
+        .json(&[
+            "create",
+            "a",
+            "--image",
+            "alpine-virt",
+            "--recipes",
+            "debtool",
+        ])
         .error("recipe_not_applicable");
     assert!(message.contains("alpine"), "{message}");
 }

@@ -299,8 +299,11 @@ mod tests {
     #[test]
     fn params_name_a_recipe() {
         let recipes = vec!["docker".to_owned()];
-        let tables =
-            crate::recipes::params::parse_args(&["channel=test".into(), "docker.user=me".into()], &recipes).unwrap();
+        let tables = crate::recipes::params::parse_args(
+            &["channel=test".into(), "docker.user=me".into()],
+            &recipes,
+        )
+        .unwrap();
         assert_eq!(tables["docker"]["channel"], "test");
         assert_eq!(tables["docker"]["user"], "me");
         assert!(crate::recipes::params::parse_args(&["xfce.a=b".into()], &recipes).is_err());
