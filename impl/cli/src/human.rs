@@ -17,7 +17,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
             out.push_str(cell);
             if i < last {
                 let pad = widths[i] - cell.chars().count() + 2;
-                out.extend(std::iter::repeat(' ').take(pad));
+                out.extend(std::iter::repeat_n(' ', pad));
             }
         }
         out.push('\n');
