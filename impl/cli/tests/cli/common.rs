@@ -122,6 +122,7 @@ impl TestEnv {
         std::fs::write(src.join("boot/vmlinuz-virt"), "fake kernel\n").unwrap();
         std::fs::write(src.join("boot/initramfs-virt"), "fake initramfs\n").unwrap();
         let made = std::process::Command::new("xorriso")
+            .env("HOME", self.home())
             .args(["-as", "mkisofs", "-r", "-V", "alpine-virt", "-o"])
             .arg(path)
             .arg(&src)
@@ -129,7 +130,9 @@ impl TestEnv {
             .expect("xorriso runs (apt install xorriso)");
         assert!(
             made.status.success(),
-            "{}",
+            "xorriso {}: {}{}",
+            made.status,
+            String::from_utf8_lossy(&made.stdout),
             String::from_utf8_lossy(&made.stderr)
         );
     }
