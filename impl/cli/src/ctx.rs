@@ -2,6 +2,7 @@
 //! sink, and the data root (resolved lazily: help, version and schema never touch it).
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use stoat_core::{Cancel, Env, EventSink, Result, Root};
@@ -17,6 +18,8 @@ pub struct Ctx {
     cmd: &'static str,
     sink: Sink,
     root: OnceLock<Root>,
+    /// Where project discovery starts instead of the process's working directory (MCP's `dir`).
+    work_dir: Option<PathBuf>,
 }
 
 impl Ctx {
@@ -40,6 +43,22 @@ impl Ctx {
             cmd,
             sink,
             root: OnceLock::new(),
+            work_dir: None,
+        }
+    }
+
+    /// Returns this context with project discovery starting at `dir`.
+    pub fn with_work_dir(mut self, dir: PathBuf) -> Ctx {
+        self.work_dir = Some(dir);
+        self
+    }
+
+    /// Returns where the walk up to stoat.toml starts: the given directory, else the cwd.
+    pub fn work_dir(&self) -> Result<PathBuf> {
+        match &self.work_dir {
+            Some(dir) => Ok(dir.clone()),
+            None => std::env::current_dir()
+                .map_err(|e| stoat_core::Error::io("read the current directory", e)),
         }
     }
 

@@ -8,7 +8,7 @@
 //! progress goes to stderr and the summary table to stdout.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use stoat_core::ops::{self, create::CreateSpec, forward::PortPair, update::UpdateSpec};
 use stoat_core::project::status::Existing;
@@ -24,23 +24,20 @@ use crate::grammar::{ApplyArgs, Command, OptVmArg, RmArgs, UpArgs, WaitArgs};
 use crate::human;
 use crate::Reply;
 
-/// The process's working directory: where the walk up to stoat.toml starts.
-fn cwd() -> Result<PathBuf> {
-    std::env::current_dir().map_err(|e| Error::io("read the current directory", e))
-}
-
 /// The project at or above the working directory; `None` outside a project.
-pub fn current() -> Result<Option<Project>> {
-    Project::find_and_load(&cwd()?)
+pub fn current(ctx: &Ctx) -> Result<Option<Project>> {
+    Project::find_and_load(&ctx.work_dir()?)
 }
 
 /// The project, or `not_found` saying how to make one.
-pub(crate) fn required() -> Result<Project> {
-    current()?.ok_or_else(|| Error::NotFound {
+pub(crate) fn required(ctx: &Ctx) -> Result<Project> {
+    current(ctx)?.ok_or_else(|| Error::NotFound {
         name: format!(
             "no {} in {} or any parent directory; run `stoat init` to make one",
             stoat_core::project::PROJECT_FILE,
-            cwd().map(|d| d.display().to_string()).unwrap_or_default()
+            ctx.work_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default()
         ),
     })
 }
@@ -81,7 +78,7 @@ pub const GITIGNORE_LINE: &str = ".stoat/";
 /// `init`: writes a commented stoat.toml in the working directory.
 pub fn init(ctx: &Ctx) -> Result<Reply> {
     let _ = ctx;
-    let dir = cwd()?;
+    let dir = ctx.work_dir()?;
     let path = dir.join(stoat_core::project::PROJECT_FILE);
     if path.exists() {
         return Err(Error::InvalidSpec(format!(
@@ -164,7 +161,7 @@ fn update_gitignore(dir: &Path) -> Result<bool> {
 
 /// `status`.
 pub fn status(ctx: &Ctx) -> Result<Reply> {
-    let project = required()?;
+    let project = required(ctx)?;
     let data = status::status(ctx.root()?, &ctx.env, &project)?;
     let human = status_human(&data);
     Ok(Reply::new(&data, human))
@@ -212,7 +209,7 @@ fn status_human(data: &ProjectStatus) -> String {
 
 /// `ls --project`: the VMs this project's declarations made.
 pub fn ls(ctx: &Ctx) -> Result<Reply> {
-    let project = required()?;
+    let project = required(ctx)?;
     let dir = project.dir_text();
     let vms: Vec<Vm> = vm::list(ctx.root()?)?
         .iter()
@@ -229,7 +226,7 @@ pub fn ls(ctx: &Ctx) -> Result<Reply> {
 
 /// `recipe lock --project`: pins every `[recipes.*]` of stoat.toml in stoat.lock.
 pub fn recipe_lock(ctx: &Ctx) -> Result<Reply> {
-    let project = required()?;
+    let project = required(ctx)?;
     let recipes = lock::lock_project(&ctx.env, &project)?;
     let human = if recipes.is_empty() {
         "no remote recipes declared; wrote an empty stoat.lock\n".to_owned()
@@ -254,7 +251,7 @@ pub fn recipe_lock(ctx: &Ctx) -> Result<Reply> {
 
 /// `up` with no VM name: outside a project, the single-VM command's usage error.
 pub fn up(ctx: &Ctx, args: UpArgs) -> Result<Reply> {
-    let Some(project) = current()? else {
+    let Some(project) = current(ctx)? else {
         return single(ctx, Command::Up(args));
     };
     lock::check(&project, &lock::LockFile::read(&project.dir)?)?;
@@ -275,7 +272,7 @@ pub fn up(ctx: &Ctx, args: UpArgs) -> Result<Reply> {
 
 /// `down` with no VM name.
 pub fn down(ctx: &Ctx, args: OptVmArg) -> Result<Reply> {
-    let Some(project) = current()? else {
+    let Some(project) = current(ctx)? else {
         return single(ctx, Command::Down(args));
     };
     fan_out(ctx, &project, |decl| match ours(ctx, &project, decl)? {
@@ -291,7 +288,7 @@ pub fn down(ctx: &Ctx, args: OptVmArg) -> Result<Reply> {
 
 /// `wait` with no VM name: each VM in turn, each with the whole `--timeout`.
 pub fn wait(ctx: &Ctx, args: WaitArgs) -> Result<Reply> {
-    let Some(project) = current()? else {
+    let Some(project) = current(ctx)? else {
         return single(ctx, Command::Wait(args));
     };
     fan_out(ctx, &project, |decl| {
@@ -309,7 +306,7 @@ pub fn wait(ctx: &Ctx, args: WaitArgs) -> Result<Reply> {
 
 /// `apply` with no VM name (`--dry-run` needs a VM: a plan is per VM).
 pub fn apply(ctx: &Ctx, args: ApplyArgs) -> Result<Reply> {
-    let Some(project) = current()? else {
+    let Some(project) = current(ctx)? else {
         return single(ctx, Command::Apply(args));
     };
     if args.dry_run {
@@ -334,7 +331,7 @@ pub fn apply(ctx: &Ctx, args: ApplyArgs) -> Result<Reply> {
 
 /// `rm` with no VM name: deletes the declared VMs that exist (`-y` asked once, up front).
 pub fn rm(ctx: &Ctx, args: RmArgs) -> Result<Reply> {
-    let Some(project) = current()? else {
+    let Some(project) = current(ctx)? else {
         return single(ctx, Command::Rm(args));
     };
     if !args.yes {

@@ -230,7 +230,7 @@ impl Server {
         guards::refuse_forbidden(tool.name, tool.forbidden, &arguments)?;
         tool.validate(&arguments)?;
         let args = Args(arguments);
-        let ctx = Ctx::new(
+        let mut ctx = Ctx::new(
             true,
             true,
             self.env.clone(),
@@ -238,6 +238,9 @@ impl Server {
             None,
             "mcp",
         );
+        if let Some(dir) = args.opt_str("dir") {
+            ctx = ctx.with_work_dir(guards::project_dir(&dir)?);
+        }
         let root = ctx.root()?;
         stoat_core::log::append(root, "info", &format!("mcp tool={}", tool.name));
         if let Some(param) = tool.vm_param {

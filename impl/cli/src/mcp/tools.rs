@@ -8,7 +8,7 @@ use stoat_core::{Error, Result};
 use stoat_wire::dto::{ApplyResult, CopyResult, WaitResult};
 
 use super::guards::{self, Class};
-use crate::commands::{host, images, recipes, runtime, vmops, vms};
+use crate::commands::{host, images, project, recipes, runtime, vmops, vms};
 use crate::ctx::Ctx;
 use crate::grammar;
 
@@ -819,26 +819,55 @@ fn copy(ctx: &Ctx, args: &Args, to_remote: bool) -> Result<Value> {
     }))
 }
 
-fn projects_missing(tool: &str) -> Error {
-    Error::Internal(format!(
-        "{tool}: projects (stoat.toml) are not implemented in this build yet"
-    ))
+/// Loads the project a project tool acts on and checks the caller's access to every VM it
+/// declares that exists: a project tool must not reach a VM its own tool would be refused.
+fn project_with_access(ctx: &Ctx, tool: &str, class: Class) -> Result<()> {
+    let project = project::required(ctx)?;
+    let root = ctx.root()?;
+    for decl in &project.vms {
+        match guards::access_of(root, &decl.name) {
+            Ok(have) => guards::require(tool, &decl.name, have, class.needs())?,
+            Err(Error::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
-fn project_status(_ctx: &Ctx, _args: &Args) -> Result<Value> {
-    Err(projects_missing("project_status"))
+fn project_status(ctx: &Ctx, _args: &Args) -> Result<Value> {
+    project_with_access(ctx, "project_status", Class::ReadOnly)?;
+    Ok(project::status(ctx)?.data)
 }
-fn project_up(_ctx: &Ctx, _args: &Args) -> Result<Value> {
-    Err(projects_missing("project_up"))
+fn project_up(ctx: &Ctx, _args: &Args) -> Result<Value> {
+    project_with_access(ctx, "project_up", Class::Mutating)?;
+    let args = grammar::UpArgs {
+        vm: None,
+        no_apply: false,
+    };
+    Ok(project::up(ctx, args)?.data)
 }
-fn project_down(_ctx: &Ctx, _args: &Args) -> Result<Value> {
-    Err(projects_missing("project_down"))
+fn project_down(ctx: &Ctx, _args: &Args) -> Result<Value> {
+    project_with_access(ctx, "project_down", Class::Mutating)?;
+    Ok(project::down(ctx, grammar::OptVmArg { vm: None })?.data)
 }
-fn project_apply(_ctx: &Ctx, _args: &Args) -> Result<Value> {
-    Err(projects_missing("project_apply"))
+fn project_apply(ctx: &Ctx, _args: &Args) -> Result<Value> {
+    project_with_access(ctx, "project_apply", Class::Mutating)?;
+    let args = grammar::ApplyArgs {
+        vm: None,
+        only: Vec::new(),
+        dry_run: false,
+        params: Vec::new(),
+    };
+    Ok(project::apply(ctx, args)?.data)
 }
-fn project_wait(_ctx: &Ctx, _args: &Args) -> Result<Value> {
-    Err(projects_missing("project_wait"))
+fn project_wait(ctx: &Ctx, _args: &Args) -> Result<Value> {
+    project_with_access(ctx, "project_wait", Class::Mutating)?;
+    let args = grammar::WaitArgs {
+        vm: None,
+        until: "reachable".into(),
+        timeout: std::time::Duration::from_secs(120),
+    };
+    Ok(project::wait(ctx, args)?.data)
 }
 
 #[cfg(test)]

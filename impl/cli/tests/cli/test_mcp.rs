@@ -699,3 +699,67 @@ fn real_exec_and_copy_tools_on_the_test_guest() {
     assert_ne!(check.data()["exit_code"], 0, "nothing reached the guest");
     timed("down", || env.json(&["down", "ex"]).data().clone());
 }
+
+// ---------------------------------------------------------------- project tools
+
+#[test]
+fn project_tools_take_a_dir_and_respect_each_vms_access() {
+    let env = TestEnv::new();
+    let project = env.home().join("shop");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("stoat.toml"),
+        "[project]\nname = \"shop\"\n\n[vm.web]\nimage = \"debian-13\"\n\n[vm.db]\nimage = \"debian-13\"\n",
+    )
+    .unwrap();
+    let dir = project.display().to_string();
+    let results = calls(
+        &env,
+        &[],
+        &[
+            ("project_status", json!({"dir": dir})),
+            ("project_status", json!({"dir": "relative/shop"})),
+            (
+                "project_status",
+                json!({"dir": env.tmp().display().to_string()}),
+            ),
+        ],
+    );
+    let status = ok(&results[0]);
+    assert_eq!(status["project"], "shop");
+    let keys: Vec<&str> = status["vms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["web", "db"]);
+    assert!(
+        status["vms"][0].get("state").is_none(),
+        "not created yet: {status}"
+    );
+    assert_eq!(err(&results[1]), "usage");
+    assert_eq!(err(&results[2]), "not_found", "no stoat.toml there");
+
+    // A declared VM the agent may only observe: status works, the fan-out is refused
+    // before anything runs, and the VM is untouched.
+    vm_with_access(&env, "shop-db", 2231, "observe");
+    let before = env.vm_toml("shop-db");
+    let results = calls(
+        &env,
+        &[],
+        &[
+            ("project_status", json!({"dir": dir})),
+            ("project_down", json!({"dir": dir})),
+            ("project_up", json!({"dir": dir})),
+        ],
+    );
+    ok(&results[0]);
+    assert_eq!(err(&results[1]), "access_denied");
+    assert_eq!(err(&results[2]), "access_denied");
+    assert_eq!(env.vm_toml("shop-db"), before);
+    assert!(
+        !env.root().join("shop-web").exists(),
+        "project_up created nothing"
+    );
+}
