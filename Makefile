@@ -29,6 +29,7 @@ build:
 ## test: every tier: pure and fake everywhere, real with the built guest; a short fuzz smoke
 test: setup build
 	STOAT_REAL_GUEST=$(GUEST_DIR) $(CARGO) test --workspace
+	$(CONFORMANCE) run --guest $(GUEST_DIR) -- $(STOAT)
 	fuzz/smoke.sh 3
 
 ## test-fast: pure and fake tiers only (no apt, no guest)
