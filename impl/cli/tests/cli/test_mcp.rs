@@ -253,7 +253,11 @@ fn read_only_tools_return_the_cli_dtos_and_hide_none_vms() {
     assert_eq!(err(&results[4]), "invalid_spec");
     assert_eq!(ok(&results[5])["which"], "console");
     assert!(ok(&results[6])["images"].is_array());
-    assert_eq!(err(&results[7]), "internal");
+    assert_eq!(
+        err(&results[7]),
+        "not_found",
+        "no stoat.toml at or above the server's cwd"
+    );
 }
 
 #[test]
