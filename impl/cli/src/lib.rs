@@ -105,6 +105,11 @@ fn run(
         emitter.as_ref().map(Emitter::stream),
         cmd,
     );
+    // Debug builds only: lets the tests prove a panic still ends in one `internal` result.
+    #[cfg(debug_assertions)]
+    if ctx.env.get("STOAT_DEBUG_PANIC").is_some() {
+        panic!("STOAT_DEBUG_PANIC is set");
+    }
     let result = match parsed {
         Parsed::Help(usage) => Ok(commands::info::help(usage)),
         Parsed::Exec(exec) => commands::runtime::exec(&ctx, exec),

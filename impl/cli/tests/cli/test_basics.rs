@@ -147,3 +147,20 @@ fn no_host_path_or_password_in_vm_output() {
     let human = env.run(&["get", "work"]);
     assert!(!String::from_utf8_lossy(&human.stdout).contains(PLANTED_PASSWORD));
 }
+
+#[test]
+fn a_panic_still_ends_with_one_internal_result() {
+    let mut env = TestEnv::new();
+    env.set_env("STOAT_DEBUG_PANIC", "1");
+    let run = env.json(&["ls"]);
+    assert_eq!(run.result["cmd"], "ls");
+    assert!(
+        run.error("internal").starts_with("panic: "),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(run.lines.len(), 1);
+    let human = env.run(&["ls"]);
+    assert_eq!(human.status.code(), Some(1));
+    assert!(human.stdout.is_empty());
+}
