@@ -14,4 +14,5 @@ mod test_props;
 mod test_recipes;
 mod test_remote;
 mod test_runtime;
+mod test_ssh_mux;
 mod test_vmops;

@@ -95,7 +95,7 @@ pub fn act(
     validate_tag(tag)?;
     let vm = load_disk_vm(root, name)?;
     if vm.running_pid().is_some() {
-        running_act(&vm, tag, action)?;
+        running_act(env, &vm, tag, action)?;
         return Ok(SnapshotActData {
             vm: vm.name,
             tag: tag.to_owned(),
@@ -159,7 +159,7 @@ fn running_list(vm: &StoredVm) -> Result<SnapshotListData> {
 
 /// savevm / loadvm / delvm through the monitor. Restore and delete of an unknown tag are
 /// `invalid_spec`, as offline; QEMU's refusals are `monitor_rejected` with what to do.
-fn running_act(vm: &StoredVm, tag: &str, action: Action) -> Result<()> {
+fn running_act(env: &Env, vm: &StoredVm, tag: &str, action: Action) -> Result<()> {
     let mut qmp = crate::runtime::connect_qmp(vm)?;
     if action != Action::Save {
         let rows = parse_table(&qmp.hmp("info snapshots")?);
@@ -175,6 +175,10 @@ fn running_act(vm: &StoredVm, tag: &str, action: Action) -> Result<()> {
         Action::Restore => "loadvm",
         Action::Delete => "delvm",
     };
+    if action == Action::Restore {
+        // The guest's TCP state goes back in time: a reused ssh connection would be out of step.
+        super::ssh_mux::close(env, vm);
+    }
     qmp.hmp_silent(&format!("{verb} {tag}")).map_err(|error| {
         let text = error.to_string();
         if text.contains("VirtFS") || text.contains("9p") || text.contains("mount_tag") {

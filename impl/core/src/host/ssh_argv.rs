@@ -32,8 +32,14 @@ fn options() -> impl Iterator<Item = String> {
 /// Returns the ssh arguments (without the leading `ssh`):
 /// `-p P -o ... -i <root>/id_stoat <user>@127.0.0.1`.
 pub fn ssh_args(key: &Path, vm: &StoredVm) -> Vec<String> {
+    ssh_args_with(key, vm, &[])
+}
+
+/// [`ssh_args`] with `extra` options after the common ones (a connection route's).
+pub fn ssh_args_with(key: &Path, vm: &StoredVm, extra: &[String]) -> Vec<String> {
     let mut args = vec!["-p".to_owned(), vm.config.sshport.to_string()];
     args.extend(options());
+    args.extend(extra.iter().cloned());
     args.push("-i".to_owned());
     args.push(key.display().to_string());
     args.push(login(vm));
@@ -51,12 +57,18 @@ pub fn ssh_argv(key: &Path, vm: &StoredVm) -> Vec<String> {
 /// endpoints: `-P P -q -o ... -i <key>`. Append `src dst`; the remote endpoint is
 /// [`remote_spec`] and is not shell-quoted (scp's SFTP mode passes it verbatim).
 pub fn scp_args(key: &Path, vm: &StoredVm) -> Vec<String> {
+    scp_args_with(key, vm, &[])
+}
+
+/// [`scp_args`] with `extra` options after the common ones (a connection route's).
+pub fn scp_args_with(key: &Path, vm: &StoredVm, extra: &[String]) -> Vec<String> {
     let mut args = vec![
         "-P".to_owned(),
         vm.config.sshport.to_string(),
         "-q".to_owned(),
     ];
     args.extend(options());
+    args.extend(extra.iter().cloned());
     args.push("-i".to_owned());
     args.push(key.display().to_string());
     args

@@ -1,6 +1,7 @@
 //! `cp`: copy a file to or from the guest with the system `scp` (upstream facts §5.3). The
 //! local path is made absolute (`~` expanded, relative to the cwd, lexically cleaned) but
-//! never resolved through symlinks; the remote path is passed as given.
+//! never resolved through symlinks; the remote path is passed as given. scp goes through the
+//! VM's reused connection when it can (`host::ssh_mux`).
 
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -8,7 +9,8 @@ use std::process::{Command, Stdio};
 use stoat_wire::dto::{CopyDirection, CpData};
 
 use super::{load_running, tool};
-use crate::host::ssh_argv::{remote_spec, scp_args};
+use crate::host::ssh_argv::{remote_spec, scp_args_with};
+use crate::host::ssh_mux::Mux;
 use crate::{keys, vm, Env, Error, Result, Root};
 
 /// One copy request, already parsed.
@@ -36,8 +38,10 @@ pub fn copy(root: &Root, env: &Env, cwd: &Path, request: &CopyRequest) -> Result
     let key = keys::ensure(root, env)?;
     let scp = tool(env, "scp", "openssh-client")?;
     let remote = remote_spec(&stored, &request.remote);
+    let route = Mux::for_vm(&key, &stored).route();
     let mut command = Command::new(scp);
-    command.args(scp_args(&key, &stored));
+    route.configure(&mut command);
+    command.args(scp_args_with(&key, &stored, route.options()));
     match request.direction {
         CopyDirection::ToGuest => command.arg(&local).arg(&remote),
         CopyDirection::FromGuest => command.arg(&remote).arg(&local),
@@ -47,6 +51,7 @@ pub fn copy(root: &Root, env: &Env, cwd: &Path, request: &CopyRequest) -> Result
         .stdin(Stdio::null())
         .output()
         .map_err(|e| Error::io(format!("{}: scp", stored.name), e))?;
+    drop(route);
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
         return Err(Error::Tool {

@@ -1,12 +1,14 @@
 //! `down`: stop a VM's QEMU. QMP `system_powerdown` (the guest shuts down cleanly), a bounded
 //! wait, then QMP `quit`, then SIGTERM by PID. Unlike upstream (facts §4 "Stop") it waits for
-//! the process to go, so the result reports `stopped` whenever QEMU really exited.
+//! the process to go, so the result reports `stopped` whenever QEMU really exited. The VM's
+//! reused ssh connection is ended first.
 
 use std::time::Duration;
 
 use stoat_wire::dto::Vm;
 
 use super::{connect_qmp, load_running};
+use crate::host::ssh_mux;
 use crate::qemu;
 use crate::{lock, log, vm, Env, Result, Root};
 
@@ -20,6 +22,7 @@ pub fn down(root: &Root, env: &Env, name: &str) -> Result<Vm> {
     let (stored, pid) = load_running(root, name)?;
     let _guard = lock::exclusive(&stored.dir.join(".lock"))?;
     let dir = stored.dir.clone();
+    ssh_mux::close(env, &stored);
     let how = stop(&dir, pid, &stored, powerdown_timeout(env));
     log::append(
         root,

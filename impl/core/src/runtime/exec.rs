@@ -1,12 +1,14 @@
 //! `exec`: run a command in the guest over the system `ssh` (upstream facts §5.2). The guest
 //! argv travels as ONE remote-command argument, each word single-quoted, so it survives the
-//! guest's shell unchanged. stdout and stderr are captured separately and byte-exact.
+//! guest's shell unchanged. stdout and stderr are captured separately and byte-exact. The call
+//! goes through the VM's reused connection when it can (`host::ssh_mux`).
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 
 use super::{load_running, tool};
-use crate::host::ssh_argv::{quote_remote_command, ssh_args};
+use crate::host::ssh_argv::{quote_remote_command, ssh_args_with};
+use crate::host::ssh_mux::Mux;
 use crate::{keys, Env, Error, Result, Root};
 
 /// What the guest command did.
@@ -34,8 +36,11 @@ pub fn exec(
     let (stored, _pid) = load_running(root, name)?;
     let key = keys::ensure(root, env)?;
     let ssh = tool(env, "ssh", "openssh-client")?;
-    let output = Command::new(ssh)
-        .args(ssh_args(&key, &stored))
+    let route = Mux::for_vm(&key, &stored).route();
+    let mut ssh = Command::new(ssh);
+    route.configure(&mut ssh);
+    let output = ssh
+        .args(ssh_args_with(&key, &stored, route.options()))
         .arg(quote_remote_command(command))
         .env("PATH", env.path_var())
         .stdin(if pass_stdin {
@@ -47,6 +52,7 @@ pub fn exec(
         .stderr(Stdio::piped())
         .output()
         .map_err(|e| Error::io(format!("{}: ssh", stored.name), e))?;
+    drop(route);
     let exit_code = output
         .status
         .code()
