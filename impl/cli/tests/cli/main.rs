@@ -14,4 +14,5 @@ mod test_props;
 mod test_recipes;
 mod test_remote;
 mod test_runtime;
+mod test_integrity;
 mod test_vmops;
