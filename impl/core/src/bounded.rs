@@ -60,6 +60,9 @@ mod tests {
         let file = temp.path().join("f");
         std::fs::write(&file, b"abc").unwrap();
         assert_eq!(read(&file, 3).unwrap(), b"abc");
-        assert_eq!(read(temp.path(), 3).unwrap_err().describe(), "is a directory");
+        assert_eq!(
+            read(temp.path(), 3).unwrap_err().describe(),
+            "is a directory"
+        );
     }
 }

@@ -67,10 +67,9 @@ impl Root {
     /// the umask: it holds VM disks, seeds with passwords, and the ssh key.
     pub fn ensure_dir(&self) -> Result<()> {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::create_dir_all(&self.dir)
-            .context(|| format!("create {}", self.dir.display()))?;
-        let meta = std::fs::metadata(&self.dir)
-            .context(|| format!("inspect {}", self.dir.display()))?;
+        std::fs::create_dir_all(&self.dir).context(|| format!("create {}", self.dir.display()))?;
+        let meta =
+            std::fs::metadata(&self.dir).context(|| format!("inspect {}", self.dir.display()))?;
         if meta.permissions().mode() & 0o077 != 0 {
             std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700))
                 .context(|| format!("make {} owner-only", self.dir.display()))?;

@@ -21,7 +21,14 @@ fn plant_image(env: &TestEnv, file: &str) {
 fn create_disk(env: &TestEnv, name: &str) -> Value {
     plant_image(env, ALPINE_VIRT);
     let args = [
-        "create", name, "--image", "alpine-virt", "--mode", "disk", "--disk", "64M",
+        "create",
+        name,
+        "--image",
+        "alpine-virt",
+        "--mode",
+        "disk",
+        "--disk",
+        "64M",
     ];
     env.json(&args).data()["vm"].clone()
 }
@@ -47,7 +54,11 @@ fn qemu_info(path: &Path) -> Value {
         .arg(path)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 

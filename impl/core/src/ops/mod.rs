@@ -162,7 +162,10 @@ pub fn make_private(path: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| {
         Error::io(
-            format!("chmod {}", path.file_name().unwrap_or_default().to_string_lossy()),
+            format!(
+                "chmod {}",
+                path.file_name().unwrap_or_default().to_string_lossy()
+            ),
             e,
         )
     })

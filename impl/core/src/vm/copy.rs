@@ -25,10 +25,9 @@ const CHUNK: usize = 64 << 20;
 
 /// Copies `src` to the new file `dst` (which must not exist), owner-only.
 pub fn copy_disk(src: &Path, dst: &Path, cancel: &Cancel) -> Result<CopyKind> {
-    let io = |what: &str, e: std::io::Error| {
-        Error::io(format!("{what} {}", file_label(dst)), e)
-    };
-    let mut from = File::open(src).map_err(|e| Error::io(format!("open {}", file_label(src)), e))?;
+    let io = |what: &str, e: std::io::Error| Error::io(format!("{what} {}", file_label(dst)), e);
+    let mut from =
+        File::open(src).map_err(|e| Error::io(format!("open {}", file_label(src)), e))?;
     let mut to = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -75,7 +74,11 @@ impl From<std::io::Error> for CopyError {
 }
 
 /// Copies the data regions only (SEEK_DATA/SEEK_HOLE), so holes stay holes.
-fn sparse_copy(from: &mut File, to: &mut File, cancel: &Cancel) -> std::result::Result<(), CopyError> {
+fn sparse_copy(
+    from: &mut File,
+    to: &mut File,
+    cancel: &Cancel,
+) -> std::result::Result<(), CopyError> {
     let len = from.metadata()?.len();
     to.set_len(len)?;
     let mut buf = vec![0u8; 1 << 20];
@@ -191,6 +194,9 @@ mod tests {
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
         use std::os::unix::fs::MetadataExt;
         assert!(meta.blocks() * 512 < 8 << 20, "holes stay holes");
-        assert!(copy_disk(&src, &dst, &Cancel::default()).is_err(), "never overwrites");
+        assert!(
+            copy_disk(&src, &dst, &Cancel::default()).is_err(),
+            "never overwrites"
+        );
     }
 }
