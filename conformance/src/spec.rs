@@ -1,7 +1,7 @@
 //! Owns the names of the documents and sections a check cites.
 //!
-//! `json-v3#...` anchors name sections of `contract/stoat-json-v3.md` (THE authority);
-//! `design#decisions` names the table in `DESIGN.md` for what v3 leaves open.
+//! `json-v3#...` anchors name sections of contract v3 and `design#decisions` the decisions
+//! where v3 is silent; docs/contract.md restates both under the same ids.
 
 /// The contract version this suite judges.
 pub const CONTRACT_VERSION: u64 = 3;
@@ -10,9 +10,9 @@ pub const CONTRACT_VERSION: u64 = 3;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
-    /// `contract/stoat-json-v3.md`.
+    /// Contract v3 (docs/contract.md, `json-v3#...`).
     Contract,
-    /// `DESIGN.md`, "Decisions where v3 is silent or upstream differs".
+    /// The decisions where v3 is silent (docs/contract.md, `design#decisions`).
     Design,
 }
 
@@ -37,10 +37,7 @@ pub const SECTIONS: &[(&str, &str)] = &[
     ("json-v3#streaming", "Streaming"),
     ("json-v3#versioning", "Versioning"),
     ("json-v3#capabilities", "Capability discovery"),
-    (
-        "design#decisions",
-        "DESIGN.md: Decisions where v3 is silent or upstream differs",
-    ),
+    ("design#decisions", "Decisions where v3 is silent"),
 ];
 
 /// Returns the human title of a section anchor.

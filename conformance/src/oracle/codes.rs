@@ -1,7 +1,7 @@
 //! Owns the rule that `error.code` is one of the v3 registry's codes (CODES.known).
 //!
 //! The list is this suite's own reading of the contract's code table, kept independent of
-//! `impl/wire` on purpose. Implements stoat-json-v3 "Error codes".
+//! `impl/wire` on purpose. Implements json-v3#error-codes.
 
 use super::{at, Sink, Stream};
 

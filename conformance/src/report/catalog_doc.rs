@@ -41,7 +41,8 @@ pub fn markdown() -> String {
          # stoat-conformance check catalog\n\n\
          Every check has a stable id, a level (MUST fails the run, SHOULD warns), a tier (pure: the SUT alone; \
          fake: the fake host tools on PATH; real: QEMU and the test guest) and the sentence of the contract \
-         (or of DESIGN.md's decision table) it enforces. **Oracle** checks are applied to every invocation the \
+         (or of our decisions where it is silent) it enforces, with the id of that rule in \
+         [docs/contract.md](contract.md). **Oracle** checks are applied to every invocation the \
          suite makes; **scenario** checks run their own invocations.\n\n",
     );
     let oracle = defs.iter().filter(|d| d.kind == Kind::Oracle).count();
@@ -55,10 +56,10 @@ pub fn markdown() -> String {
     for def in defs {
         let source = match def.source {
             Source::Contract => "contract",
-            Source::Design => "DESIGN.md",
+            Source::Design => "decisions",
         };
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} | {} \u{a7} {}: \"{}\" |\n",
+            "| `{}` | {} | {} | {} | {} | {} `{}` ({}): \"{}\" |\n",
             def.id,
             def.level.as_str(),
             def.tier.as_str(),
@@ -68,6 +69,7 @@ pub fn markdown() -> String {
             },
             escape(def.title),
             source,
+            def.spec,
             section_title(def.spec).unwrap_or(def.spec),
             escape(def.quote)
         ));
