@@ -5,7 +5,6 @@
 //! `KillOnDrop` guard) when a check fails.
 
 use std::ffi::OsStr;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
