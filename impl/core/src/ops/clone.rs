@@ -3,8 +3,8 @@
 //! applied-recipe state not. The clone and its source share nothing writable: either can be
 //! booted, changed or removed without touching the other.
 //!
-//! Implements upstream facts §7 "clone" without bug §11.8 (allow_exec and display are
-//! copied, and agent_access too). stoat-json-v3 `clone` → `{vm, source, forwards_copied}`.
+//! Implements docs/contract.md behaviour#host-commands without docs/contract.md behaviour#not-copied (allow_exec and display are
+//! copied, and agent_access too). json-v3#per-command-data: `clone` → `{vm, source, forwards_copied}`.
 
 use crate::vm::{self, StoredVm, VmConfig};
 use crate::{lock, ports, Cancel, Env, Error, Result, Root};
