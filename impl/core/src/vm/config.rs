@@ -145,14 +145,16 @@ pub fn describe_toml_error(text: &str, err: &toml::de::Error) -> String {
     }
 }
 
-/// A parser message with every quoted value (`` `...` ``) taken out and on one line: the value
-/// may be a console password written with the wrong type.
+/// A parser message on one line, with the quoted value (`` `...` ``) of an "invalid type" or
+/// "invalid value" message taken out: the value may be a console password written with the
+/// wrong type. Field names in other messages stay (they say what to fix).
 fn redact_values(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
+    let has_value = message.trim_start().starts_with("invalid");
     let mut quoted = false;
     for c in message.chars() {
         match c {
-            '`' => {
+            '`' if has_value => {
                 quoted = !quoted;
                 if !quoted {
                     out.push_str("(value not shown)");
