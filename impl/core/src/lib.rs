@@ -6,10 +6,12 @@
 //! table from failures to contract error codes.
 
 pub mod app;
+pub mod bounded;
 pub mod display;
 pub mod env;
 pub mod error;
 pub mod events;
+pub mod fault;
 pub mod guests;
 pub mod host;
 pub mod images;
