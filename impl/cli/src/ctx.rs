@@ -10,6 +10,8 @@ use stoat_core::{Cancel, Env, EventSink};
 use stoat_wire::dto::{LogData, ProgressData, StageData};
 use stoat_wire::{EventType, Stream};
 
+use crate::progress::HumanProgress;
+
 /// The context of one invocation.
 pub struct Ctx {
     pub json: bool,
@@ -37,6 +39,7 @@ impl Ctx {
         let sink = Arc::new(Sink {
             stream,
             quiet: quiet || json,
+            progress: HumanProgress::new(),
         });
         let events: Arc<dyn EventSink> = sink.clone();
         Ctx {
@@ -53,16 +56,16 @@ impl Ctx {
         self
     }
 
-    /// Returns where long operations send their events.
-    pub fn sink(&self) -> &dyn EventSink {
-        self.session.events()
-    }
-
     /// Writes a non-terminal event line under --json; nothing otherwise.
     pub fn json_event<T: serde::Serialize>(&self, kind: EventType, data: &T) {
         if let Some(stream) = &self.sink.stream {
             let _ = stream.event(kind, data);
         }
+    }
+
+    /// Ends any human progress display (before the answer is written).
+    pub fn finish_progress(&self) {
+        self.sink.progress.finish();
     }
 
     /// Says something to a human (stderr), unless quiet or under --json.
@@ -77,6 +80,7 @@ impl Ctx {
 struct Sink {
     stream: Option<Stream>,
     quiet: bool,
+    progress: HumanProgress,
 }
 
 impl EventSink for Sink {
@@ -85,19 +89,7 @@ impl EventSink for Sink {
             Some(stream) => {
                 let _ = stream.event(EventType::Progress, data);
             }
-            None if !self.quiet => {
-                let _ = write!(
-                    std::io::stderr(),
-                    "\r{}  {:>3}%  {} / {}",
-                    data.id,
-                    data.percent,
-                    data.done,
-                    data.total
-                );
-                if data.percent >= 100 {
-                    let _ = writeln!(std::io::stderr());
-                }
-            }
+            None if !self.quiet => self.progress.progress(data),
             None => {}
         }
     }

@@ -10,6 +10,7 @@
 
 pub mod host;
 pub mod images;
+pub mod recipes;
 pub mod runtime;
 pub mod vmops;
 pub mod vms;
@@ -60,9 +61,7 @@ impl Session {
     pub fn work_dir(&self) -> Result<PathBuf> {
         match &self.work_dir {
             Some(dir) => Ok(dir.clone()),
-            None => {
-                std::env::current_dir().map_err(|e| Error::io("read the current directory", e))
-            }
+            None => std::env::current_dir().map_err(|e| Error::io("read the current directory", e)),
         }
     }
 

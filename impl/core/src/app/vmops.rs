@@ -54,7 +54,7 @@ pub fn rm(s: &Session, name: &str) -> Result<RmData> {
 /// `clone <source> <name>`.
 pub fn clone(s: &Session, source: &str, name: &str) -> Result<CloneData> {
     let root = s.root()?;
-    let stored = ops::clone::clone(root, &s.env, source, name)?;
+    let stored = ops::clone::clone(root, &s.env, source, name, &s.cancel)?;
     crate::log::append(
         root,
         "info",
