@@ -7,10 +7,10 @@ CARGO ?= cargo
 STOAT := $(CURDIR)/target/debug/stoat
 CONFORMANCE := $(CURDIR)/target/debug/stoat-conformance
 
-.PHONY: setup host-deps guest mcp-client build test test-fast conformance golden fuzz bench docs clean
+.PHONY: setup host-deps guest mcp-client report-consumers build test test-fast conformance golden fuzz bench docs clean
 
 ## setup: host packages (QEMU 10 from bookworm-backports, xorriso, ssh) and the test guest
-setup: host-deps guest mcp-client
+setup: host-deps guest mcp-client report-consumers
 
 host-deps:
 	$(SUDO) conformance/guest/install-host-deps.sh
@@ -22,13 +22,18 @@ guest: host-deps
 mcp-client:
 	impl/cli/tests/mcp_client/setup.sh
 
+## report-consumers: prove's and npm's TAP readers, two JUnit parsers, an XSD validator and
+## chromium, under target/report-consumers (tests/report_consumers.rs and the HTML screenshots)
+report-consumers:
+	conformance/tests/consumers/setup.sh
+
 ## build: every binary (stoat, stoat-conformance, stoat-fake)
 build:
 	$(CARGO) build --workspace --bins
 
 ## test: every tier: pure and fake everywhere, real with the built guest; a short fuzz smoke
 test: setup build
-	STOAT_REAL_GUEST=$(GUEST_DIR) $(CARGO) test --workspace
+	STOAT_REAL_GUEST=$(GUEST_DIR) STOAT_REPORT_CONSUMERS=$(CURDIR)/target/report-consumers $(CARGO) test --workspace
 	$(CONFORMANCE) run --guest $(GUEST_DIR) -- $(STOAT)
 	fuzz/smoke.sh 3
 

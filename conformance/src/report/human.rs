@@ -1,10 +1,11 @@
 //! Owns the terminal reporter: one line per failing/warning check with its findings, a
 //! status tally, and a last line `N passed, N failed, N skipped`. Colour only on a tty
-//! without NO_COLOR.
+//! without NO_COLOR. Text from the SUT is shown with its control bytes escaped, so a SUT's
+//! own escape sequences never reach the terminal.
 
 use std::io::Write;
 
-use super::{closing_line, Reporter};
+use super::{closing_line, text, Reporter};
 use crate::run::events::{Event, Status};
 
 pub struct Human<W: Write> {
@@ -50,8 +51,8 @@ impl<W: Write> Reporter for Human<W> {
                 "stoat-conformance {} (contract {}) against {}{}\n{} checks selected, tiers {}, {} jobs, seed {}",
                 info.suite_version,
                 info.contract,
-                info.sut,
-                info.sut_version.as_ref().map(|v| format!(" (version {v})")).unwrap_or_default(),
+                text::one_line(&info.sut),
+                info.sut_version.as_ref().map(|v| format!(" (version {})", text::one_line(v))).unwrap_or_default(),
                 info.selected,
                 info.tiers.join(","),
                 info.jobs,
@@ -61,7 +62,7 @@ impl<W: Write> Reporter for Human<W> {
             Event::Smoke { passed: false, findings, .. } => {
                 let mut text = String::from("SMOKE FAILED: the SUT does not answer `--json version` in contract 3; no check was run.\n");
                 for finding in findings {
-                    text.push_str(&format!("  [{}] {}: {}\n", finding.check_id, finding.pointer, finding.message));
+                    text.push_str(&format!("  [{}] {}: {}\n", finding.check_id, text::one_line(&finding.pointer), text::one_line(&finding.message)));
                 }
                 write!(self.out, "{}", self.paint(Status::Failed, &text))
             }
@@ -71,10 +72,10 @@ impl<W: Write> Reporter for Human<W> {
                 }
                 let mut text = format!("{:<5} {} ({}, {}) {}", result.status.label(), result.id, result.level.as_str(), result.tier, result.title);
                 if let Some(reason) = &result.reason {
-                    text.push_str(&format!("\n      reason: {reason}"));
+                    text.push_str(&format!("\n      reason: {}", text::one_line(reason)));
                 }
                 for finding in result.findings.iter().take(8) {
-                    text.push_str(&format!("\n      {}: {} [{}]", finding.pointer, finding.message, finding.spec_ref));
+                    text.push_str(&format!("\n      {}: {} [{}]", text::one_line(&finding.pointer), text::one_line(&finding.message), finding.spec_ref));
                 }
                 if result.findings.len() > 8 {
                     text.push_str(&format!("\n      ... and {} more", result.findings.len() - 8));
@@ -82,7 +83,7 @@ impl<W: Write> Reporter for Human<W> {
                 let painted = self.paint(result.status, &text);
                 writeln!(self.out, "{painted}")
             }
-            Event::Finished { summary, smoke_failed } => {
+            Event::Finished { summary, .. } => {
                 let overhead = if summary.duration_ms > 0 {
                     format!(", {} invocations, {} ms in the SUT of {} ms", summary.invocations, summary.sut_ms, summary.duration_ms)
                 } else {
@@ -97,7 +98,7 @@ impl<W: Write> Reporter for Human<W> {
                     summary.stale_baseline,
                     summary.errored,
                     overhead,
-                    closing_line(summary, *smoke_failed)
+                    closing_line(summary)
                 )
             }
         };
