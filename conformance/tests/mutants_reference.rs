@@ -43,6 +43,7 @@ fn run_suite(sut: Vec<String>, include: Vec<String>, skip_smoke: bool) -> Report
         skip_smoke,
         oracle: None,
         guest: None,
+        edition: Default::default(),
     };
     let mut report = Report::default();
     run::run(config, &mut |event| report.absorb(event)).expect("the harness runs");

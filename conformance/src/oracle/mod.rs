@@ -14,7 +14,7 @@ mod leaks;
 mod lists;
 mod schema;
 
-pub use codes::KNOWN_CODES;
+pub use codes::{known_codes, KNOWN_CODES, KNOWN_CODES_V2};
 pub use envelope::excerpt;
 pub use exec::decode_stream;
 pub use leaks::allowed_path_pointers;
@@ -35,6 +35,8 @@ pub struct Context {
     pub expect_cmd: Option<String>,
     /// Strings that must never appear (paths outside allowed pointers; secrets anywhere).
     pub canaries: Canaries,
+    /// The contract edition the invocation is judged by.
+    pub edition: crate::spec::Edition,
 }
 
 /// How an invocation ended, as the contract's consumer would classify it.
@@ -162,7 +164,7 @@ impl Oracle {
         }
         let stream = envelope::check(&capture.stdout.0, context, &mut sink);
         exit::check(&stream, capture.ending, &mut sink);
-        codes::check(&stream, &mut sink);
+        codes::check(&stream, context.edition, &mut sink);
         lists::check(&stream, &mut sink);
         leaks::check(&stream, &capture.stdout.0, &context.canaries, &mut sink);
         exec::check(&stream, &mut sink);
