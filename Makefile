@@ -7,10 +7,14 @@ CARGO ?= cargo
 STOAT := $(CURDIR)/target/debug/stoat
 CONFORMANCE := $(CURDIR)/target/debug/stoat-conformance
 
-.PHONY: setup host-deps guest mcp-client report-consumers build test test-fast conformance golden fuzz bench docs clean
+.PHONY: setup host-deps guest mcp-client report-consumers toolchain build lint test test-fast conformance golden fuzz bench docs clean
 
-## setup: host packages (QEMU 10 from bookworm-backports, xorriso, ssh) and the test guest
-setup: host-deps guest mcp-client report-consumers
+## setup: host packages (QEMU 10 from bookworm-backports, xorriso, ssh), the test guest,
+## the report consumers and the toolchain components `make lint` uses
+setup: host-deps guest mcp-client report-consumers toolchain
+
+toolchain:
+	if command -v rustup >/dev/null; then rustup component add clippy rustfmt; fi
 
 host-deps:
 	$(SUDO) conformance/guest/install-host-deps.sh
@@ -31,13 +35,19 @@ report-consumers:
 build:
 	$(CARGO) build --workspace --bins
 
-## test: every tier: pure and fake everywhere, real with the built guest; a short fuzz smoke
-test: setup build
-	STOAT_REAL_GUEST=$(GUEST_DIR) STOAT_REPORT_CONSUMERS=$(CURDIR)/target/report-consumers $(CARGO) test --workspace
+## lint: formatting and clippy, warnings as errors
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+## test: every tier: pure and fake everywhere, the ignored real tier (needs the built guest)
+## included; the report consumers required; a short fuzz smoke
+test: setup build lint
+	STOAT_REAL_GUEST=$(GUEST_DIR) STOAT_REPORT_CONSUMERS=$(CURDIR)/target/report-consumers $(CARGO) test --workspace -- --include-ignored
 	$(CONFORMANCE) run --guest $(GUEST_DIR) -- $(STOAT)
 	fuzz/smoke.sh 3
 
-## test-fast: pure and fake tiers only (no apt, no guest)
+## test-fast: pure and fake tiers only (no apt, no guest); the real tier shows as ignored
 test-fast:
 	$(CARGO) test --workspace
 

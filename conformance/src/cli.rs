@@ -199,7 +199,8 @@ struct ReportArgs {
 }
 
 fn parse_tap_version(text: &str) -> Result<report::tap::Version, String> {
-    report::tap::Version::parse(text).ok_or_else(|| format!("unknown TAP version {text:?} (13, 14)"))
+    report::tap::Version::parse(text)
+        .ok_or_else(|| format!("unknown TAP version {text:?} (13, 14)"))
 }
 
 #[derive(Args, Debug)]

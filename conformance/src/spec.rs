@@ -1,10 +1,10 @@
 //! Owns the names of the documents and sections a check cites, and the contract editions a
 //! check belongs to.
 //!
-//! `json-v3#...` anchors name sections of `contract/stoat-json-v3.md` (THE authority);
-//! `json-v2#...` anchors name sections of the published contract-2 edition, for rules that
-//! read differently there; `design#decisions` names the table in `DESIGN.md` for what v3
-//! leaves open.
+//! `json-v3#...` anchors name sections of contract 3 (the authority), `json-v2#...` sections
+//! of the published contract-2 edition (for rules that read differently there), and
+//! `design#decisions` the decisions where the contract is silent; docs/contract.md restates
+//! each under the same id.
 
 /// The newest contract edition this suite judges (the default of `--contract`).
 pub const CONTRACT_VERSION: u64 = 3;
@@ -95,11 +95,11 @@ impl serde::Serialize for Editions {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
-    /// `contract/stoat-json-v3.md`.
+    /// Contract 3 (docs/contract.md, `json-v3#...`).
     Contract,
-    /// `contract/stoat-json-v2.md`, the previous edition (for a contract-2-only rule).
+    /// Contract 2, the previous edition, for a contract-2-only rule (docs/contract.md, `json-v2#...`).
     ContractV2,
-    /// `DESIGN.md`, "Decisions where v3 is silent or upstream differs".
+    /// Our decisions where the contract is silent (docs/contract.md, `design#decisions`).
     Design,
 }
 
@@ -130,10 +130,7 @@ pub const SECTIONS: &[(&str, &str)] = &[
     ("json-v2#per-command-data", "Contract 2: Per-command data"),
     ("json-v2#streaming", "Contract 2: Streaming"),
     ("json-v2#versioning", "Contract 2: Versioning"),
-    (
-        "design#decisions",
-        "DESIGN.md: Decisions where v3 is silent or upstream differs",
-    ),
+    ("design#decisions", "Decisions where v3 is silent"),
 ];
 
 /// Returns the human title of a section anchor.

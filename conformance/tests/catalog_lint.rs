@@ -1,5 +1,6 @@
 //! The catalog lint: every id unique and well-formed, cited (a known section and a quote
-//! found verbatim in the contract or DESIGN.md when those are reachable), documented, and
+//! found verbatim in the contract text or its decisions table when a copy is reachable
+//! through STOAT_SHARED_DIR; every section id defined in docs/contract.md), documented, and
 //! wired (scenario checks have a body; mutant operators name real checks). Also keeps
 //! docs/checks.md current.
 
@@ -161,4 +162,21 @@ fn docs_checks_md_is_current() {
     }
     let actual = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(actual == expected, "docs/checks.md is stale: run `stoat-conformance list --format md > docs/checks.md` (or STOAT_BLESS=1 cargo test)");
+}
+
+/// Every section id a check may cite is defined in docs/contract.md, so a citation always
+/// resolves to a file in this repository.
+#[test]
+fn every_section_id_is_defined_in_docs_contract() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/contract.md");
+    let text = std::fs::read_to_string(&path).expect("docs/contract.md");
+    let missing: Vec<&str> = SECTIONS
+        .iter()
+        .map(|(anchor, _)| *anchor)
+        .filter(|anchor| !text.contains(&format!("`{anchor}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "not defined in docs/contract.md: {missing:?}"
+    );
 }

@@ -302,8 +302,7 @@ fn prove_and_tap_parser_count_every_report_alike() {
     let dir = tempfile::tempdir().expect("tmp");
     for (name, json_path) in reports() {
         let report: Value =
-            serde_json::from_str(&std::fs::read_to_string(&json_path).expect("read"))
-                .expect("json");
+            serde_json::from_str(&std::fs::read_to_string(json_path).expect("read")).expect("json");
         let rows = rows(&report);
         let tap = dir.path().join(format!("{name}.tap"));
         render(json_path, "tap", &[], &tap);
@@ -433,8 +432,7 @@ fn junit_validates_and_two_parsers_read_it() {
     let dir = tempfile::tempdir().expect("tmp");
     for (name, json_path) in reports() {
         let report: Value =
-            serde_json::from_str(&std::fs::read_to_string(&json_path).expect("read"))
-                .expect("json");
+            serde_json::from_str(&std::fs::read_to_string(json_path).expect("read")).expect("json");
         let rows = rows(&report);
         let xml = dir.path().join(format!("{name}.xml"));
         render(json_path, "junit", &[], &xml);

@@ -144,7 +144,7 @@ pub(crate) const fn scenario(
     }
 }
 
-/// The same entry, citing DESIGN.md's decision table instead of the contract.
+/// The same entry, citing the decisions in docs/contract.md (design#decisions) instead of the contract.
 pub(crate) const fn from_design(mut def: CheckDef) -> CheckDef {
     def.source = Source::Design;
     def

@@ -1,7 +1,8 @@
 //! Owns the rule that `error.code` is one of the judged edition's codes (CODES.known).
 //!
 //! The lists are this suite's own reading of each edition's code table, kept independent of
-//! `impl/wire` on purpose. Implements "Error codes" of contract 3 and of contract 2.
+//! `impl/wire` on purpose. Implements json-v3#error-codes and its
+//! contract-2 reading (docs/contract.md).
 
 use super::{at, Sink, Stream};
 use crate::spec::Edition;

@@ -1,6 +1,6 @@
 //! Owns the stream and envelope rules: JSON lines, `v`/`type`/`cmd` on every line, exactly
 //! one result and last, `ok` only on the result, `data` xor `error`, the error object, no
-//! ANSI escapes. Implements stoat-json-v3 "The consumer contract" and "The envelope".
+//! ANSI escapes. Implements json-v3#consumer-contract, json-v3#envelope.
 
 use serde_json::Value;
 

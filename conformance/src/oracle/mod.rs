@@ -3,8 +3,7 @@
 //! Given a [`Capture`] and a [`Context`] (is it `--json` mode, which `cmd` is expected,
 //! which canaries must never appear) it returns a [`Judgement`]: the parsed lines, the
 //! outcome (ok / failed / crashed) and every [`Finding`]. It never runs anything.
-//! Implements stoat-json-v3 "The consumer contract", "The envelope", "Exit codes",
-//! "What is deliberately absent", "Types" (lists) and "exec and non-UTF-8 output".
+//! Implements json-v3#consumer-contract, json-v3#envelope, json-v3#exit-codes, json-v3#absent, json-v3#types (lists) and "exec and non-UTF-8 output".
 
 mod codes;
 mod envelope;

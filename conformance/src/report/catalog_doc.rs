@@ -42,7 +42,8 @@ pub fn markdown() -> String {
          # stoat-conformance check catalog\n\n\
          Every check has a stable id, a level (MUST fails the run, SHOULD warns), a tier (pure: the SUT alone; \
          fake: the fake host tools on PATH; real: QEMU and the test guest) and the sentence of the contract \
-         (or of DESIGN.md's decision table) it enforces. **Oracle** checks are applied to every invocation the \
+         (or of our decisions where it is silent) it enforces, with the id of that rule in \
+         [docs/contract.md](contract.md). **Oracle** checks are applied to every invocation the \
          suite makes; **scenario** checks run their own invocations. **Editions** lists the contract editions \
          a check's rule holds in (`2, 3`: both read the same; a contract-3-only rule says what differs in \
          contract 2, which is how the migration view explains a contract-2 implementation's failures).\n\n",
@@ -61,10 +62,10 @@ pub fn markdown() -> String {
         let source = match def.source {
             Source::Contract => "contract",
             Source::ContractV2 => "contract 2",
-            Source::Design => "DESIGN.md",
+            Source::Design => "decisions",
         };
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} | {} | {} \u{a7} {}: \"{}\" |\n",
+            "| `{}` | {} | {} | {} | {} | {} | {} `{}` ({}): \"{}\" |\n",
             def.id,
             def.level.as_str(),
             def.tier.as_str(),
@@ -75,6 +76,7 @@ pub fn markdown() -> String {
             editions_cell(def.editions),
             escape(def.title),
             source,
+            def.spec,
             section_title(def.spec).unwrap_or(def.spec),
             escape(def.quote)
         ));

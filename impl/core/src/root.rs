@@ -1,7 +1,7 @@
 //! The data root: where it is, what lives in it, and which names are reserved.
 //!
 //! `$STOAT_HOME`, else `$HOME/.stoat`. VMs live directly under it as `<root>/<name>/vm.toml`;
-//! `isos recipes shared logs guests` are reserved (DESIGN.md "data root"; `guests` holds user
+//! `isos recipes shared logs guests` are reserved (design#data-root; `guests` holds user
 //! guest OS definitions).
 
 use std::path::{Path, PathBuf};

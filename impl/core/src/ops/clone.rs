@@ -1,8 +1,8 @@
 //! `clone`: a new stopped VM from a stopped one, its disk a qcow2 overlay backed by the
 //! source's disk; configuration copied, forwards and applied-recipe state not.
 //!
-//! Implements upstream facts §7 "clone" without bug §11.8 (allow_exec and display are
-//! copied, and agent_access too). stoat-json-v3 `clone` → `{vm, source, forwards_copied}`.
+//! Implements docs/contract.md behaviour#host-commands without docs/contract.md behaviour#not-copied (allow_exec and display are
+//! copied, and agent_access too). json-v3#per-command-data: `clone` → `{vm, source, forwards_copied}`.
 
 use crate::vm::{self, StoredVm, VmConfig};
 use crate::{lock, ports, Env, Error, Result, Root};

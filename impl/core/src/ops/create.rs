@@ -2,8 +2,8 @@
 //! the data-root lock, an atomic vm.toml, its `shared/<name>` directory and, in disk mode, an
 //! empty qcow2 disk.
 //!
-//! Implements upstream facts §1.5 (create flags), §2 (name rules, ports, locks), §3 "Create
-//! image resolution", §12 item 9; stoat-json-v3 `create` → `{vm: VM}`.
+//! Implements behaviour#cli (create flags and defaults), behaviour#data-root (name rules,
+//! ports, locks) and behaviour#images (image resolution) of docs/contract.md; json-v3#per-command-data: `create` → `{vm: VM}`.
 
 use std::io::Read;
 

@@ -1,7 +1,7 @@
 //! `rm`: delete a VM (broken ones too) and its `shared/<name>` export, never while it runs,
 //! never a directory outside the data root.
 //!
-//! Implements upstream facts §2 "Delete" and §7 "rm". Confirmation (`-y`, the prompt,
+//! Implements docs/contract.md behaviour#data-root and behaviour#host-commands. Confirmation (`-y`, the prompt,
 //! `confirmation_required`) is the caller's: core never reads a terminal.
 
 use std::path::Path;

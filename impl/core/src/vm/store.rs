@@ -24,6 +24,8 @@ pub struct StoredVm {
 }
 
 /// A VM directory as loaded: usable or broken.
+// A listing holds one per VM directory: the size gap between the variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Loaded {
     Ok(StoredVm),
