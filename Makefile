@@ -59,6 +59,7 @@ conformance: setup build
 bench:
 	$(CARGO) bench -p stoat-cli --bench invocation
 	impl/cli/benches/pull_vs_curl.sh
+	impl/cli/benches/clone_vs_copy.sh
 	GUEST=$(GUEST_DIR) impl/cli/benches/runtime_vs_raw.sh
 	$(CARGO) build -p stoat-cli && $(CARGO) bench -p stoat-conformance --bench suite
 

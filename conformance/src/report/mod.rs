@@ -168,6 +168,10 @@ impl Report {
                 .into_iter()
                 .collect(),
             duration_ms: 0,
+            editions: def
+                .map(|d| d.editions.list().iter().map(|e| e.number()).collect())
+                .unwrap_or_default(),
+            migration: None,
         }
     }
 
@@ -229,9 +233,21 @@ pub fn first_finding(row: &CheckResult) -> Option<String> {
 /// The closing line every human-facing summary ends with (`N passed, N failed, N skipped`).
 ///
 /// The summary already counts a failed smoke stage as one failure.
+/// A run that judged nothing it was asked to says so (it fails), and what was not run is
+/// named with its reason.
 pub fn closing_line(summary: &Summary) -> String {
+    let mut tail = String::new();
+    if !summary.vacuous.is_empty() {
+        tail.push_str(&format!(
+            "; FAILED: judged nothing it was asked to: {} (pass --allow-empty to accept)",
+            summary.vacuous.join("; ")
+        ));
+    }
+    if !summary.not_run.is_empty() {
+        tail.push_str(&format!("; not run: {}", summary.not_run.join("; ")));
+    }
     format!(
-        "{} passed, {} failed, {} skipped",
+        "{} passed, {} failed, {} skipped{tail}",
         summary.passed + summary.warned + summary.expected_failures,
         summary.failed + summary.crashed + summary.stale_baseline + summary.errored,
         summary.skipped

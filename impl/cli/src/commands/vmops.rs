@@ -173,7 +173,7 @@ fn confirm_delete(ctx: &Ctx, name: &str) -> Result<()> {
 /// `clone`.
 pub fn clone(ctx: &Ctx, args: CloneArgs) -> Result<Reply> {
     let root = ctx.root()?;
-    let stored = ops::clone::clone(root, &ctx.env, &args.source, &args.name)?;
+    let stored = ops::clone::clone(root, &ctx.env, &args.source, &args.name, &ctx.cancel)?;
     stoat_core::log::append(
         root,
         "info",
