@@ -645,7 +645,9 @@ fn create(ctx: &Ctx, args: &Args) -> Result<Value> {
 }
 
 fn start(ctx: &Ctx, args: &Args) -> Result<Value> {
-    Ok(to_value(&app::runtime::up(ctx, &args.str("vm"), true)?.data))
+    Ok(to_value(
+        &app::runtime::up(ctx, &args.str("vm"), true)?.data,
+    ))
 }
 
 fn stop(ctx: &Ctx, args: &Args) -> Result<Value> {
@@ -691,12 +693,8 @@ fn clone(ctx: &Ctx, args: &Args) -> Result<Value> {
 }
 
 fn snapshot(ctx: &Ctx, args: &Args) -> Result<Value> {
-    let data = app::host::snapshot_act(
-        ctx,
-        &args.str("vm"),
-        &args.str("tag"),
-        SnapshotAction::Save,
-    )?;
+    let data =
+        app::host::snapshot_act(ctx, &args.str("vm"), &args.str("tag"), SnapshotAction::Save)?;
     Ok(to_value(&data))
 }
 
