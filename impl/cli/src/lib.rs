@@ -12,6 +12,7 @@ mod grammar;
 mod human;
 mod mcp;
 mod output;
+mod progress;
 pub mod scan;
 mod signals;
 
@@ -28,6 +29,8 @@ pub use output::Reply;
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// What the command line asked for once parsed.
+// Built once per process: the size gap between the variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Parsed {
     Command(grammar::Command),
     Exec(exec_args::ExecArgs),
@@ -115,6 +118,7 @@ fn run(
         Parsed::Exec(exec) => commands::runtime::exec(&ctx, exec),
         Parsed::Command(command) => commands::dispatch(&ctx, command),
     };
+    ctx.finish_progress();
     output::finish(emitter, cmd, result, json)
 }
 
