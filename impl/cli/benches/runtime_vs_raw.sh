@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Benchmarks of the runtime against raw tools on the real test guest (the runtime speed budget):
 #   1. `stoat up` + `stoat wait --until reachable` vs raw qemu-system-x86_64 (the very argv
-#      stoat used, read back from /proc) + an ssh poll, both on a second boot.  aim: 1.15x
-#   2. `stoat --json exec vm cat <16 MiB>` vs raw `ssh ... cat`, for UTF-8 and binary output,
-#      with stoat's peak RSS.                                     aim: 1.2x, RSS < 4x output
+#      stoat used, read back from /proc) + an ssh poll, both on a second boot.  aim: 1.05x
+#   2. `stoat --json exec vm true` (over the VM's reused connection) vs a fresh raw
+#      `ssh ... true`, median of RUNS each.                                   aim: 0.25x
+#   3. `stoat --json exec vm cat <16 MiB>` vs raw `ssh ... cat`, for UTF-8 and binary output,
+#      with stoat's peak RSS.                                     aim: 1.1x, RSS < 4x output
+#   4. `stoat cp` of 16 MiB to and from the guest vs a fresh raw `scp` with the same options.
+#                                                                             aim: 1.1x
 #
 #   GUEST=.guest impl/cli/benches/runtime_vs_raw.sh   (make bench runs it when .guest exists)
 #
@@ -31,6 +35,21 @@ trap cleanup EXIT
 now() { date +%s.%N; }
 ratio() { python3 -c "import sys; a,b=map(float,sys.argv[1:]); print(f'{a/b:.2f}x')" "$1" "$2"; }
 secs() { python3 -c "import sys; a,b=map(float,sys.argv[1:]); print(f'{b-a:.3f}')" "$1" "$2"; }
+RUNS="${RUNS:-15}"
+# Median wall seconds of RUNS runs of a command (its output discarded; it must succeed).
+median() {
+    python3 - "$RUNS" "$@" <<'PY'
+import statistics, subprocess, sys, time
+runs, argv = int(sys.argv[1]), sys.argv[2:]
+samples = []
+for _ in range(runs):
+    started = time.perf_counter()
+    subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=True)
+    samples.append(time.perf_counter() - started)
+print(f"{statistics.median(samples):.4f}")
+PY
+}
+row() { printf '%-44s %8ss   %-30s %8ss   ratio %s\n' "$1" "$2" "$3" "$4" "$(ratio "$2" "$4")"; }
 
 "$stoat" create bench --image "$image" --ram 256 --cpus 1 >/dev/null
 mapfile -t ssh_argv < <("$stoat" --json ssh-command bench | python3 -c 'import json,sys; [print(a) for a in json.loads(sys.stdin.read())["data"]["argv"]]')
@@ -56,19 +75,31 @@ until "${ssh_argv[@]}" true 2>/dev/null; do sleep 0.1; done
 t1=$(now)
 raw_boot=$(secs "$t0" "$t1")
 kill "$qemu_pid"; while kill -0 "$qemu_pid" 2>/dev/null; do sleep 0.05; done; qemu_pid=""
-printf '%-44s %8ss   %-30s %8ss   ratio %s\n' "stoat up + wait reachable" "$stoat_boot" "raw qemu + ssh poll" "$raw_boot" "$(ratio "$stoat_boot" "$raw_boot")"
+row "stoat up + wait reachable" "$stoat_boot" "raw qemu + ssh poll" "$raw_boot"
 
-# 2. exec of 16 MiB.
+# 2. A short command: the first exec starts the reused connection, later ones ride it.
 "$stoat" up bench --no-apply >/dev/null
 "$stoat" wait bench --until reachable --timeout 300s >/dev/null
 "$stoat" exec bench -- sh -c 'head -c 16777216 /dev/urandom > /tmp/bin; base64 /tmp/bin | head -c 16777216 > /tmp/txt' >/dev/null
+row "stoat --json exec true (median of $RUNS)" "$(median "$stoat" --json exec bench true)" "fresh raw ssh true" "$(median "${ssh_argv[@]}" true)"
+
+# 3. exec of 16 MiB (median of 3 runs each; peak RSS from one more run).
 for kind in txt bin; do
-    t0=$(now); "${ssh_argv[@]}" cat /tmp/$kind > /dev/null; t1=$(now)
-    raw=$(secs "$t0" "$t1")
-    t0=$(now)
+    raw=$(RUNS=3 median "${ssh_argv[@]}" cat /tmp/$kind)
+    ours=$(RUNS=3 median "$stoat" --json exec bench cat /tmp/$kind)
     rss=$( { /usr/bin/time -f '%M' "$stoat" --json exec bench cat /tmp/$kind > /dev/null; } 2>&1 | tail -1)
-    t1=$(now)
-    ours=$(secs "$t0" "$t1")
     label="stoat --json exec cat 16 MiB ($kind)"
     printf '%-44s %8ss   %-30s %8ss   ratio %s   peak RSS %s MiB (%.1fx output)\n' "$label" "$ours" "raw ssh cat" "$raw" "$(ratio "$ours" "$raw")" "$((rss / 1024))" "$(python3 -c "print($rss/1024/16)")"
 done
+
+# 4. cp of 16 MiB both ways, against scp with the options stoat passes (from ssh-command's).
+mapfile -t scp_argv < <(printf '%s\n' "${ssh_argv[@]}" | python3 -c '
+import sys
+argv = sys.stdin.read().split("\n")[:-1]
+port = argv[argv.index("-p") + 1]
+rest = [a for i, a in enumerate(argv[1:-1], 1) if a != "-p" and argv[i - 1] != "-p"]
+print("\n".join(["scp", "-P", port, "-q", *rest]))')
+login="${ssh_argv[-1]}"
+head -c 16777216 /dev/urandom > "$work/up.bin"
+row "stoat cp 16 MiB to the guest" "$(RUNS=5 median "$stoat" --json cp "$work/up.bin" bench:/tmp/up.bin)" "fresh raw scp to" "$(RUNS=5 median "${scp_argv[@]}" "$work/up.bin" "$login:/tmp/up.bin")"
+row "stoat cp 16 MiB from the guest" "$(RUNS=5 median "$stoat" --json cp bench:/tmp/up.bin "$work/down.bin")" "fresh raw scp from" "$(RUNS=5 median "${scp_argv[@]}" "$login:/tmp/up.bin" "$work/down.bin")"

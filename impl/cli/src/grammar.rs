@@ -27,7 +27,10 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+// Deferred: each subcommand's arguments are built only when that subcommand is parsed, not
+// all of them on every run (most of clap's share of a short command's cost).
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// List VMs
     Ls(LsArgs),
