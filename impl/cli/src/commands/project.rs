@@ -463,17 +463,17 @@ fn converge(ctx: &Ctx, project: &Project, decl: &Declaration) -> Result<vm::Stor
     };
     let running = stored.running_pid().is_some();
     let image_matches = status::image_matches(root, &ctx.env, decl, &stored.config);
-    let drift = status::compare(decl, &stored.config, running, image_matches).map_err(|why| {
-        if why.starts_with("disk:") {
-            Error::DiskShrink {
-                name: decl.name.clone(),
-                current: stored.config.disk.clone(),
-                requested: decl.disk.clone().unwrap_or_default(),
+    let drift =
+        status::compare(decl, &stored.config, running, image_matches).map_err(|mismatch| {
+            match mismatch {
+                status::Mismatch::Disk(_) => Error::DiskShrink {
+                    name: decl.name.clone(),
+                    current: stored.config.disk.clone(),
+                    requested: decl.disk.clone().unwrap_or_default(),
+                },
+                status::Mismatch::Immutable(why) => Error::ImmutableField(why),
             }
-        } else {
-            Error::ImmutableField(why)
-        }
-    })?;
+        })?;
     if running || drift.is_empty() {
         return Ok(stored);
     }
