@@ -29,7 +29,7 @@ pub(super) const CHECKS: &[CheckDef] = &[
 ];
 
 /// A sandbox whose `STOAT_CATALOG` names the loopback server's images.
-fn with_catalog(case: &Case<'_>) -> Result<(Sandbox, ImageFiles), HarnessError> {
+pub(super) fn with_catalog(case: &Case<'_>) -> Result<(Sandbox, ImageFiles), HarnessError> {
     let files = ImageFiles::start(case.seed())?;
     let mut sandbox = case.sandbox()?;
     let path = sandbox.root.join("catalog.toml");

@@ -181,6 +181,16 @@ impl<'a> Case<'a> {
         })
     }
 
+    /// The system under test (for the invocations a scenario watches while they run).
+    pub fn sut(&self) -> &Sut {
+        &self.env.sut
+    }
+
+    /// The run's per-invocation timeout.
+    pub fn timeout(&self) -> Duration {
+        self.env.timeout
+    }
+
     /// The guest directory of the real tier (`--guest`), when given.
     pub fn guest(&self) -> Option<&std::path::Path> {
         self.env.guest.as_deref()
