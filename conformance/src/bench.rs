@@ -46,7 +46,8 @@ pub fn time_run(sut: &Sut, fakes: Option<PathBuf>, jobs: usize) -> Result<Timing
         skip_smoke: false,
         oracle: None,
         guest: None,
-        edition: Default::default(),
+        contract: Default::default(),
+        allow_empty: false,
     };
     let started = Instant::now();
     let mut report = Report::default();

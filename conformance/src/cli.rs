@@ -134,9 +134,28 @@ struct RunArgs {
     /// Also print passing checks.
     #[arg(short, long)]
     verbose: bool,
+    /// The contract edition to judge by: auto (the one the SUT names in `--json version`),
+    /// 2 or 3. Naming an edition the SUT does not speak gives the migration view.
+    #[arg(long, value_name = "auto|2|3", default_value = "auto", value_parser = parse_contract)]
+    contract: run::Contract,
+    /// Pass a run that judged nothing it was asked to (a selected tier that ran nothing, no
+    /// MUST check run, a selection that matched nothing); by default such a run fails.
+    #[arg(long)]
+    allow_empty: bool,
     /// The system under test and its fixed leading arguments.
     #[arg(last = true, required = true, value_name = "SUT")]
     sut: Vec<String>,
+}
+
+fn parse_contract(text: &str) -> Result<run::Contract, String> {
+    if text == "auto" {
+        return Ok(run::Contract::Auto);
+    }
+    text.parse::<u64>()
+        .ok()
+        .and_then(crate::spec::Edition::from_number)
+        .map(run::Contract::Fixed)
+        .ok_or_else(|| format!("unknown contract edition {text:?} (auto, 2, 3)"))
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -330,7 +349,8 @@ fn run_command(args: RunArgs) -> Result<u8, HarnessError> {
         skip_smoke: false,
         oracle: None,
         guest,
-        edition: Default::default(),
+        contract: args.contract,
+        allow_empty: args.allow_empty,
     };
     let (summary, smoke_failed) = run::run(config, &mut |event| {
         for reporter in reporters.iter_mut() {

@@ -20,6 +20,8 @@ fn result(id: &str, status: Status, findings: Vec<Finding>) -> Event {
         findings,
         invocations: Vec::new(),
         duration_ms: 3,
+        editions: vec![2, 3],
+        migration: None,
     }))
 }
 
@@ -39,6 +41,9 @@ fn events() -> Vec<Event> {
         Event::Started(RunInfo {
             suite_version: "0.1.0".into(),
             contract: 3,
+            sut_contract: Some(3),
+            contract_source: "auto".into(),
+            migration: false,
             sut: "stoat".into(),
             sut_version: Some("1.2.3".into()),
             seed: 7,

@@ -16,29 +16,29 @@ pub(super) const CHECKS: &[CheckDef] = &[
 use serde_json::{json, Value};
 
 use super::helpers::{expect_eq, str_at, with_work};
-use super::{scenario, Tier};
+use super::{scenario, v3_only, Tier};
 use crate::error::HarnessError;
 use crate::finding::Level::Must;
 use crate::run::{Case, Ran};
 use crate::sandbox::Sandbox;
 
 pub(super) const SCENARIOS: &[CheckDef] = &[
-    scenario("INIT.result", Must, Tier::Pure, "json-v3#per-command-data", "init InitResult",
-        "`init` answers InitResult {path, project, gitignore_updated} and path names the stoat.toml it wrote", &["project", "init"], init_result),
-    scenario("STATUS.undeclared-no-state", Must, Tier::Pure, "json-v3#types", "ProjectStatusVM.state is missing for a declared VM that does not exist yet, otherwise a VM.state value.",
-        "`status` lists a declared VM that does not exist with key and name, no state, drift []", &["project", "status"], status_undeclared),
-    scenario("STATUS.drift", Must, Tier::Fake, "json-v3#types", "Drift {\"field\":\"cpus\",\"from\":\"2\",\"to\":\"4\",\"needs_restart\":true}",
-        "after the declaration's cpus changes from 2 to 4, `status` reports drift {field: cpus, from: \"2\", to: \"4\", needs_restart: bool}", &["project", "status"], status_drift),
-    scenario("STATUS.immutable-field", Must, Tier::Fake, "json-v3#types", "drift is empty when error is set: an immutable-field mismatch (image or disk) stops the comparison before the rest of the fields are checked.",
-        "after the declaration's image changes, `status` reports that VM with an error and drift []", &["project", "status"], status_immutable),
-    scenario("PROJECT.ls-fields", Must, Tier::Fake, "json-v3#types", "VM.project is the absolute directory of the stoat.toml that declared this VM, and VM.key is the declaration key, both empty for a VM stoat create made outside a project.",
-        "`ls --project` lists the project's VMs with project (its directory) and key; a VM made outside it has project \"\" and key \"\" in `ls`", &["project", "ls"], ls_project),
-    scenario("PROJECT.fanout-order-skipped", Must, Tier::Fake, "json-v3#types", "skipped means a VM earlier in declaration order failed and this one was never attempted; ProjectRun.vms always lists every declared VM, in declaration order",
-        "no-name `up` with a failing second declaration answers ProjectRun [ok, error (with error), skipped] in declaration order, and the skipped VM was not created", &["project", "up"], fanout_order_skipped),
-    scenario("PROJECT.fanout-commands", Must, Tier::Fake, "json-v3#per-command-data", "up, down, apply, wait, rm (no VM, project scope) ProjectRun",
-        "no-name up, down, wait, apply and rm -y each answer a ProjectRun listing every declared VM in order, with cmd the command's own name", &["project"], fanout_commands),
-    scenario("PROJECT.rm-confirmation", Must, Tier::Pure, "json-v3#json-implies", "rm without -y fails with confirmation_required rather than prompting.",
-        "no-name `rm` at project scope without -y fails with confirmation_required", &["project", "rm"], rm_confirmation),
+    v3_only(scenario("INIT.result", Must, Tier::Pure, "json-v3#per-command-data", "init InitResult",
+        "`init` answers InitResult {path, project, gitignore_updated} and path names the stoat.toml it wrote", &["project", "init"], init_result), "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3"),
+    v3_only(scenario("STATUS.undeclared-no-state", Must, Tier::Pure, "json-v3#types", "ProjectStatusVM.state is missing for a declared VM that does not exist yet, otherwise a VM.state value.",
+        "`status` lists a declared VM that does not exist with key and name, no state, drift []", &["project", "status"], status_undeclared), "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3"),
+    v3_only(scenario("STATUS.drift", Must, Tier::Fake, "json-v3#types", "Drift {\"field\":\"cpus\",\"from\":\"2\",\"to\":\"4\",\"needs_restart\":true}",
+        "after the declaration's cpus changes from 2 to 4, `status` reports drift {field: cpus, from: \"2\", to: \"4\", needs_restart: bool}", &["project", "status"], status_drift), "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3"),
+    v3_only(scenario("STATUS.immutable-field", Must, Tier::Fake, "json-v3#types", "drift is empty when error is set: an immutable-field mismatch (image or disk) stops the comparison before the rest of the fields are checked.",
+        "after the declaration's image changes, `status` reports that VM with an error and drift []", &["project", "status"], status_immutable), "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3"),
+    v3_only(scenario("PROJECT.ls-fields", Must, Tier::Fake, "json-v3#types", "VM.project is the absolute directory of the stoat.toml that declared this VM, and VM.key is the declaration key, both empty for a VM stoat create made outside a project.",
+        "`ls --project` lists the project's VMs with project (its directory) and key; a VM made outside it has project \"\" and key \"\" in `ls`", &["project", "ls"], ls_project), "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3"),
+    v3_only(scenario("PROJECT.fanout-order-skipped", Must, Tier::Fake, "json-v3#types", "skipped means a VM earlier in declaration order failed and this one was never attempted; ProjectRun.vms always lists every declared VM, in declaration order",
+        "no-name `up` with a failing second declaration answers ProjectRun [ok, error (with error), skipped] in declaration order, and the skipped VM was not created", &["project", "up"], fanout_order_skipped), "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3"),
+    v3_only(scenario("PROJECT.fanout-commands", Must, Tier::Fake, "json-v3#per-command-data", "up, down, apply, wait, rm (no VM, project scope) ProjectRun",
+        "no-name up, down, wait, apply and rm -y each answer a ProjectRun listing every declared VM in order, with cmd the command's own name", &["project"], fanout_commands), "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3"),
+    v3_only(scenario("PROJECT.rm-confirmation", Must, Tier::Pure, "json-v3#json-implies", "rm without -y fails with confirmation_required rather than prompting.",
+        "no-name `rm` at project scope without -y fails with confirmation_required", &["project", "rm"], rm_confirmation), "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3"),
 ];
 
 /// The declarations of a project: (key, image, cpus).

@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use super::helpers::{expect_eq, get_vm, str_at, with_work};
-use super::{scenario, CheckDef, Tier};
+use super::{scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
 use crate::finding::Level::Must;
 use crate::run::Case;
@@ -20,8 +20,8 @@ pub(super) const CHECKS: &[CheckDef] = &[
         "with the real qemu-img: data written to the disk after `snapshot work clean` is gone after `snapshot work clean --restore`", &["snapshot", "state"], snapshot_restore_restores),
     scenario("CLONE.forwards-agree", Must, Tier::Pure, "json-v3#per-command-data", "clone {\"vm\":VM,\"source\":\"work\",\"forwards_copied\":false}",
         "the clone's stored forwards (a later `get` and `ls`) agree with forwards_copied: none when false, the source's when true", &["clone", "state", "forward"], clone_forwards_agree),
-    scenario("LS.allow-exec-prefield", Must, Tier::Pure, "json-v3#types", "For compatibility, an absent key still appears as allow_exec:true in the VM DTO.",
-        "`ls` (not only `get`) shows a VM without allow_exec as allow_exec:true/agent_access manage, stored true as exec, stored false as false/manage", &["ls", "access"], ls_allow_exec_prefield),
+    v3_only(scenario("LS.allow-exec-prefield", Must, Tier::Pure, "json-v3#types", "For compatibility, an absent key still appears as allow_exec:true in the VM DTO.",
+        "`ls` (not only `get`) shows a VM without allow_exec as allow_exec:true/agent_access manage, stored true as exec, stored false as false/manage", &["ls", "access"], ls_allow_exec_prefield), "contract 2 has allow_exec but no agent_access"),
     scenario("WAIT.waited-ms-wall", Must, Tier::Pure, "json-v3#per-command-data", "wait {\"vm\":\"work\",\"until\":\"reachable\",\"reached\":true,\"waited_ms\":4210}",
         "waited_ms is milliseconds: never more than the wall time the suite measured around the whole invocation", &["wait", "units"], waited_ms_wall),
     scenario("PULL.progress-bytes", Must, Tier::Pure, "json-v3#streaming", "{\"v\":3,\"type\":\"progress\",\"cmd\":\"pull\",\"data\":{\"id\":\"alpine-virt\",\"done\":62914560,\"total\":62914560,\"percent\":100}}",

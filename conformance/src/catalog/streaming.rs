@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::helpers::{expect_eq, str_at, Banner};
 use super::live::{Next, Watched};
-use super::{scenario, CheckDef, Tier};
+use super::{scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
 use crate::fakes::script::{FakeScript, Rule};
 use crate::finding::Level::Must;
@@ -21,8 +21,8 @@ pub(super) const CHECKS: &[CheckDef] = &[
         "`apply work`: the recipe's first log line reaches the consumer while the recipe is still running (the recipe waits for the suite to see it)", &["apply", "events", "streaming"], events_before_exit),
     scenario("STREAM.eof-at-exit", Must, Tier::Fake, "json-v3#consumer-contract", "Exactly one line has \"type\":\"result\", and it is last. Read to EOF and take it.",
         "stdout reaches EOF when the process exits, for `version` and for `up work` (which leaves qemu running)", &["streaming", "up"], eof_at_exit),
-    scenario("UP.applies-recipes", Must, Tier::Fake, "json-v3#streaming", "up emits the stage and log events of the apply it runs after boot, with \"cmd\":\"up\", and its result comes after that apply has finished.",
-        "`up work` on a VM listing a recipe streams stage {recipe} and the recipe's log lines with cmd up, the result last, and `get` then records the recipe applied", &["up", "apply", "events"], up_applies),
+    v3_only(scenario("UP.applies-recipes", Must, Tier::Fake, "json-v3#streaming", "up emits the stage and log events of the apply it runs after boot, with \"cmd\":\"up\", and its result comes after that apply has finished.",
+        "`up work` on a VM listing a recipe streams stage {recipe} and the recipe's log lines with cmd up, the result last, and `get` then records the recipe applied", &["up", "apply", "events"], up_applies), "contract 2's up emits no stage or log events"),
 ];
 
 /// Writes `<root>/recipes/<name>/` with a manifest (alpine) and `script` as install.sh.

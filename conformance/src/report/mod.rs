@@ -119,9 +119,21 @@ impl Report {
 /// The closing line every human-facing summary ends with.
 ///
 /// A failed smoke stage counts as one failure, so CI never reads "0 failed" for it.
+/// A run that judged nothing it was asked to says so (it fails), and what was not run is
+/// named with its reason.
 pub fn closing_line(summary: &Summary, smoke_failed: bool) -> String {
+    let mut tail = String::new();
+    if !summary.vacuous.is_empty() {
+        tail.push_str(&format!(
+            "; FAILED: judged nothing it was asked to: {} (pass --allow-empty to accept)",
+            summary.vacuous.join("; ")
+        ));
+    }
+    if !summary.not_run.is_empty() {
+        tail.push_str(&format!("; not run: {}", summary.not_run.join("; ")));
+    }
     format!(
-        "{} passed, {} failed, {} skipped",
+        "{} passed, {} failed, {} skipped{tail}",
         summary.passed + summary.warned + summary.expected_failures,
         summary.failed
             + summary.crashed

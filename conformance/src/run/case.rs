@@ -16,9 +16,10 @@ use crate::spec::Edition;
 use super::sut::{SpawnRequest, StdinPlan, Sut};
 
 /// What every case of a run shares.
+#[derive(Clone)]
 pub struct RunEnv {
     pub sut: Sut,
-    pub oracle: Oracle,
+    pub oracle: std::sync::Arc<Oracle>,
     /// The `stoat-fake` binary.
     pub fakes: Option<std::path::PathBuf>,
     pub timeout: Duration,
@@ -27,6 +28,9 @@ pub struct RunEnv {
     pub guest: Option<std::path::PathBuf>,
     /// The contract edition every invocation is judged by.
     pub edition: Edition,
+    /// In the migration view, the edition the SUT speaks: every invocation is judged by it
+    /// too, so a failure can be told apart from one that edition also forbids.
+    pub also_judge: Option<Edition>,
 }
 
 /// One invocation to make.
@@ -114,6 +118,23 @@ pub fn expected_cmd(args: &[String]) -> Option<String> {
     Some(cmd.to_string())
 }
 
+/// The `cmd` an invocation should answer with in `edition`: contract 2's `provision` is a
+/// command of its own, contract 3's answers as `apply`.
+fn edition_cmd(inv: &Inv, edition: Edition) -> Option<String> {
+    let provision = inv
+        .args
+        .iter()
+        .find(|a| !a.starts_with('-'))
+        .map(String::as_str)
+        == Some("provision");
+    match edition {
+        Edition::V2 if provision && inv.expect_cmd.as_deref() == Some("apply") => {
+            Some("provision".to_string())
+        }
+        _ => inv.expect_cmd.clone(),
+    }
+}
+
 /// One invocation made, judged.
 pub struct Ran {
     pub capture: Capture,
@@ -154,6 +175,8 @@ pub struct Case<'a> {
     pub invocations: Vec<InvocationRecord>,
     pub crashed: bool,
     pub skipped: Option<String>,
+    /// Per invocation (by index), the oracle rules the `also_judge` edition flagged there.
+    pub also_flagged: Vec<BTreeSet<&'static str>>,
 }
 
 impl<'a> Case<'a> {
@@ -167,6 +190,7 @@ impl<'a> Case<'a> {
             invocations: Vec::new(),
             crashed: false,
             skipped: None,
+            also_flagged: Vec::new(),
         }
     }
 
@@ -263,12 +287,26 @@ impl<'a> Case<'a> {
             json: inv.json,
         })?;
         let context = Context {
-            expect_cmd: inv.expect_cmd.clone(),
+            expect_cmd: edition_cmd(&inv, self.env.edition),
             canaries: sandbox.canaries(),
             edition: self.env.edition,
         };
         let judgement = self.env.oracle.judge(&spawned.capture, &context);
         let index = self.invocations.len();
+        if let Some(edition) = self.env.also_judge {
+            let other = Context {
+                edition,
+                expect_cmd: edition_cmd(&inv, edition),
+                ..context.clone()
+            };
+            let flagged = self.env.oracle.judge(&spawned.capture, &other).findings;
+            self.also_flagged.push(
+                flagged
+                    .iter()
+                    .filter_map(|f| crate::catalog::find(&f.check_id).map(|d| d.id))
+                    .collect(),
+            );
+        }
         self.oracle_findings
             .extend(judgement.findings.iter().cloned().map(|f| (index, f)));
         self.exercised.extend(judgement.exercised.iter().copied());
@@ -291,6 +329,9 @@ impl<'a> Case<'a> {
         self.exercised.insert(ID);
         let changes = changes_between(before, &sandbox.outside_snapshot());
         if !changes.is_empty() {
+            if let Some(flagged) = self.also_flagged.get_mut(index) {
+                flagged.insert(ID);
+            }
             let finding = Finding::new(
                 ID,
                 "filesystem",
