@@ -7,11 +7,11 @@ CARGO ?= cargo
 STOAT := $(CURDIR)/target/debug/stoat
 CONFORMANCE := $(CURDIR)/target/debug/stoat-conformance
 
-.PHONY: setup host-deps guest mcp-client toolchain build lint test test-fast conformance golden fuzz bench docs clean
+.PHONY: setup host-deps guest mcp-client report-consumers toolchain build lint test test-fast conformance golden fuzz bench docs clean
 
 ## setup: host packages (QEMU 10 from bookworm-backports, xorriso, ssh), the test guest,
-## and the toolchain components `make lint` uses
-setup: host-deps guest mcp-client toolchain
+## the report consumers and the toolchain components `make lint` uses
+setup: host-deps guest mcp-client report-consumers toolchain
 
 toolchain:
 	if command -v rustup >/dev/null; then rustup component add clippy rustfmt; fi
@@ -26,6 +26,11 @@ guest: host-deps
 mcp-client:
 	impl/cli/tests/mcp_client/setup.sh
 
+## report-consumers: prove's and npm's TAP readers, two JUnit parsers, an XSD validator and
+## chromium, under target/report-consumers (tests/report_consumers.rs and the HTML screenshots)
+report-consumers:
+	conformance/tests/consumers/setup.sh
+
 ## build: every binary (stoat, stoat-conformance, stoat-fake)
 build:
 	$(CARGO) build --workspace --bins
@@ -36,9 +41,9 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 ## test: every tier: pure and fake everywhere, the ignored real tier (needs the built guest)
-## included; a short fuzz smoke
+## included; the report consumers required; a short fuzz smoke
 test: setup build lint
-	STOAT_REAL_GUEST=$(GUEST_DIR) $(CARGO) test --workspace -- --include-ignored
+	STOAT_REAL_GUEST=$(GUEST_DIR) STOAT_REPORT_CONSUMERS=$(CURDIR)/target/report-consumers $(CARGO) test --workspace -- --include-ignored
 	$(CONFORMANCE) run --guest $(GUEST_DIR) -- $(STOAT)
 	fuzz/smoke.sh 3
 

@@ -1,10 +1,11 @@
 //! Owns the terminal reporter: one line per failing/warning check with its findings, a
 //! status tally, and a last line `N passed, N failed, N skipped`. Colour only on a tty
-//! without NO_COLOR.
+//! without NO_COLOR. Text from the SUT is shown with its control bytes escaped, so a SUT's
+//! own escape sequences never reach the terminal.
 
 use std::io::Write;
 
-use super::{closing_line, Reporter};
+use super::{closing_line, text, Reporter};
 use crate::run::events::{Event, Migration, Status};
 
 pub struct Human<W: Write> {
@@ -82,8 +83,8 @@ impl<W: Write> Reporter for Human<W> {
                     (true, Some(sut)) => format!(", migration view: the SUT speaks contract {sut}"),
                     _ => String::new(),
                 },
-                info.sut,
-                info.sut_version.as_ref().map(|v| format!(" (version {v})")).unwrap_or_default(),
+                text::one_line(&info.sut),
+                info.sut_version.as_ref().map(|v| format!(" (version {})", text::one_line(v))).unwrap_or_default(),
                 info.selected,
                 info.tiers.join(","),
                 info.jobs,
@@ -93,7 +94,7 @@ impl<W: Write> Reporter for Human<W> {
             Event::Smoke { passed: false, findings, .. } => {
                 let mut text = String::from("SMOKE FAILED: the SUT does not answer `--json version` in any contract edition this suite knows; no check was run.\n");
                 for finding in findings {
-                    text.push_str(&format!("  [{}] {}: {}\n", finding.check_id, finding.pointer, finding.message));
+                    text.push_str(&format!("  [{}] {}: {}\n", finding.check_id, text::one_line(&finding.pointer), text::one_line(&finding.message)));
                 }
                 write!(self.out, "{}", self.paint(Status::Failed, &text))
             }
@@ -106,7 +107,7 @@ impl<W: Write> Reporter for Human<W> {
                 }
                 let mut text = format!("{:<5} {} ({}, {}) {}", result.status.label(), result.id, result.level.as_str(), result.tier, result.title);
                 if let Some(reason) = &result.reason {
-                    text.push_str(&format!("\n      reason: {reason}"));
+                    text.push_str(&format!("\n      reason: {}", text::one_line(reason)));
                 }
                 match &result.migration {
                     Some(Migration::Explained { change }) => text.push_str(&format!("\n      migration: explained ({change})")),
@@ -114,7 +115,7 @@ impl<W: Write> Reporter for Human<W> {
                     None => {}
                 }
                 for finding in result.findings.iter().take(8) {
-                    text.push_str(&format!("\n      {}: {} [{}]", finding.pointer, finding.message, finding.spec_ref));
+                    text.push_str(&format!("\n      {}: {} [{}]", text::one_line(&finding.pointer), text::one_line(&finding.message), finding.spec_ref));
                 }
                 if result.findings.len() > 8 {
                     text.push_str(&format!("\n      ... and {} more", result.findings.len() - 8));
@@ -122,7 +123,7 @@ impl<W: Write> Reporter for Human<W> {
                 let painted = self.paint(result.status, &text);
                 writeln!(self.out, "{painted}")
             }
-            Event::Finished { summary, smoke_failed } => {
+            Event::Finished { summary, .. } => {
                 let overhead = if summary.duration_ms > 0 {
                     format!(", {} invocations, {} ms in the SUT of {} ms", summary.invocations, summary.sut_ms, summary.duration_ms)
                 } else {
@@ -138,7 +139,7 @@ impl<W: Write> Reporter for Human<W> {
                     summary.stale_baseline,
                     summary.errored,
                     overhead,
-                    closing_line(summary, *smoke_failed)
+                    closing_line(summary)
                 )
             }
         };

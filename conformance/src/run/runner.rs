@@ -167,6 +167,8 @@ pub fn run(
     let mut summary = Summary::default();
     let mut ran: Vec<Ran> = Vec::new();
     if smoke_failed {
+        // The failed smoke stage is one failed check in every count (JSON, human, exit).
+        summary.count(Status::Failed);
         summary.duration_ms = started.elapsed().as_millis() as u64;
         emit(&Event::Finished {
             summary: summary.clone(),
