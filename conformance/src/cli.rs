@@ -141,6 +141,10 @@ struct RunArgs {
     /// 2 or 3. Naming an edition the SUT does not speak gives the migration view.
     #[arg(long, value_name = "auto|2|3", default_value = "auto", value_parser = parse_contract)]
     contract: run::Contract,
+    /// The SUT profile (TOML, see docs/conformance.md): how this implementation moves its
+    /// data root, reads an image catalog, and what extra environment it needs.
+    #[arg(long, value_name = "FILE")]
+    profile: Option<PathBuf>,
     /// Pass a run that judged nothing it was asked to (a selected tier that ran nothing, no
     /// MUST check run, a selection that matched nothing); by default such a run fails.
     #[arg(long)]
@@ -321,6 +325,12 @@ fn run_command(args: RunArgs) -> Result<u8, HarnessError> {
         None => default_fakes(),
     };
     let baseline = args.baseline.as_deref().map(Baseline::load).transpose()?;
+    let profile = args
+        .profile
+        .as_deref()
+        .map(run::profile::Profile::load)
+        .transpose()?
+        .unwrap_or_default();
     let jobs = args.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -360,6 +370,7 @@ fn run_command(args: RunArgs) -> Result<u8, HarnessError> {
         guest,
         contract: args.contract,
         allow_empty: args.allow_empty,
+        profile,
     };
     let (summary, smoke_failed) = run::run(config, &mut |event| {
         for reporter in reporters.iter_mut() {

@@ -277,7 +277,9 @@ fn waited_ms_wall(case: &mut Case<'_>) -> Result<(), HarnessError> {
 }
 
 fn progress_bytes(case: &mut Case<'_>) -> Result<(), HarnessError> {
-    let (sandbox, files) = super::pull::with_catalog(case)?;
+    let Some((sandbox, files)) = super::pull::with_catalog(case)? else {
+        return Ok(());
+    };
     let served = files.payload.len() as u64;
     let ran = case.json(&sandbox, &["pull", "tiny"])?;
     if case.expect_ok(&ran).is_none() {
