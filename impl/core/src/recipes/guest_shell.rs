@@ -5,7 +5,8 @@
 //! [`GuestShell::stream`] merges stdout and stderr into one pipe and hands each line over as it
 //! arrives (the `log` events); [`GuestShell::capture`] collects stdout under a deadline (outputs,
 //! markers, health checks). A cancelled run sends SIGTERM to ssh, then SIGKILL after 5 s.
-//! Each call goes through the VM's reused connection when it can (`host::ssh_mux`).
+//! These calls connect afresh, never through the VM's reused connection (`host::ssh_mux`): a
+//! multiplexed ssh hands its output pipe to the master, so killing it would not end our read.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -14,8 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::host::ssh_argv::ssh_args_with;
-use crate::host::ssh_mux::{Mux, Route};
+use crate::host::ssh_argv::ssh_args;
 use crate::vm::StoredVm;
 use crate::{keys, Cancel, Env, Error, Result, Root};
 
@@ -26,9 +26,7 @@ const POLL: Duration = Duration::from_millis(100);
 /// How to reach one VM's shell.
 pub struct GuestShell {
     ssh: PathBuf,
-    key: PathBuf,
-    vm: StoredVm,
-    mux: Mux,
+    args: Vec<String>,
     /// Put before the interpreter words when the ssh user is not root (`sudo -n`).
     escalate: Vec<String>,
     path_var: String,
@@ -64,26 +62,21 @@ impl GuestShell {
         };
         Ok(GuestShell {
             ssh,
-            mux: Mux::for_vm(&key, vm),
-            key,
-            vm: vm.clone(),
+            args: ssh_args(&key, vm),
             escalate,
             path_var: env.path_var().to_owned(),
         })
     }
 
-    /// The ssh command, and its route to hold until it has ended.
-    fn command(&self, interpreter: &[&str]) -> (Command, Route) {
-        let route = self.mux.route();
+    fn command(&self, interpreter: &[&str]) -> Command {
         let mut command = Command::new(&self.ssh);
-        route.configure(&mut command);
         command
-            .args(ssh_args_with(&self.key, &self.vm, route.options()))
+            .args(&self.args)
             .args(&self.escalate)
             .args(interpreter)
             .env("PATH", &self.path_var)
             .stdin(Stdio::piped());
-        (command, route)
+        command
     }
 
     /// Runs `body` and calls `on_line` with each line of merged stdout/stderr (a trailing
@@ -100,7 +93,7 @@ impl GuestShell {
         let writer_err = writer
             .try_clone()
             .map_err(|e| Error::io("make a pipe for ssh", e))?;
-        let (mut command, _route) = self.command(interpreter);
+        let mut command = self.command(interpreter);
         command.stdout(writer).stderr(writer_err);
         let mut child = command.spawn().map_err(|e| Error::io("run ssh", e))?;
         // The Command holds the pipe's write ends: drop it so the read end sees EOF.
@@ -138,7 +131,7 @@ impl GuestShell {
     /// Runs `body` with `sh -s` and collects stdout (stderr is dropped), killing ssh when
     /// `timeout` passes.
     pub fn capture(&self, body: &str, timeout: Duration, cancel: &Cancel) -> Result<Captured> {
-        let (mut command, _route) = self.command(&["sh", "-s"]);
+        let mut command = self.command(&["sh", "-s"]);
         command.stdout(Stdio::piped()).stderr(Stdio::null());
         let mut child = command.spawn().map_err(|e| Error::io("run ssh", e))?;
         let feeder = feed_stdin(&mut child, body);
