@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use stoat_core::app::Session;
+use stoat_core::project::fanout;
 use stoat_core::{Cancel, Env, EventSink};
-use stoat_wire::dto::{LogData, ProgressData, StageData};
+use stoat_wire::dto::{LogData, ProgressData, ProjectRunVm, StageData};
 use stoat_wire::{EventType, Stream};
 
 use crate::progress::HumanProgress;
@@ -56,13 +57,6 @@ impl Ctx {
         self
     }
 
-    /// Writes a non-terminal event line under --json; nothing otherwise.
-    pub fn json_event<T: serde::Serialize>(&self, kind: EventType, data: &T) {
-        if let Some(stream) = &self.sink.stream {
-            let _ = stream.event(kind, data);
-        }
-    }
-
     /// Ends any human progress display (before the answer is written).
     pub fn finish_progress(&self) {
         self.sink.progress.finish();
@@ -103,6 +97,26 @@ impl EventSink for Sink {
                 let _ = writeln!(std::io::stderr(), "==> {}", data.recipe);
             }
             None => {}
+        }
+    }
+
+    fn vm(&self, event: &ProjectRunVm) {
+        if let Some(stream) = &self.stream {
+            let _ = stream.event(EventType::Vm, event);
+            return;
+        }
+        let text = match (event.status.as_str(), &event.error) {
+            (fanout::STARTED, _) => format!("==> {} ({})", event.key, event.name),
+            (_, Some(error)) => format!("    {}: {error}", event.name),
+            ("skipped", _) => format!("    {}: skipped", event.name),
+            _ => return,
+        };
+        self.note(&text);
+    }
+
+    fn note(&self, text: &str) {
+        if self.stream.is_none() && !self.quiet {
+            let _ = writeln!(std::io::stderr(), "{text}");
         }
     }
 

@@ -1,8 +1,8 @@
 //! The MCP tool table: each tool's name, class (annotations and the agent_access it needs),
 //! input parameters (the inputSchema, `additionalProperties:false`, and their validation), and
 //! the runner that calls the same `stoat_core::app` function the CLI's command calls, so
-//! results are the contract's DTOs (docs/contract.md behaviour#mcp). The project tools still
-//! go through `commands::project`, whose fan-out has not moved into core yet.
+//! results are the contract's DTOs (docs/contract.md behaviour#mcp). Tools never call the
+//! CLI's commands.
 
 use serde_json::{json, Map, Value};
 use stoat_core::app::{self, host::PruneOptions, host::SnapshotAction, vmops::ForwardChange};
@@ -15,9 +15,9 @@ use stoat_wire::dto::{
 };
 
 use super::guards::{self, Class};
-use crate::commands::project;
+use stoat_core::project::Project;
+
 use crate::ctx::Ctx;
-use crate::grammar;
 
 /// The type of one parameter.
 #[derive(Debug, Clone, Copy)]
@@ -76,6 +76,18 @@ pub struct Tool {
 }
 
 const VM: Param = req("vm", Kind::Str, "the VM's name");
+
+/// The changing tools whose repetition with the same arguments changes nothing more (the
+/// read-only ones are idempotent by definition).
+const IDEMPOTENT: &[&str] = &[
+    "stop",
+    "update",
+    "forward",
+    "restore",
+    "wait",
+    "project_down",
+    "project_wait",
+];
 const BYTE_SIZE: &str = "a size such as 20G";
 
 /// Every tool, in the order tools/list shows them.
@@ -260,8 +272,8 @@ pub static TOOLS: &[Tool] = &[
     Tool {
         name: "restore",
         title: "Restore a snapshot",
-        description: "Restore a VM to a saved snapshot.",
-        class: Class::Mutating,
+        description: "Restore a VM to a saved snapshot (its current disk state is lost).",
+        class: Class::Destructive,
         params: &[VM, req("tag", Kind::Str, "snapshot tag")],
         vm_param: Some("vm"),
         forbidden: &[],
@@ -457,6 +469,7 @@ impl Tool {
                 "title": self.title,
                 "readOnlyHint": read_only,
                 "destructiveHint": destructive,
+                "idempotentHint": read_only || IDEMPOTENT.contains(&self.name),
                 "openWorldHint": open_world,
             },
         })
@@ -799,8 +812,8 @@ fn copy(ctx: &Ctx, args: &Args, to_remote: bool) -> Result<Value> {
 
 /// Loads the project a project tool acts on and checks the caller's access to every VM it
 /// declares that exists: a project tool must not reach a VM its own tool would be refused.
-fn project_with_access(ctx: &Ctx, tool: &str, class: Class) -> Result<()> {
-    let project = project::required(ctx)?;
+fn project_with_access(ctx: &Ctx, tool: &str, class: Class) -> Result<Project> {
+    let project = app::project::required(ctx)?;
     let root = ctx.root()?;
     for decl in &project.vms {
         match guards::access_of(root, &decl.name) {
@@ -809,43 +822,38 @@ fn project_with_access(ctx: &Ctx, tool: &str, class: Class) -> Result<()> {
             Err(e) => return Err(e),
         }
     }
-    Ok(())
+    Ok(project)
 }
 
 fn project_status(ctx: &Ctx, _args: &Args) -> Result<Value> {
-    project_with_access(ctx, "project_status", Class::ReadOnly)?;
-    Ok(project::status(ctx)?.data)
+    let project = project_with_access(ctx, "project_status", Class::ReadOnly)?;
+    Ok(to_value(&app::project::status(ctx, &project)?))
 }
 fn project_up(ctx: &Ctx, _args: &Args) -> Result<Value> {
-    project_with_access(ctx, "project_up", Class::Mutating)?;
-    let args = grammar::UpArgs {
-        vm: None,
-        no_apply: false,
-    };
-    Ok(project::up(ctx, args)?.data)
+    let project = project_with_access(ctx, "project_up", Class::Mutating)?;
+    Ok(to_value(&app::project::up(ctx, &project, true)?))
 }
 fn project_down(ctx: &Ctx, _args: &Args) -> Result<Value> {
-    project_with_access(ctx, "project_down", Class::Mutating)?;
-    Ok(project::down(ctx, grammar::OptVmArg { vm: None })?.data)
+    let project = project_with_access(ctx, "project_down", Class::Mutating)?;
+    Ok(to_value(&app::project::down(ctx, &project)?))
 }
 fn project_apply(ctx: &Ctx, _args: &Args) -> Result<Value> {
-    project_with_access(ctx, "project_apply", Class::Mutating)?;
-    let args = grammar::ApplyArgs {
-        vm: None,
+    let project = project_with_access(ctx, "project_apply", Class::Mutating)?;
+    let request = ApplyRequest {
         only: Vec::new(),
-        dry_run: false,
         params: Vec::new(),
     };
-    Ok(project::apply(ctx, args)?.data)
+    Ok(to_value(&app::project::apply(ctx, &project, &request)?))
 }
 fn project_wait(ctx: &Ctx, _args: &Args) -> Result<Value> {
-    project_with_access(ctx, "project_wait", Class::Mutating)?;
-    let args = grammar::WaitArgs {
-        vm: None,
-        until: "reachable".into(),
-        timeout: std::time::Duration::from_secs(120),
-    };
-    Ok(project::wait(ctx, args)?.data)
+    let project = project_with_access(ctx, "project_wait", Class::Mutating)?;
+    let timeout = std::time::Duration::from_secs(120);
+    Ok(to_value(&app::project::wait(
+        ctx,
+        &project,
+        "reachable",
+        timeout,
+    )?))
 }
 
 #[cfg(test)]
@@ -902,7 +910,12 @@ mod tests {
                 tool.name
             );
             assert_eq!(d["inputSchema"]["type"], "object");
-            for hint in ["readOnlyHint", "destructiveHint", "openWorldHint"] {
+            for hint in [
+                "readOnlyHint",
+                "destructiveHint",
+                "idempotentHint",
+                "openWorldHint",
+            ] {
                 assert!(d["annotations"][hint].is_boolean(), "{} {hint}", tool.name);
             }
             if let Some(vm) = tool.vm_param {
@@ -920,6 +933,13 @@ mod tests {
         assert_eq!(
             find("list_vms").unwrap().describe()["annotations"]["readOnlyHint"],
             true
+        );
+        let restore = find("restore").unwrap().describe();
+        assert_eq!(restore["annotations"]["destructiveHint"], true);
+        assert_eq!(restore["annotations"]["idempotentHint"], true);
+        assert_eq!(
+            find("exec").unwrap().describe()["annotations"]["idempotentHint"],
+            false
         );
     }
 
