@@ -1,8 +1,7 @@
 //! What every command gets: the core [`Session`] (environment, cancel flag, data root, event
 //! sink) and the output mode. Commands reach the session through `Deref`.
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
 use stoat_core::app::Session;
@@ -15,8 +14,8 @@ use crate::progress::HumanProgress;
 
 /// The context of one invocation.
 pub struct Ctx {
-    pub json: bool,
-    pub quiet: bool,
+    json: bool,
+    quiet: bool,
     session: Session,
     sink: Arc<Sink>,
 }
@@ -51,10 +50,21 @@ impl Ctx {
         }
     }
 
-    /// Returns this context with project discovery starting at `dir`.
-    pub fn with_work_dir(mut self, dir: PathBuf) -> Ctx {
-        self.session = self.session.with_work_dir(dir);
-        self
+    /// Whether the guest of `exec` gets stoat's stdin: only a human's (json-v3#json-implies).
+    pub fn hands_stdin_to_guest(&self) -> bool {
+        !self.json
+    }
+
+    /// Why a confirmation cannot be asked for, or `None` when a human at a terminal can be
+    /// asked. Under --json stdin is never read (json-v3#json-implies).
+    pub fn prompt_refusal(&self) -> Option<&'static str> {
+        if self.json {
+            Some("pass -y to confirm")
+        } else if self.quiet || !std::io::stdin().is_terminal() {
+            Some("not asking without a terminal; pass -y to confirm")
+        } else {
+            None
+        }
     }
 
     /// Ends any human progress display (before the answer is written).

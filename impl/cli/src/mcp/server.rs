@@ -18,7 +18,7 @@ use stoat_core::{Cancel, Env, Error, Result};
 use super::guards;
 use super::rate::RateLimiter;
 use super::tools::{self, Args, Tool};
-use crate::ctx::Ctx;
+use stoat_core::app::Session;
 
 /// The protocol revisions this server speaks, oldest first. Every ordering question goes
 /// through this list: revisions are names, not numbers, so they are never compared as strings.
@@ -260,14 +260,7 @@ impl Server {
         guards::refuse_forbidden(tool.name, tool.forbidden, &arguments)?;
         tool.validate(&arguments)?;
         let args = Args(arguments);
-        let mut ctx = Ctx::new(
-            true,
-            true,
-            self.env.clone(),
-            self.cancel.clone(),
-            None,
-            "mcp",
-        );
+        let mut ctx = Session::quiet(self.env.clone(), self.cancel.clone(), "mcp");
         if let Some(dir) = args.opt_str("dir") {
             ctx = ctx.with_work_dir(guards::project_dir(&dir)?);
         }
