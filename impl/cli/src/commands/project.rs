@@ -265,6 +265,8 @@ pub fn up(ctx: &Ctx, args: UpArgs) -> Result<Reply> {
             Command::Up(UpArgs {
                 vm: Some(decl.name.clone()),
                 no_apply: args.no_apply,
+                no_wait: args.no_wait,
+                timeout: args.timeout,
             }),
         )
     })

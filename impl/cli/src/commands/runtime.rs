@@ -1,8 +1,6 @@
 //! Commands that run a VM or reach into a running one: up, down, wait, exec, cp, screenshot
 //! (stoat-json-v3 per-command data; the work lives in `stoat_core::runtime`).
 
-use std::io::Write;
-
 use stoat_core::runtime::{cp, down, exec, screenshot, up, wait};
 use stoat_core::{Error, Result};
 use stoat_wire::dto::{CopyDirection, ExecData, VmData};
@@ -12,16 +10,25 @@ use crate::ctx::Ctx;
 use crate::grammar::{CpArgs, UpArgs, WaitArgs};
 use crate::{ExecArgs, Reply};
 
-/// `up <vm> [--no-apply]`: boot, then (unless `--no-apply`) apply the VM's recipes, whose
-/// `stage`/`log` events stream with `cmd:"up"` before the `{vm}` result, re-read last.
+/// `up <vm> [--no-apply] [--no-wait] [--timeout D]`: boot, wait until ssh answers (unless
+/// `--no-wait`), then (unless `--no-apply`) apply the VM's recipes, whose `stage`/`log`
+/// events stream with `cmd:"up"` before the `{vm}` result, re-read last.
 pub fn up(ctx: &Ctx, args: &UpArgs) -> Result<Reply> {
     let name = required_vm("up", args.vm.as_deref())?;
     let root = ctx.root()?;
     ctx.note(&format!("starting {name}..."));
     let vm = up::up(root, &ctx.env, name)?;
     let stored = stoat_core::vm::load_ok(root, name)?;
-    let mut human = format!("{} started (ssh :{})\n", vm.name, vm.ssh_port);
-    if stored.config.mode == "disk" && !stored.config.installed {
+    // A disk VM booting its installer has no ssh to wait for.
+    let installing = stored.config.mode == "disk" && !stored.config.installed;
+    let mut human = if args.no_wait || installing {
+        format!("{} started (ssh :{})\n", vm.name, vm.ssh_port)
+    } else {
+        ctx.note(&format!("waiting for ssh on port {}...", vm.ssh_port));
+        wait::until_reachable(&stored, args.timeout, &ctx.cancel)?;
+        format!("{} is up (ssh :{})\n", vm.name, vm.ssh_port)
+    };
+    if installing {
         human.push_str(&installing_note(name));
     }
     human.push_str(&display_lines(ctx, &stored));
@@ -80,7 +87,26 @@ pub fn wait(ctx: &Ctx, args: &WaitArgs) -> Result<Reply> {
 /// `exec <vm> <cmd>...`: under --json exit 0 whenever the command ran; in human mode the
 /// guest's bytes go to our stdout/stderr and its status becomes ours.
 pub fn exec(ctx: &Ctx, args: ExecArgs) -> Result<Reply> {
-    let out = exec::exec(ctx.root()?, &ctx.env, &args.vm, &args.command, !ctx.json)?;
+    let streams = if ctx.json {
+        exec::Streams::Capture
+    } else {
+        exec::Streams::Inherit
+    };
+    let root = ctx.root()?;
+    if let Ok(stored) = stoat_core::vm::load_ok(root, &args.vm) {
+        if stored.running_pid().is_some() && !wait::ssh_banner(stored.config.sshport) {
+            ctx.note(&format!("waiting for ssh on {}...", stored.name));
+        }
+    }
+    let out = exec::exec(
+        root,
+        &ctx.env,
+        &args.vm,
+        &args.command,
+        streams,
+        args.timeout.unwrap_or(exec::REACH_WAIT),
+        &ctx.cancel,
+    )?;
     if ctx.json {
         let data = ExecData {
             vm: out.vm,
@@ -90,9 +116,6 @@ pub fn exec(ctx: &Ctx, args: ExecArgs) -> Result<Reply> {
         };
         return Ok(Reply::new(&data, ""));
     }
-    let _ = std::io::stdout().write_all(&out.stdout);
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().write_all(&out.stderr);
     let exit_code = out.exit_code;
     let data = ExecData {
         vm: out.vm,
@@ -107,7 +130,15 @@ pub fn exec(ctx: &Ctx, args: ExecArgs) -> Result<Reply> {
 pub fn cp(ctx: &Ctx, args: &CpArgs) -> Result<Reply> {
     let request = parse_cp(args)?;
     let cwd = std::env::current_dir().map_err(|e| Error::io("read the current directory", e))?;
-    let data = cp::copy(ctx.root()?, &ctx.env, &cwd, &request)?;
+    let reach_wait = args.timeout.unwrap_or(exec::REACH_WAIT);
+    let data = cp::copy(
+        ctx.root()?,
+        &ctx.env,
+        &cwd,
+        &request,
+        reach_wait,
+        &ctx.cancel,
+    )?;
     let human = match data.direction {
         CopyDirection::ToGuest => format!("copied {} to {}:{}", data.local, data.vm, data.remote),
         CopyDirection::FromGuest => format!("copied {}:{} to {}", data.vm, data.remote, data.local),

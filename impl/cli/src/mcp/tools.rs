@@ -648,6 +648,9 @@ fn start(ctx: &Ctx, args: &Args) -> Result<Value> {
     let cli = grammar::UpArgs {
         vm: Some(args.str("vm")),
         no_apply: false,
+        // The start tool answers once QEMU runs; the wait tool waits.
+        no_wait: true,
+        timeout: std::time::Duration::from_secs(300),
     };
     Ok(runtime::up(ctx, &cli)?.data)
 }
@@ -767,8 +770,13 @@ fn prune(ctx: &Ctx, args: &Args) -> Result<Value> {
 fn exec(ctx: &Ctx, args: &Args) -> Result<Value> {
     let cli = crate::ExecArgs {
         vm: args.str("vm"),
-        command: args.list("command"),
+        command: args
+            .list("command")
+            .into_iter()
+            .map(std::ffi::OsString::from)
+            .collect(),
         quiet: true,
+        timeout: None,
     };
     Ok(runtime::exec(ctx, cli)?.data)
 }
@@ -803,6 +811,7 @@ fn copy(ctx: &Ctx, args: &Args, to_remote: bool) -> Result<Value> {
         direction: Some(if to_remote { "to" } else { "from" }.into()),
         local: Some(local_text.clone()),
         remote: Some(args.str("remote")),
+        timeout: None,
     };
     let data = runtime::cp(ctx, &cli)?.data;
     if data["local"].as_str() != Some(local_text.as_str()) {
@@ -843,6 +852,8 @@ fn project_up(ctx: &Ctx, _args: &Args) -> Result<Value> {
     let args = grammar::UpArgs {
         vm: None,
         no_apply: false,
+        no_wait: true,
+        timeout: std::time::Duration::from_secs(300),
     };
     Ok(project::up(ctx, args)?.data)
 }
