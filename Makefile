@@ -7,10 +7,14 @@ CARGO ?= cargo
 STOAT := $(CURDIR)/target/debug/stoat
 CONFORMANCE := $(CURDIR)/target/debug/stoat-conformance
 
-.PHONY: setup host-deps guest mcp-client build test test-fast conformance golden fuzz bench docs clean
+.PHONY: setup host-deps guest mcp-client report-consumers toolchain build lint test test-fast conformance golden fuzz bench docs clean
 
-## setup: host packages (QEMU 10 from bookworm-backports, xorriso, ssh) and the test guest
-setup: host-deps guest mcp-client
+## setup: host packages (QEMU 10 from bookworm-backports, xorriso, ssh), the test guest,
+## the report consumers and the toolchain components `make lint` uses
+setup: host-deps guest mcp-client report-consumers toolchain
+
+toolchain:
+	if command -v rustup >/dev/null; then rustup component add clippy rustfmt; fi
 
 host-deps:
 	$(SUDO) conformance/guest/install-host-deps.sh
@@ -22,17 +26,28 @@ guest: host-deps
 mcp-client:
 	impl/cli/tests/mcp_client/setup.sh
 
+## report-consumers: prove's and npm's TAP readers, two JUnit parsers, an XSD validator and
+## chromium, under target/report-consumers (tests/report_consumers.rs and the HTML screenshots)
+report-consumers:
+	conformance/tests/consumers/setup.sh
+
 ## build: every binary (stoat, stoat-conformance, stoat-fake)
 build:
 	$(CARGO) build --workspace --bins
 
-## test: every tier: pure and fake everywhere, real with the built guest; a short fuzz smoke
-test: setup build
-	STOAT_REAL_GUEST=$(GUEST_DIR) $(CARGO) test --workspace
+## lint: formatting and clippy, warnings as errors
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+## test: every tier: pure and fake everywhere, the ignored real tier (needs the built guest)
+## included; the report consumers required; a short fuzz smoke
+test: setup build lint
+	STOAT_REAL_GUEST=$(GUEST_DIR) STOAT_REPORT_CONSUMERS=$(CURDIR)/target/report-consumers $(CARGO) test --workspace -- --include-ignored
 	$(CONFORMANCE) run --guest $(GUEST_DIR) -- $(STOAT)
 	fuzz/smoke.sh 3
 
-## test-fast: pure and fake tiers only (no apt, no guest)
+## test-fast: pure and fake tiers only (no apt, no guest); the real tier shows as ignored
 test-fast:
 	$(CARGO) test --workspace
 
@@ -44,6 +59,7 @@ conformance: setup build
 bench:
 	$(CARGO) bench -p stoat-cli --bench invocation
 	impl/cli/benches/pull_vs_curl.sh
+	impl/cli/benches/clone_vs_copy.sh
 	GUEST=$(GUEST_DIR) impl/cli/benches/runtime_vs_raw.sh
 	$(CARGO) build -p stoat-cli && $(CARGO) bench -p stoat-conformance --bench suite
 

@@ -46,6 +46,8 @@ pub fn time_run(sut: &Sut, fakes: Option<PathBuf>, jobs: usize) -> Result<Timing
         skip_smoke: false,
         oracle: None,
         guest: None,
+        contract: Default::default(),
+        allow_empty: false,
     };
     let started = Instant::now();
     let mut report = Report::default();

@@ -7,11 +7,12 @@ use serde_json::{json, Value};
 use super::helpers::{
     expect_eq, get_vm, str_at, with_disk_work, with_running_work, with_work, Banner,
 };
-use super::{from_design, scenario, CheckDef, Tier};
+use super::{from_design, scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
 use crate::finding::Level::{Must, Should};
 use crate::run::{Case, Inv};
 use crate::sandbox::VmFixture;
+use crate::spec::Edition;
 
 pub(super) const CHECKS: &[CheckDef] = &[
     scenario("LS.empty-is-array", Must, Tier::Pure, "json-v3#types", "Every list-valued field is [] when empty, never null.",
@@ -24,14 +25,14 @@ pub(super) const CHECKS: &[CheckDef] = &[
         "a VM whose pidfile names a live qemu lists as running", &["ls", "state"], ls_running),
     scenario("GET.not-found", Must, Tier::Pure, "json-v3#error-codes", "not_found no such VM",
         "`get ghost` fails with not_found", &["get", "errors"], get_not_found),
-    scenario("GET.vm-status", Must, Tier::Pure, "json-v3#per-command-data", "get {\"vm\":VMStatus}",
-        "`get` answers {vm: VMStatus} with health and recipes_detail", &["get"], get_vm_status),
+    v3_only(scenario("GET.vm-status", Must, Tier::Pure, "json-v3#per-command-data", "get {\"vm\":VMStatus}",
+        "`get` answers {vm: VMStatus} with health and recipes_detail", &["get"], get_vm_status), "contract 2's get answers {vm: VM}, without health or recipes_detail"),
     scenario("GET.broken-ok", Must, Tier::Pure, "json-v3#types", "VM.display is \"window\" or \"vnc\", and \"\" on a broken VM.",
         "`get` on a broken VM succeeds with state broken, an error and display \"\"", &["get", "broken"], get_broken),
     scenario("GET.allow-exec-absent", Must, Tier::Pure, "json-v3#types", "allow_exec is true for every VM that predates the field",
         "an absent allow_exec reads as allow_exec:true and agent_access manage", &["get", "access"], get_allow_exec_absent),
-    scenario("GET.agent-access-mapping", Must, Tier::Pure, "json-v3#types", "An explicitly stored allow_exec = true maps to exec. An explicit false value or an absent key maps to manage.",
-        "stored allow_exec true maps to agent_access exec, false to manage", &["get", "access"], get_agent_access),
+    v3_only(scenario("GET.agent-access-mapping", Must, Tier::Pure, "json-v3#types", "An explicitly stored allow_exec = true maps to exec. An explicit false value or an absent key maps to manage.",
+        "stored allow_exec true maps to agent_access exec, false to manage", &["get", "access"], get_agent_access), "contract 2 has no agent_access field"),
     scenario("GET.display-vnc-headless", Must, Tier::Pure, "json-v3#types", "Without a graphical session, an uninstalled disk VM uses VNC so that its installer remains accessible.",
         "with STOAT_GRAPHICAL=0 an uninstalled disk VM reports display vnc", &["get", "display"], get_display_vnc),
     scenario("GET.display-window-graphical", Must, Tier::Pure, "json-v3#types", "STOAT_GRAPHICAL=0 or STOAT_GRAPHICAL=1 overrides that detection.",
@@ -108,24 +109,24 @@ pub(super) const CHECKS: &[CheckDef] = &[
         "commands that need a readable VM fail with broken on a broken vm.toml", &["errors", "broken"], broken_refused),
     scenario("CODES.not-running", Must, Tier::Pure, "json-v3#error-codes", "not_running the operation needs a running VM",
         "down, exec, cp and screenshot on a stopped VM fail with not_running", &["errors", "state"], not_running),
-    scenario("APPLY.provision-alias", Must, Tier::Pure, "json-v3#per-command-data", "provision is a hidden alias of apply and reports \"cmd\":\"apply\".",
-        "`provision` answers with cmd apply", &["apply"], provision_alias),
+    v3_only(scenario("APPLY.provision-alias", Must, Tier::Pure, "json-v3#per-command-data", "provision is a hidden alias of apply and reports \"cmd\":\"apply\".",
+        "`provision` answers with cmd apply", &["apply"], provision_alias), "contract 2's provision is a command of its own (cmd provision, {vm, provisioned, skipped_reason})"),
     scenario("IMAGES.file-bare", Must, Tier::Pure, "json-v3#types", "Image.file is a bare filename under the data root's isos/, never an absolute path.",
         "`images` answers images: [...] whose file is a bare filename", &["images"], images_file_bare),
     scenario("PRUNE.dry-run-empty", Must, Tier::Pure, "json-v3#per-command-data", "prune {\"dry_run\":true,\"items\":[PruneItem,...]}",
         "`prune` on a clean root answers {dry_run: true, items: []}", &["prune", "lists"], prune_empty),
-    scenario("RECIPES.schema-lists", Must, Tier::Pure, "json-v3#per-command-data", "A recipe without a health check has health:null; all list fields are [], never null.",
-        "`recipes` answers RecipeSchema rows with list fields and health null or an object", &["recipes", "lists"], recipes_lists),
+    v3_only(scenario("RECIPES.schema-lists", Must, Tier::Pure, "json-v3#per-command-data", "A recipe without a health check has health:null; all list fields are [], never null.",
+        "`recipes` answers RecipeSchema rows with list fields and health null or an object", &["recipes", "lists"], recipes_lists), "contract 2's Recipe is {name, description}"),
     scenario("CHECKRECIPES.applicable-explicit", Must, Tier::Pure, "json-v3#per-command-data", "check-recipes.applicable is emitted explicitly even though it equals issues == [].",
         "`check-recipes` answers applicable equal to issues == []", &["recipes"], check_recipes),
-    scenario("RECIPE.cmd-is-recipe", Must, Tier::Pure, "json-v3#per-command-data", "All recipe subcommands report \"cmd\":\"recipe\"",
-        "`recipe list` answers cmd recipe with roots and recipes lists", &["recipes"], recipe_list),
-    scenario("GUEST.cmd-is-guest", Must, Tier::Pure, "json-v3#per-command-data", "all guest subcommands report \"cmd\":\"guest\"",
-        "`guest ls` answers cmd guest with a guests list", &["guest"], guest_ls),
-    scenario("CAPABILITIES.unavailable", Must, Tier::Pure, "json-v3#capabilities", "runtime.fork and runtime.continuation always appear under unavailable with unsupported/not_implemented.",
-        "`capabilities` answers schema 1 and lists runtime.fork and runtime.continuation as unsupported/not_implemented", &["capabilities"], capabilities),
-    scenario("PULL.no-such-image", Must, Tier::Pure, "json-v3#error-codes", "no_such_image the requested image is not in the index",
-        "`pull` of an id the catalog does not know fails with no_such_image", &["pull", "errors"], pull_unknown),
+    v3_only(scenario("RECIPE.cmd-is-recipe", Must, Tier::Pure, "json-v3#per-command-data", "All recipe subcommands report \"cmd\":\"recipe\"",
+        "`recipe list` answers cmd recipe with roots and recipes lists", &["recipes"], recipe_list), "contract 2's recipe list answers {dir, recipes: [names]}"),
+    v3_only(scenario("GUEST.cmd-is-guest", Must, Tier::Pure, "json-v3#per-command-data", "all guest subcommands report \"cmd\":\"guest\"",
+        "`guest ls` answers cmd guest with a guests list", &["guest"], guest_ls), "contract 2 has no guest command"),
+    v3_only(scenario("CAPABILITIES.unavailable", Must, Tier::Pure, "json-v3#capabilities", "runtime.fork and runtime.continuation always appear under unavailable with unsupported/not_implemented.",
+        "`capabilities` answers schema 1 and lists runtime.fork and runtime.continuation as unsupported/not_implemented", &["capabilities"], capabilities), "contract 2 has no capabilities command"),
+    v3_only(scenario("PULL.no-such-image", Must, Tier::Pure, "json-v3#error-codes", "no_such_image the requested image is not in the index",
+        "`pull` of an id the catalog does not know fails with no_such_image", &["pull", "errors"], pull_unknown), "contract 2 has no no_such_image code"),
     scenario("CREATE.byo-live", Must, Tier::Pure, "json-v3#per-command-data", "create {\"vm\":VM}",
         "`create` from a bring-your-own ISO answers {vm} and the VM lists as stopped", &["create"], create_byo),
     scenario("CREATE.name-taken", Must, Tier::Pure, "json-v3#error-codes", "name_taken a VM by that name already exists",
@@ -277,7 +278,10 @@ fn get_allow_exec_absent(case: &mut Case<'_>) -> Result<(), HarnessError> {
         return Ok(());
     };
     expect_eq(case, &vm, "/allow_exec", &json!(true));
-    expect_eq(case, &vm, "/agent_access", &json!("manage"));
+    // Contract 2 has no agent_access.
+    if case.edition() == Edition::V3 {
+        expect_eq(case, &vm, "/agent_access", &json!("manage"));
+    }
     Ok(())
 }
 
@@ -726,16 +730,21 @@ fn check_rows(case: &mut Case<'_>, data: &Value) {
         case.fail("/data/checks", "checks must be a list");
         return;
     };
+    // Contract 2's Check has no optional.
+    let v3 = case.edition() == Edition::V3;
     for (index, row) in rows.iter().enumerate() {
         let shape_ok = row.get("name").is_some_and(Value::is_string)
             && row.get("ok").is_some_and(Value::is_boolean)
             && row.get("detail").is_some_and(Value::is_string)
             && row.get("fix").is_some_and(Value::is_array)
-            && row.get("optional").is_some_and(Value::is_boolean);
+            && (!v3 || row.get("optional").is_some_and(Value::is_boolean));
         case.ensure(
             shape_ok,
             &format!("/data/checks/{index}"),
-            format!("a Check is {{name, ok, detail, fix[], optional}}, got {row}"),
+            format!(
+                "a Check is {{name, ok, detail, fix[]{}}}, got {row}",
+                if v3 { ", optional" } else { "" }
+            ),
         );
     }
 }
@@ -853,11 +862,17 @@ fn not_found_everywhere(case: &mut Case<'_>) -> Result<(), HarnessError> {
         &["clone", "ghost", "other"],
         &["screenshot", "ghost"],
     ];
-    for args in commands {
+    let edition = case.edition();
+    for args in commands.iter().filter(|a| in_edition(edition, a)) {
         let ran = case.json(&sandbox, args)?;
         case.expect_error(&ran, "not_found");
     }
     Ok(())
+}
+
+/// Whether the judged edition has the command (contract 2 has no screenshot).
+fn in_edition(edition: Edition, args: &[&str]) -> bool {
+    edition == Edition::V3 || args.first() != Some(&"screenshot")
 }
 
 fn broken_refused(case: &mut Case<'_>) -> Result<(), HarnessError> {
@@ -890,7 +905,8 @@ fn not_running(case: &mut Case<'_>) -> Result<(), HarnessError> {
         &["cp", "f.txt", "work:/tmp/f.txt"],
         &["screenshot", "work"],
     ];
-    for args in commands {
+    let edition = case.edition();
+    for args in commands.iter().filter(|a| in_edition(edition, a)) {
         let ran = case.json(&sandbox, args)?;
         case.expect_error(&ran, "not_running");
     }

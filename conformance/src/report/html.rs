@@ -4,34 +4,9 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
-use super::{closing_line, Report, Reporter};
-use crate::run::events::{CheckResult, Event, Status};
-
-pub struct Html {
-    path: PathBuf,
-    report: Report,
-}
-
-impl Html {
-    pub fn new(path: PathBuf) -> Self {
-        Html {
-            path,
-            report: Report::default(),
-        }
-    }
-}
-
-impl Reporter for Html {
-    fn event(&mut self, event: &Event) {
-        self.report.absorb(event);
-    }
-
-    fn finish(&mut self) -> std::io::Result<()> {
-        std::fs::write(&self.path, render(&self.report))
-    }
-}
+use super::{closing_line, Report};
+use crate::run::events::{CheckResult, Status};
 
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
@@ -68,7 +43,7 @@ pub fn render(report: &Report) -> String {
     let _ = writeln!(
         out,
         "<p><b>{}</b> &mdash; {} invocations, {} ms in the SUT of {} ms.</p>",
-        escape(&closing_line(summary, report.smoke_failed)),
+        escape(&closing_line(summary)),
         summary.invocations,
         summary.sut_ms,
         summary.duration_ms

@@ -11,19 +11,26 @@ use crate::error::HarnessError;
 use crate::finding::Finding;
 use crate::oracle::{Context, Judgement, Oracle, Outcome};
 use crate::sandbox::{changes_between, Sandbox, SandboxOptions, TreeSnapshot};
+use crate::spec::Edition;
 
 use super::sut::{SpawnRequest, StdinPlan, Sut};
 
 /// What every case of a run shares.
+#[derive(Clone)]
 pub struct RunEnv {
     pub sut: Sut,
-    pub oracle: Oracle,
+    pub oracle: std::sync::Arc<Oracle>,
     /// The `stoat-fake` binary.
     pub fakes: Option<std::path::PathBuf>,
     pub timeout: Duration,
     pub seed: u64,
     /// The real tier's guest directory (output of conformance/guest/build.sh).
     pub guest: Option<std::path::PathBuf>,
+    /// The contract edition every invocation is judged by.
+    pub edition: Edition,
+    /// In the migration view, the edition the SUT speaks: every invocation is judged by it
+    /// too, so a failure can be told apart from one that edition also forbids.
+    pub also_judge: Option<Edition>,
 }
 
 /// One invocation to make.
@@ -111,6 +118,23 @@ pub fn expected_cmd(args: &[String]) -> Option<String> {
     Some(cmd.to_string())
 }
 
+/// The `cmd` an invocation should answer with in `edition`: contract 2's `provision` is a
+/// command of its own, contract 3's answers as `apply`.
+fn edition_cmd(inv: &Inv, edition: Edition) -> Option<String> {
+    let provision = inv
+        .args
+        .iter()
+        .find(|a| !a.starts_with('-'))
+        .map(String::as_str)
+        == Some("provision");
+    match edition {
+        Edition::V2 if provision && inv.expect_cmd.as_deref() == Some("apply") => {
+            Some("provision".to_string())
+        }
+        _ => inv.expect_cmd.clone(),
+    }
+}
+
 /// One invocation made, judged.
 pub struct Ran {
     pub capture: Capture,
@@ -151,6 +175,8 @@ pub struct Case<'a> {
     pub invocations: Vec<InvocationRecord>,
     pub crashed: bool,
     pub skipped: Option<String>,
+    /// Per invocation (by index), the oracle rules the `also_judge` edition flagged there.
+    pub also_flagged: Vec<BTreeSet<&'static str>>,
 }
 
 impl<'a> Case<'a> {
@@ -164,6 +190,7 @@ impl<'a> Case<'a> {
             invocations: Vec::new(),
             crashed: false,
             skipped: None,
+            also_flagged: Vec::new(),
         }
     }
 
@@ -219,6 +246,12 @@ impl<'a> Case<'a> {
         self.env.fakes.clone()
     }
 
+    /// The contract edition this run judges by. A scenario may read it only to pick what the
+    /// judged edition states (a command list, a field that one edition lacks).
+    pub fn edition(&self) -> Edition {
+        self.env.edition
+    }
+
     /// Whether the fake tools are available (fake-tier scenarios need them).
     pub fn has_fakes(&self) -> bool {
         self.env.fakes.is_some()
@@ -244,11 +277,26 @@ impl<'a> Case<'a> {
             json: inv.json,
         })?;
         let context = Context {
-            expect_cmd: inv.expect_cmd.clone(),
+            expect_cmd: edition_cmd(&inv, self.env.edition),
             canaries: sandbox.canaries(),
+            edition: self.env.edition,
         };
         let judgement = self.env.oracle.judge(&spawned.capture, &context);
         let index = self.invocations.len();
+        if let Some(edition) = self.env.also_judge {
+            let other = Context {
+                edition,
+                expect_cmd: edition_cmd(&inv, edition),
+                ..context.clone()
+            };
+            let flagged = self.env.oracle.judge(&spawned.capture, &other).findings;
+            self.also_flagged.push(
+                flagged
+                    .iter()
+                    .filter_map(|f| crate::catalog::find(&f.check_id).map(|d| d.id))
+                    .collect(),
+            );
+        }
         self.oracle_findings
             .extend(judgement.findings.iter().cloned().map(|f| (index, f)));
         self.exercised.extend(judgement.exercised.iter().copied());
@@ -271,6 +319,9 @@ impl<'a> Case<'a> {
         self.exercised.insert(ID);
         let changes = changes_between(before, &sandbox.outside_snapshot());
         if !changes.is_empty() {
+            if let Some(flagged) = self.also_flagged.get_mut(index) {
+                flagged.insert(ID);
+            }
             let finding = Finding::new(
                 ID,
                 "filesystem",

@@ -11,6 +11,6 @@ pub mod sut;
 
 pub use case::{Case, Inv, Ran};
 pub use events::{CheckResult, Event, Status, Summary};
-pub use runner::{run, RunConfig};
+pub use runner::{run, Contract, RunConfig};
 pub use selection::Selection;
 pub use sut::Sut;

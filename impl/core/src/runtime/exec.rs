@@ -1,4 +1,4 @@
-//! `exec`: run a command in the guest over the system `ssh` (upstream facts §5.2). The guest
+//! `exec`: run a command in the guest over the system `ssh` (docs/contract.md behaviour#ssh). The guest
 //! argv travels as ONE remote-command argument, each word single-quoted byte for byte, so it
 //! survives the guest's shell unchanged (non-UTF-8 bytes included). Before connecting, exec
 //! waits (bounded) for a VM that is running but whose ssh does not answer yet, so a command
