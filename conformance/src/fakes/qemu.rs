@@ -170,9 +170,7 @@ fn serve(parsed: &QemuArgs, args: &[String]) -> i32 {
     });
     if !script.qemu.no_ssh {
         for port in &parsed.ssh_ports {
-            if let Ok(listener) = std::net::TcpListener::bind(("127.0.0.1", *port)) {
-                std::thread::spawn(move || serve_banner(listener));
-            }
+            serve_banners(*port);
         }
     }
     if let Some(pidfile) = &parsed.pidfile {
@@ -219,10 +217,16 @@ fn serve(parsed: &QemuArgs, args: &[String]) -> i32 {
     control.exit_now()
 }
 
-/// Greets every connection like an sshd and closes it.
-fn serve_banner(listener: std::net::TcpListener) {
+/// Greets every connection on 127.0.0.1:`port` like an sshd, in a thread (nothing when the
+/// port is taken: then something else answers there).
+pub(crate) fn serve_banners(port: u16) {
     use std::io::Write as _;
-    for mut stream in listener.incoming().flatten() {
-        let _ = stream.write_all(b"SSH-2.0-stoat-fake\r\n");
-    }
+    let Ok(listener) = std::net::TcpListener::bind(("127.0.0.1", port)) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let _ = stream.write_all(b"SSH-2.0-stoat-fake\r\n");
+        }
+    });
 }

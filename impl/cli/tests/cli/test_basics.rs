@@ -124,7 +124,10 @@ fn help_for_one_command() {
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("Create a VM"), "{text}");
-    assert!(text.contains("--image <IMAGE>") && text.contains("Catalog id"), "{text}");
+    assert!(
+        text.contains("--image <IMAGE>") && text.contains("Catalog id"),
+        "{text}"
+    );
     assert_eq!(
         env.json(&["help", "recipe", "add"]).data()["usage"]
             .as_str()
@@ -134,7 +137,9 @@ fn help_for_one_command() {
         Some("Add a remote recipe from a git URL")
     );
     let exec = env.run(&["help", "exec"]);
-    assert!(String::from_utf8(exec.stdout).unwrap().contains("--timeout <D>"));
+    assert!(String::from_utf8(exec.stdout)
+        .unwrap()
+        .contains("--timeout <D>"));
     env.json(&["help", "nope"]).error("usage");
 }
 
