@@ -48,6 +48,7 @@ pub fn time_run(sut: &Sut, fakes: Option<PathBuf>, jobs: usize) -> Result<Timing
         guest: None,
         contract: Default::default(),
         allow_empty: false,
+        profile: Default::default(),
     };
     let started = Instant::now();
     let mut report = Report::default();

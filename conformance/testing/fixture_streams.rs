@@ -96,11 +96,27 @@ pub fn images() -> Answer {
 fn http_get(url: &str) -> Result<(u16, Option<u64>, BufReader<TcpStream>), String> {
     let rest = url.strip_prefix("http://").ok_or("only http:// URLs")?;
     let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let mut stream = TcpStream::connect(host).map_err(|e| format!("{host}: {e}"))?;
+    // Through HTTP_PROXY when set: the proxy gets the absolute URL.
+    let proxy = std::env::var("HTTP_PROXY")
+        .or_else(|_| std::env::var("http_proxy"))
+        .ok()
+        .filter(|p| !p.is_empty());
+    let (connect_to, target) = match &proxy {
+        Some(proxy) => (
+            proxy
+                .trim_start_matches("http://")
+                .trim_end_matches('/')
+                .to_string(),
+            url.to_string(),
+        ),
+        None => (host.to_string(), path.to_string()),
+    };
+    let mut stream =
+        TcpStream::connect(connect_to.as_str()).map_err(|e| format!("{connect_to}: {e}"))?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(20)));
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        "GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
     )
     .map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(stream);

@@ -41,6 +41,7 @@ fn run_suite(sut: Vec<String>, contract: Contract, fakes: bool, selection: Selec
         guest: None,
         contract,
         allow_empty: false,
+        profile: Default::default(),
     };
     let mut report = Report::default();
     run::run(config, &mut |event| report.absorb(event)).expect("the harness runs");

@@ -31,6 +31,8 @@ pub struct RunEnv {
     /// In the migration view, the edition the SUT speaks: every invocation is judged by it
     /// too, so a failure can be told apart from one that edition also forbids.
     pub also_judge: Option<Edition>,
+    /// What the implementer declared about the knobs the contract does not name.
+    pub profile: std::sync::Arc<super::profile::Profile>,
 }
 
 /// One invocation to make.
@@ -200,12 +202,32 @@ impl<'a> Case<'a> {
 
     /// A sandbox with the fake tools on PATH and pre-seeded keys.
     pub fn sandbox(&self) -> Result<Sandbox, HarnessError> {
-        Sandbox::new(SandboxOptions {
+        self.sandbox_from(SandboxOptions {
             fakes: self.env.fakes.clone(),
             only_tools: None,
             seed_keys: true,
             ..Default::default()
         })
+    }
+
+    /// A sandbox with these options and the SUT profile's data-root variable and environment.
+    pub fn sandbox_from(&self, options: SandboxOptions) -> Result<Sandbox, HarnessError> {
+        Sandbox::new(SandboxOptions {
+            data_root_var: Some(self.env.profile.data_root_var.clone()),
+            profile_env: self
+                .env
+                .profile
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            ..options
+        })
+    }
+
+    /// The SUT profile.
+    pub fn profile(&self) -> &super::profile::Profile {
+        &self.env.profile
     }
 
     /// The guest directory of the real tier (`--guest`), when given.
@@ -219,7 +241,7 @@ impl<'a> Case<'a> {
         let parent = std::env::var_os("STOAT_CONFORMANCE_REAL_TMP")
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| std::path::PathBuf::from("/var/tmp"));
-        Sandbox::new(SandboxOptions {
+        self.sandbox_from(SandboxOptions {
             real_tools: true,
             parent: Some(parent),
             ..Default::default()
@@ -228,7 +250,7 @@ impl<'a> Case<'a> {
 
     /// A sandbox with an empty PATH (no host tools at all) and pre-seeded keys.
     pub fn bare_sandbox(&self) -> Result<Sandbox, HarnessError> {
-        Sandbox::new(SandboxOptions {
+        self.sandbox_from(SandboxOptions {
             fakes: self.env.fakes.clone(),
             only_tools: Some(Vec::new()),
             seed_keys: true,

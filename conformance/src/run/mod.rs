@@ -5,6 +5,7 @@
 pub mod baseline;
 pub mod case;
 pub mod events;
+pub mod profile;
 pub mod runner;
 pub mod selection;
 pub mod sut;

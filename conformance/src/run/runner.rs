@@ -23,6 +23,7 @@ use crate::spec::Edition;
 use super::baseline::Baseline;
 use super::case::{Case, Inv, InvocationRecord, RunEnv};
 use super::events::{CheckResult, Event, Migration, RunInfo, Status, Summary};
+use super::profile::Profile;
 use super::selection::Selection;
 use super::sut::Sut;
 
@@ -45,6 +46,8 @@ pub struct RunConfig {
     pub contract: Contract,
     /// A run that judged nothing it was asked to passes (`--allow-empty`).
     pub allow_empty: bool,
+    /// The implementer's declarations (`--profile`); default: the reference's knobs.
+    pub profile: Profile,
 }
 
 /// Which edition a run judges by.
@@ -93,6 +96,7 @@ pub fn run(
             Contract::Auto => Edition::default(),
         },
         also_judge: None,
+        profile: std::sync::Arc::new(config.profile.clone()),
     };
     let jobs = config.jobs.max(1);
 

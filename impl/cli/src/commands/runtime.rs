@@ -1,9 +1,11 @@
-//! Commands that run a VM or reach into a running one: up, down, wait, exec, cp, screenshot
-//! (json-v3#per-command-data; the work lives in `stoat_core::runtime`).
+//! The CLI adapters of the operations that run a VM or reach into a running one: up, down,
+//! wait, exec, cp, screenshot (`stoat_core::app::runtime`; json-v3#per-command-data). Each
+//! parses its args into a typed request and renders the answer for a human.
 
-use stoat_core::runtime::{cp, down, exec, screenshot, up, wait};
+use stoat_core::app::{runtime, vms};
+use stoat_core::runtime::{cp, exec, wait};
 use stoat_core::{Error, Result};
-use stoat_wire::dto::{CopyDirection, ExecData, VmData};
+use stoat_wire::dto::{CopyDirection, ExecData};
 use stoat_wire::StreamBytes;
 
 use crate::ctx::Ctx;
@@ -15,33 +17,34 @@ use crate::{ExecArgs, Reply};
 /// events stream with `cmd:"up"` before the `{vm}` result, re-read last.
 pub fn up(ctx: &Ctx, args: &UpArgs) -> Result<Reply> {
     let name = required_vm("up", args.vm.as_deref())?;
-    let root = ctx.root()?;
+    ctx.root()?;
     ctx.note(&format!("starting {name}..."));
-    let vm = up::up(root, &ctx.env, name)?;
-    let stored = stoat_core::vm::load_ok(root, name)?;
-    // A disk VM booting its installer has no ssh to wait for.
-    let installing = stored.config.mode == "disk" && !stored.config.installed;
-    let mut human = if args.no_wait || installing {
-        format!("{} started (ssh :{})\n", vm.name, vm.ssh_port)
-    } else {
-        ctx.note(&format!("waiting for ssh on port {}...", vm.ssh_port));
-        wait::until_reachable(&stored, args.timeout, &ctx.cancel)?;
+    let reach_wait = (!args.no_wait).then_some(args.timeout);
+    if reach_wait.is_some() {
+        if let Ok(stored) = stoat_core::vm::load_ok(ctx.root()?, name) {
+            ctx.note(&format!(
+                "then waiting for ssh on port {}...",
+                stored.config.sshport
+            ));
+        }
+    }
+    let outcome = runtime::up(ctx, name, !args.no_apply, reach_wait)?;
+    let vm = &outcome.data.vm;
+    let mut human = if outcome.reachable {
         format!("{} is up (ssh :{})\n", vm.name, vm.ssh_port)
+    } else {
+        format!("{} started (ssh :{})\n", vm.name, vm.ssh_port)
     };
-    if installing {
+    if outcome.installing {
         human.push_str(&installing_note(name));
     }
-    human.push_str(&display_lines(ctx, &stored));
+    human.push_str(&display_lines(ctx, name)?);
     let mut human = human.trim_end().to_owned();
-    if args.no_apply {
-        return Ok(Reply::new(&VmData { vm }, human));
-    }
-    if let Some(applied) = super::apply::after_boot(ctx, name)? {
+    if let Some(applied) = &outcome.applied {
         human.push('\n');
-        human.push_str(&super::apply::apply_human(&applied));
+        human.push_str(&super::apply::apply_human(applied));
     }
-    let vm = stoat_core::vm::load(root, name)?.to_wire(&ctx.env);
-    Ok(Reply::new(&VmData { vm }, human))
+    Ok(Reply::new(&outcome.data, human))
 }
 
 /// What a human sees after `up` on a disk VM that boots its installer (upstream waited for
@@ -55,31 +58,31 @@ fn installing_note(name: &str) -> String {
 
 /// The `display:` lines of docs/contract.md behaviour#cli, one per line with a trailing newline. Human
 /// output only: the socket path never reaches `--json`.
-pub(crate) fn display_lines(ctx: &Ctx, stored: &stoat_core::vm::StoredVm) -> String {
-    let socket = stoat_core::qemu::VmPaths::new(&stored.dir).vnc_socket;
-    stoat_core::display::human_lines(&ctx.env, &stored.config.display, &socket)
+fn display_lines(ctx: &Ctx, name: &str) -> Result<String> {
+    Ok(vms::display_lines(ctx, name)?
         .iter()
         .map(|line| format!("{line}\n"))
-        .collect()
+        .collect())
 }
 
 /// `down <vm>`.
 pub fn down(ctx: &Ctx, vm: Option<&str>) -> Result<Reply> {
     let name = required_vm("down", vm)?;
-    let vm = down::down(ctx.root()?, &ctx.env, name)?;
+    let data = runtime::down(ctx, name)?;
+    let vm = &data.vm;
     let human = if vm.state == stoat_wire::dto::VmState::Running {
         format!("{} is still stopping", vm.name)
     } else {
         format!("{} stopped", vm.name)
     };
-    Ok(Reply::new(&VmData { vm }, human))
+    Ok(Reply::new(&data, human))
 }
 
 /// `wait <vm> --until X --timeout D`.
 pub fn wait(ctx: &Ctx, args: &WaitArgs) -> Result<Reply> {
     let name = required_vm("wait", args.vm.as_deref())?;
     let until = wait::Until::parse(&args.until)?;
-    let data = wait::wait(ctx.root()?, name, until, args.timeout, &ctx.cancel)?;
+    let data = runtime::wait(ctx, name, until, args.timeout)?;
     let human = format!("{} reached {} ({}ms)", data.vm, data.until, data.waited_ms);
     Ok(Reply::new(&data, human))
 }
@@ -92,29 +95,15 @@ pub fn exec(ctx: &Ctx, args: ExecArgs) -> Result<Reply> {
     } else {
         exec::Streams::Inherit
     };
-    let root = ctx.root()?;
-    if let Ok(stored) = stoat_core::vm::load_ok(root, &args.vm) {
+    if let Ok(stored) = stoat_core::vm::load_ok(ctx.root()?, &args.vm) {
         if stored.running_pid().is_some() && !wait::ssh_banner(stored.config.sshport) {
             ctx.note(&format!("waiting for ssh on {}...", stored.name));
         }
     }
-    let out = exec::exec(
-        root,
-        &ctx.env,
-        &args.vm,
-        &args.command,
-        streams,
-        args.timeout.unwrap_or(exec::REACH_WAIT),
-        &ctx.cancel,
-    )?;
+    let reach_wait = args.timeout.unwrap_or(exec::REACH_WAIT);
+    let out = runtime::exec(ctx, &args.vm, &args.command, streams, reach_wait)?;
     if ctx.json {
-        let data = ExecData {
-            vm: out.vm,
-            exit_code: out.exit_code,
-            stdout: StreamBytes::from_bytes(out.stdout),
-            stderr: StreamBytes::from_bytes(out.stderr),
-        };
-        return Ok(Reply::new(&data, ""));
+        return Ok(Reply::new(&out, ""));
     }
     let exit_code = out.exit_code;
     let data = ExecData {
@@ -131,14 +120,7 @@ pub fn cp(ctx: &Ctx, args: &CpArgs) -> Result<Reply> {
     let request = parse_cp(args)?;
     let cwd = std::env::current_dir().map_err(|e| Error::io("read the current directory", e))?;
     let reach_wait = args.timeout.unwrap_or(exec::REACH_WAIT);
-    let data = cp::copy(
-        ctx.root()?,
-        &ctx.env,
-        &cwd,
-        &request,
-        reach_wait,
-        &ctx.cancel,
-    )?;
+    let data = runtime::cp(ctx, &cwd, &request, reach_wait)?;
     let human = match data.direction {
         CopyDirection::ToGuest => format!("copied {} to {}:{}", data.local, data.vm, data.remote),
         CopyDirection::FromGuest => format!("copied {}:{} to {}", data.vm, data.remote, data.local),
@@ -148,7 +130,7 @@ pub fn cp(ctx: &Ctx, args: &CpArgs) -> Result<Reply> {
 
 /// `screenshot <vm>`.
 pub fn screenshot(ctx: &Ctx, name: &str) -> Result<Reply> {
-    let data = screenshot::screenshot(ctx.root()?, name)?;
+    let data = runtime::screenshot(ctx, name)?;
     let human = format!(
         "{} ({}x{}, {} bytes)",
         data.path, data.width, data.height, data.bytes

@@ -335,7 +335,7 @@ fn up_waits_for_ssh_and_a_guest_that_never_answers_is_an_error() {
     assert_eq!(human.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&human.stderr);
     assert!(
-        stderr.contains(&format!("waiting for ssh on port {port}...")),
+        stderr.contains(&format!("then waiting for ssh on port {port}...")),
         "{stderr}"
     );
     assert!(stderr.contains("did not answer within 1s"), "{stderr}");
