@@ -217,14 +217,18 @@ fn serve(parsed: &QemuArgs, args: &[String]) -> i32 {
     control.exit_now()
 }
 
-/// Greets every connection on 127.0.0.1:`port` like an sshd, in a thread (nothing when the
-/// port is taken: then something else answers there).
+/// Greets every connection on 127.0.0.1:`port` like an sshd, in a thread. While the port is
+/// taken (another fake VM of a parallel check with the same fixture port), something else
+/// answers there; the thread keeps trying, so the port still answers once that one exits.
 pub(crate) fn serve_banners(port: u16) {
     use std::io::Write as _;
-    let Ok(listener) = std::net::TcpListener::bind(("127.0.0.1", port)) else {
-        return;
-    };
     std::thread::spawn(move || {
+        let listener = loop {
+            match std::net::TcpListener::bind(("127.0.0.1", port)) {
+                Ok(listener) => break listener,
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
+            }
+        };
         for mut stream in listener.incoming().flatten() {
             let _ = stream.write_all(b"SSH-2.0-stoat-fake\r\n");
         }
