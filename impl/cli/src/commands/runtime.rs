@@ -5,11 +5,11 @@
 use stoat_core::app::{runtime, vms};
 use stoat_core::runtime::{cp, exec, wait};
 use stoat_core::{Error, Result};
-use stoat_wire::dto::{CopyDirection, ExecData};
-use stoat_wire::StreamBytes;
+use stoat_wire::dto::CopyDirection;
 
 use crate::ctx::Ctx;
 use crate::grammar::{CpArgs, UpArgs, WaitArgs};
+use crate::output::GuestOutput;
 use crate::{ExecArgs, Reply};
 
 /// `up <vm> [--no-apply] [--no-wait] [--timeout D]`: boot, wait until ssh answers (unless
@@ -90,10 +90,10 @@ pub fn wait(ctx: &Ctx, args: &WaitArgs) -> Result<Reply> {
 /// `exec <vm> <cmd>...`: under --json exit 0 whenever the command ran; in human mode the
 /// guest's bytes go to our stdout/stderr and its status becomes ours.
 pub fn exec(ctx: &Ctx, args: ExecArgs) -> Result<Reply> {
-    let streams = if ctx.json {
-        exec::Streams::Capture
-    } else {
+    let streams = if ctx.hands_stdin_to_guest() {
         exec::Streams::Inherit
+    } else {
+        exec::Streams::Capture
     };
     if let Ok(stored) = stoat_core::vm::load_ok(ctx.root()?, &args.vm) {
         if stored.running_pid().is_some() && !wait::ssh_banner(stored.config.sshport) {
@@ -102,17 +102,15 @@ pub fn exec(ctx: &Ctx, args: ExecArgs) -> Result<Reply> {
     }
     let reach_wait = args.timeout.unwrap_or(exec::REACH_WAIT);
     let out = runtime::exec(ctx, &args.vm, &args.command, streams, reach_wait)?;
-    if ctx.json {
-        return Ok(Reply::new(&out, ""));
-    }
-    let exit_code = out.exit_code;
-    let data = ExecData {
-        vm: out.vm,
-        exit_code,
-        stdout: StreamBytes::Text(String::new()),
-        stderr: StreamBytes::Text(String::new()),
+    // Captured bytes (--json) ride in the reply; inherited streams already reached the user.
+    let guest = GuestOutput {
+        stdout: out.stdout.to_bytes(),
+        stderr: out.stderr.to_bytes(),
     };
-    Ok(Reply::new(&data, "").with_human_exit(exit_code))
+    let exit_code = out.exit_code;
+    Ok(Reply::new(&out, "")
+        .with_guest_output(guest)
+        .with_human_exit(exit_code))
 }
 
 /// `cp <vm>:<remote> <local>`, `cp <local> <vm>:<remote>`, or the flag form.
