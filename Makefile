@@ -2,12 +2,14 @@
 # they install what is missing first (apt packages need root; sudo is used when not root).
 
 GUEST_DIR ?= $(CURDIR)/.guest
+DISTRO_DIR ?= $(CURDIR)/.guest-distro
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CARGO ?= cargo
 STOAT := $(CURDIR)/target/debug/stoat
 CONFORMANCE := $(CURDIR)/target/debug/stoat-conformance
 
-.PHONY: setup host-deps guest mcp-client build test test-fast conformance golden fuzz bench docs clean
+.PHONY: setup host-deps guest mcp-client build test test-fast conformance golden fuzz bench docs clean \
+  distro-guest test-distro bench-distro
 
 ## setup: host packages (QEMU 10 from bookworm-backports, xorriso, ssh) and the test guest
 setup: host-deps guest mcp-client
@@ -17,6 +19,11 @@ host-deps:
 
 guest: host-deps
 	$(SUDO) conformance/guest/build.sh $(GUEST_DIR)
+
+## distro-guest: a real Debian cloud image (systemd, cloud-init) from Debian packages
+distro-guest: host-deps
+	$(SUDO) conformance/guest/distro/install-deps.sh
+	$(SUDO) conformance/guest/distro/build.sh $(DISTRO_DIR)
 
 ## mcp-client: the Python MCP SDK (a real client no one here wrote) in target/mcp-venv
 mcp-client:
@@ -36,6 +43,13 @@ test: setup build
 test-fast:
 	$(CARGO) test --workspace
 
+## test-distro: stoat's lifecycle and the suite's real tier on the Debian cloud image
+## (docs/distro-guest.md); one booting run at a time on this host
+test-distro: distro-guest build
+	STOAT_DISTRO_GUEST=$(DISTRO_DIR) flock /tmp/stoat-guest.lock \
+	  $(CARGO) test -p stoat-cli --test cli distro_ -- --include-ignored --test-threads=1
+	flock /tmp/stoat-guest.lock $(CONFORMANCE) run --tier real --guest $(DISTRO_DIR) -- $(STOAT)
+
 ## conformance: the suite against the reference stoat
 conformance: setup build
 	$(CONFORMANCE) run --guest $(GUEST_DIR) --report-json target/conformance-report.json --html target/conformance-report.html -- $(STOAT)
@@ -45,7 +59,12 @@ bench:
 	$(CARGO) bench -p stoat-cli --bench invocation
 	impl/cli/benches/pull_vs_curl.sh
 	GUEST=$(GUEST_DIR) impl/cli/benches/runtime_vs_raw.sh
+	DISTRO_GUEST=$(DISTRO_DIR) impl/cli/benches/distro_boot.sh
 	$(CARGO) build -p stoat-cli && $(CARGO) bench -p stoat-conformance --bench suite
+
+## bench-distro: boot-to-reachable of the Debian image, stoat vs raw QEMU, first and second boot
+bench-distro: distro-guest
+	DISTRO_GUEST=$(DISTRO_DIR) impl/cli/benches/distro_boot.sh
 
 ## golden: replay every golden transcript against the reference (docs/golden.md)
 golden: build
