@@ -59,7 +59,7 @@ deb $SECURITY $SUITE-security main"
 
 # What a Debian cloud image holds, minus what the tests do not need. No `-cloud` kernel:
 # it has no 9p. syslinux and mtools are the bootloader and the tools that install it.
-PACKAGES="systemd-sysv udev dbus cloud-init openssh-server sudo cloud-guest-utils fdisk
+PACKAGES="systemd-sysv systemd-resolved udev dbus cloud-init openssh-server sudo cloud-guest-utils fdisk
   e2fsprogs linux-image-amd64 initramfs-tools zstd syslinux syslinux-common mtools
   procps iproute2 less"
 PACKAGES=$(echo $PACKAGES)

@@ -8,11 +8,14 @@ echo localhost > "$R/etc/hostname"
 printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\nff02::1\t\tip6-allnodes\nff02::2\t\tip6-allrouters\n' > "$R/etc/hosts"
 printf 'LABEL=%s\t/\text4\tdefaults,errors=remount-ro\t0\t1\n' "$ROOT_LABEL" > "$R/etc/fstab"
 # Per-instance identity is made at first boot: the machine-id by systemd, the ssh host keys
-# by cloud-init's ssh module. The build host's resolv.conf does not belong in an image.
+# by cloud-init's ssh module.
 : > "$R/etc/machine-id"
-rm -f "$R/var/lib/dbus/machine-id" "$R"/etc/ssh/ssh_host_* "$R/etc/resolv.conf"
-# cloud-init renders its network config for systemd-networkd (no ifupdown, no netplan).
-chroot "$R" systemctl enable systemd-networkd.service > /dev/null 2>&1
+rm -f "$R/var/lib/dbus/machine-id" "$R"/etc/ssh/ssh_host_*
+# cloud-init renders its network config for systemd-networkd (no ifupdown, no netplan);
+# systemd-resolved serves DNS and the machine's own name (sudo looks it up), and
+# /etc/resolv.conf points at its stub, not at the build host's resolver.
+chroot "$R" systemctl enable systemd-networkd.service systemd-resolved.service > /dev/null 2>&1
+ln -sfn ../run/systemd/resolve/stub-resolv.conf "$R/etc/resolv.conf"
 # Probe only the NoCloud datasource (and None): no waiting on metadata servers that are
 # not there.
 printf 'datasource_list: [ NoCloud, None ]\n' > "$R/etc/cloud/cloud.cfg.d/90_datasources.cfg"
