@@ -9,7 +9,7 @@
 #   bookworm-backports source   QEMU 10 lives there. The preinstalled qemu-utils
 #                               is 10.0.2 from backports; bookworm's own
 #                               qemu-system-x86 (7.2) Breaks it and apt would
-#                               remove qemu-img (docs/research/qemu-on-these-machines.md §1).
+#                               remove qemu-img, which stoat needs).
 #   qemu-system-x86             -t bookworm-backports --no-install-recommends
 #                               (without the flag apt pulls ~340 GUI packages)
 #   qemu-utils                  qemu-img, for overlays and snapshots

@@ -46,6 +46,7 @@ pub fn time_run(sut: &Sut, fakes: Option<PathBuf>, jobs: usize) -> Result<Timing
         skip_smoke: false,
         oracle: None,
         guest: None,
+        edition: Default::default(),
     };
     let started = Instant::now();
     let mut report = Report::default();

@@ -1,7 +1,7 @@
 //! Owns [`Capture`]: one recorded invocation of a SUT (argv, stdin, exit, stdout, stderr).
 //!
 //! Plain serde data so that saved reports, `stoat-conformance check` and golden
-//! transcripts (issue 9) all read and write the same shape. Bytes that are not UTF-8
+//! transcripts (docs/golden.md) all read and write the same shape. Bytes that are not UTF-8
 //! are stored as `{"base64": "..."}`.
 
 use base64::Engine as _;

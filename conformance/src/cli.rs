@@ -330,6 +330,7 @@ fn run_command(args: RunArgs) -> Result<u8, HarnessError> {
         skip_smoke: false,
         oracle: None,
         guest,
+        edition: Default::default(),
     };
     let (summary, smoke_failed) = run::run(config, &mut |event| {
         for reporter in reporters.iter_mut() {
@@ -418,6 +419,7 @@ fn check_command(args: CheckArgs) -> Result<u8, HarnessError> {
     let context = Context {
         expect_cmd: args.cmd.clone(),
         canaries: Default::default(),
+        edition: Default::default(),
     };
     let judgement = Oracle::new().judge(&capture, &context);
     let must = judgement

@@ -1,5 +1,5 @@
 //! stoat-conformance: runs ANY stoat executable and reports, check by check, where it keeps
-//! or breaks machine contract v3 (`contract/stoat-json-v3.md`).
+//! or breaks machine contract v3 (restated with rule ids in docs/contract.md).
 //!
 //! Vocabulary:
 //! - a **check** is one catalog entry ([`catalog`]) with a stable id, the contract sentence

@@ -1,18 +1,105 @@
-//! Owns the names of the documents and sections a check cites.
+//! Owns the names of the documents and sections a check cites, and the contract editions a
+//! check belongs to.
 //!
-//! `json-v3#...` anchors name sections of `contract/stoat-json-v3.md` (THE authority);
-//! `design#decisions` names the table in `DESIGN.md` for what v3 leaves open.
+//! `json-v3#...` anchors name sections of contract 3 (the authority), `json-v2#...` sections
+//! of the published contract-2 edition (for rules that read differently there), and
+//! `design#decisions` the decisions where the contract is silent; docs/contract.md restates
+//! each under the same id.
 
-/// The contract version this suite judges.
+/// The newest contract edition this suite judges (the default of `--contract`).
 pub const CONTRACT_VERSION: u64 = 3;
+
+/// A published edition of the machine contract.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Edition {
+    V2,
+    #[default]
+    V3,
+}
+
+impl Edition {
+    /// Every edition this suite knows, oldest first.
+    pub const ALL: [Edition; 2] = [Edition::V2, Edition::V3];
+
+    /// The integer the edition is named by (`v` and `version.contract`).
+    pub const fn number(self) -> u64 {
+        match self {
+            Edition::V2 => 2,
+            Edition::V3 => 3,
+        }
+    }
+
+    /// The edition named by this integer, if the suite knows it.
+    pub fn from_number(number: u64) -> Option<Self> {
+        Edition::ALL.into_iter().find(|e| e.number() == number)
+    }
+}
+
+impl serde::Serialize for Edition {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(self.number())
+    }
+}
+
+impl std::fmt::Display for Edition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.number())
+    }
+}
+
+/// The editions a check's rule holds in. Most rules read the same in both (`Both`); a rule
+/// that only one edition states says so, and a contract-3-only rule names the documented
+/// difference from contract 2 that it follows from (the migration view groups by it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Editions {
+    /// The rule reads the same in contract 2 and contract 3.
+    Both,
+    /// Contract 3 only; `change` says, in a few words, what differs in contract 2.
+    V3 { change: &'static str },
+    /// Contract 2 only (its contract-3 counterpart is a separate check).
+    V2,
+}
+
+impl Editions {
+    pub const fn contains(self, edition: Edition) -> bool {
+        matches!(
+            (self, edition),
+            (Editions::Both, _) | (Editions::V3 { .. }, Edition::V3) | (Editions::V2, Edition::V2)
+        )
+    }
+
+    /// The editions as a list, oldest first.
+    pub fn list(self) -> Vec<Edition> {
+        Edition::ALL
+            .into_iter()
+            .filter(|e| self.contains(*e))
+            .collect()
+    }
+
+    /// The documented v2-to-v3 difference a contract-3-only rule follows from.
+    pub const fn change(self) -> Option<&'static str> {
+        match self {
+            Editions::V3 { change } => Some(change),
+            _ => None,
+        }
+    }
+}
+
+impl serde::Serialize for Editions {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.list())
+    }
+}
 
 /// The document a check's quote comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
-    /// `contract/stoat-json-v3.md`.
+    /// Contract 3 (docs/contract.md, `json-v3#...`).
     Contract,
-    /// `DESIGN.md`, "Decisions where v3 is silent or upstream differs".
+    /// Contract 2, the previous edition, for a contract-2-only rule (docs/contract.md, `json-v2#...`).
+    ContractV2,
+    /// Our decisions where the contract is silent (docs/contract.md, `design#decisions`).
     Design,
 }
 
@@ -37,10 +124,13 @@ pub const SECTIONS: &[(&str, &str)] = &[
     ("json-v3#streaming", "Streaming"),
     ("json-v3#versioning", "Versioning"),
     ("json-v3#capabilities", "Capability discovery"),
-    (
-        "design#decisions",
-        "DESIGN.md: Decisions where v3 is silent or upstream differs",
-    ),
+    ("json-v2#envelope", "Contract 2: The envelope"),
+    ("json-v2#error-codes", "Contract 2: Error codes"),
+    ("json-v2#types", "Contract 2: Types"),
+    ("json-v2#per-command-data", "Contract 2: Per-command data"),
+    ("json-v2#streaming", "Contract 2: Streaming"),
+    ("json-v2#versioning", "Contract 2: Versioning"),
+    ("design#decisions", "Decisions where v3 is silent"),
 ];
 
 /// Returns the human title of a section anchor.

@@ -1,5 +1,6 @@
 //! The catalog lint: every id unique and well-formed, cited (a known section and a quote
-//! found verbatim in the contract or DESIGN.md when those are reachable), documented, and
+//! found verbatim in the contract text or its decisions table when a copy is reachable
+//! through STOAT_SHARED_DIR; every section id defined in docs/contract.md), documented, and
 //! wired (scenario checks have a body; mutant operators name real checks). Also keeps
 //! docs/checks.md current.
 
@@ -8,10 +9,15 @@ use std::path::PathBuf;
 
 use stoat_conformance::catalog::{all, Kind};
 use stoat_conformance::mutate::OPERATORS;
-use stoat_conformance::spec::{Source, SECTIONS};
+use stoat_conformance::spec::{Editions, Source, SECTIONS};
 
+/// Whitespace runs become one space; markdown emphasis and code marks (the contract-2 text
+/// is published as markdown) are dropped on both sides.
 fn normalize(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    text.replace(['`', '*'], "")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The shared documents, when this checkout can see them (a sibling `shared/`).
@@ -78,6 +84,30 @@ fn every_check_is_cited_documented_and_wired() {
                 "{}: a contract quote cites json-v3#",
                 def.id
             ),
+            Source::ContractV2 => assert!(
+                def.spec.starts_with("json-v2#"),
+                "{}: a contract-2 quote cites json-v2#",
+                def.id
+            ),
+        }
+        match def.editions {
+            Editions::V2 => assert_eq!(
+                def.source,
+                Source::ContractV2,
+                "{}: a contract-2-only rule quotes contract 2",
+                def.id
+            ),
+            Editions::V3 { change } => assert!(
+                change.trim().len() >= 10,
+                "{}: a contract-3-only rule says what differs in contract 2",
+                def.id
+            ),
+            Editions::Both => assert_ne!(
+                def.source,
+                Source::ContractV2,
+                "{}: a rule of both editions quotes contract 3",
+                def.id
+            ),
         }
     }
 }
@@ -85,8 +115,9 @@ fn every_check_is_cited_documented_and_wired() {
 #[test]
 fn every_quote_is_verbatim_from_its_source() {
     let contract = shared_doc("contract/stoat-json-v3.md").map(|t| normalize(&t));
+    let contract2 = shared_doc("contract/stoat-json-v2.md").map(|t| normalize(&t));
     let design = shared_doc("DESIGN.md").map(|t| normalize(&t));
-    if contract.is_none() || design.is_none() {
+    if contract.is_none() || contract2.is_none() || design.is_none() {
         eprintln!(
             "skipping quote verification: shared/ documents not reachable (set STOAT_SHARED_DIR)"
         );
@@ -95,6 +126,7 @@ fn every_quote_is_verbatim_from_its_source() {
     for def in all() {
         let text = match def.source {
             Source::Contract => contract.as_deref(),
+            Source::ContractV2 => contract2.as_deref(),
             Source::Design => design.as_deref(),
         };
         let quote = normalize(def.quote);
@@ -130,4 +162,21 @@ fn docs_checks_md_is_current() {
     }
     let actual = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(actual == expected, "docs/checks.md is stale: run `stoat-conformance list --format md > docs/checks.md` (or STOAT_BLESS=1 cargo test)");
+}
+
+/// Every section id a check may cite is defined in docs/contract.md, so a citation always
+/// resolves to a file in this repository.
+#[test]
+fn every_section_id_is_defined_in_docs_contract() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/contract.md");
+    let text = std::fs::read_to_string(&path).expect("docs/contract.md");
+    let missing: Vec<&str> = SECTIONS
+        .iter()
+        .map(|(anchor, _)| *anchor)
+        .filter(|anchor| !text.contains(&format!("`{anchor}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "not defined in docs/contract.md: {missing:?}"
+    );
 }

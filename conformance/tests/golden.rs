@@ -1,5 +1,5 @@
 //! Golden transcripts end to end (docs/golden.md): `golden verify` passes against the
-//! reference (`../target/debug/stoat`, built by `make test` first; SKIPPED when missing),
+//! reference (`target/debug/stoat`; missing or stale fails, see support/reference.rs),
 //! including the frozen older-version corpus; a SUT that drops a field, changes an error
 //! code or breaks the envelope fails; additive changes pass; `bless` writes `.new` files
 //! only for cases that changed and refuses under `CI`.
@@ -18,18 +18,12 @@ fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../golden")
 }
 
-/// The reference binary, when it has been built.
-fn reference() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/stoat");
-    if path.is_file() {
-        Some(path)
-    } else {
-        println!(
-            "SKIPPED: {} is not built (cargo build -p stoat-cli)",
-            path.display()
-        );
-        None
-    }
+#[path = "support/reference.rs"]
+mod support;
+
+/// The reference binary, fresh.
+fn reference() -> PathBuf {
+    support::fresh_reference()
 }
 
 fn verify(dir: &Path, sut: &[&str], cases: &[&str]) -> (bool, String) {
@@ -58,7 +52,7 @@ fn mutant(op: &str, stoat: &Path) -> Vec<String> {
 
 #[test]
 fn verify_passes_against_the_reference() {
-    let Some(stoat) = reference() else { return };
+    let stoat = reference();
     let (passed, stdout) = verify(&golden_dir(), &[stoat.to_str().expect("utf-8")], &[]);
     assert!(passed, "golden verify failed:\n{stdout}");
     assert!(
@@ -69,7 +63,7 @@ fn verify_passes_against_the_reference() {
 
 #[test]
 fn additive_mutants_pass_and_breaking_ones_fail() {
-    let Some(stoat) = reference() else { return };
+    let stoat = reference();
     let cases = ["ls/*", "get/*"];
     for op in ["extra-field", "unknown-event", "stderr-noise"] {
         let sut = mutant(op, &stoat);
@@ -103,7 +97,7 @@ fn scratch_with(edit: impl Fn(&mut serde_json::Value)) -> tempfile::TempDir {
 
 #[test]
 fn a_removed_field_or_changed_code_fails() {
-    let Some(stoat) = reference() else { return };
+    let stoat = reference();
     let stoat = stoat.to_str().expect("utf-8");
     // An older transcript naming a field (or code) the SUT no longer emits.
     let dir = scratch_with(|case| {
@@ -135,7 +129,7 @@ fn a_removed_field_or_changed_code_fails() {
 
 #[test]
 fn bless_writes_new_files_only_for_changes_and_refuses_under_ci() {
-    let Some(stoat) = reference() else { return };
+    let stoat = reference();
     let stoat = stoat.to_str().expect("utf-8");
     let dir = scratch_with(|case| {
         if case["cmd"] == "ls" {

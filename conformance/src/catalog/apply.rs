@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use super::helpers::{expect_eq, str_at, Banner};
-use super::{scenario, CheckDef, Tier};
+use super::{scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
 use crate::fakes::script::{FakeScript, Rule};
 use crate::finding::Level::Must;
@@ -15,8 +15,8 @@ use crate::run::{Case, Ran};
 use crate::sandbox::{Sandbox, VmFixture};
 
 pub(super) const CHECKS: &[CheckDef] = &[
-    scenario("APPLY.dry-run-plan", Must, Tier::Fake, "json-v3#streaming", "apply --dry-run emits none: it computes the plan host-side and runs nothing.",
-        "`apply work --dry-run` answers {vm, dry_run: true, plan: [{name: hello, action: run, ...}]} with no event line and no ssh call", &["apply", "events"], dry_run_plan),
+    v3_only(scenario("APPLY.dry-run-plan", Must, Tier::Fake, "json-v3#streaming", "apply --dry-run emits none: it computes the plan host-side and runs nothing.",
+        "`apply work --dry-run` answers {vm, dry_run: true, plan: [{name: hello, action: run, ...}]} with no event line and no ssh call", &["apply", "events"], dry_run_plan), "contract 2 has no apply --dry-run"),
     scenario("APPLY.streams-stage-log", Must, Tier::Fake, "json-v3#streaming", "apply wraps each appended line of the recipe log as a log event, and emits a stage event at each recipe boundary:",
         "`apply work` (recipe run by the fake ssh) streams stage {recipe: hello} then a log event with the recipe's output, and answers {vm, applied: [hello], skipped_reason: \"\"}", &["apply", "events"], streams_stage_log),
 ];

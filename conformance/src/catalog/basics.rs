@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::helpers::{with_work, Rng};
-use super::{scenario, CheckDef, Tier};
+use super::{scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
 use crate::finding::Level::{Must, Should};
 use crate::run::{Case, Inv};
@@ -12,8 +12,8 @@ use crate::run::{Case, Inv};
 pub(super) const CHECKS: &[CheckDef] = &[
     scenario("SMOKE.version", Must, Tier::Pure, "json-v3#per-command-data", "version {\"version\":\"1.2.3\",\"contract\":3}",
         "the smoke stage: `--json version` answers ok in contract (run first; a failure stops the run)", &["smoke", "version"], version_contract),
-    scenario("VERSION.contract-3", Must, Tier::Pure, "json-v3#per-command-data", "version {\"version\":\"1.2.3\",\"contract\":3}",
-        "`version` answers {version: string, contract: 3}", &["version"], version_contract),
+    v3_only(scenario("VERSION.contract-3", Must, Tier::Pure, "json-v3#per-command-data", "version {\"version\":\"1.2.3\",\"contract\":3}",
+        "`version` answers {version: string, contract: 3}", &["version"], version_contract), "contract 2's version names its own contract number"),
     scenario("HELP.usage", Must, Tier::Pure, "json-v3#per-command-data", "help {\"usage\":\"...\"}",
         "`help` answers {usage: non-empty string}", &["help"], help_usage),
     scenario("HELP.mentions-commands", Should, Tier::Pure, "json-v3#per-command-data", "help {\"usage\":\"...\"}",

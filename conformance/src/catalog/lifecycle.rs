@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::helpers::{expect_eq, str_at, with_running_work};
-use super::{scenario, CheckDef, Tier};
+use super::{scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
 use crate::fakes::script::{FakeScript, QemuScript, Rule, ScriptBytes};
 use crate::finding::Level::{Must, Should};
@@ -18,14 +18,14 @@ pub(super) const CHECKS: &[CheckDef] = &[
         "`down work` after `up` answers {vm}; `wait --until stopped` then reaches stopped", &["down", "lifecycle"], down_stops),
     scenario("UP.already-running", Should, Tier::Fake, "json-v3#error-codes", "already_running the operation needs a stopped VM",
         "`up` on a running VM fails with already_running", &["up", "state"], up_already_running),
-    scenario("UP.qemu-refused", Must, Tier::Fake, "json-v3#error-codes", "qemu_start_failed qemu ran and refused to start the VM",
-        "qemu exiting 1 at start fails up with qemu_start_failed", &["up", "errors"], up_refused),
-    scenario("UP.qemu-missing", Must, Tier::Fake, "json-v3#error-codes", "qemu_missing qemu-system-x86_64 is not on PATH",
-        "no qemu-system-x86_64 on PATH fails up with qemu_missing", &["up", "errors"], up_missing),
-    scenario("SCREENSHOT.png", Must, Tier::Fake, "json-v3#per-command-data", "screenshot {\"vm\":\"work\",\"path\":",
-        "`screenshot` of a running VM answers {vm, path, bytes, width, height} matching the file", &["screenshot"], screenshot),
-    scenario("SCREENSHOT.failed", Must, Tier::Fake, "json-v3#error-codes", "screenshot_failed qemu refused the screendump",
-        "qemu refusing the screendump fails screenshot with screenshot_failed", &["screenshot", "errors"], screenshot_failed),
+    v3_only(scenario("UP.qemu-refused", Must, Tier::Fake, "json-v3#error-codes", "qemu_start_failed qemu ran and refused to start the VM",
+        "qemu exiting 1 at start fails up with qemu_start_failed", &["up", "errors"], up_refused), "contract 2 has no qemu_start_failed code"),
+    v3_only(scenario("UP.qemu-missing", Must, Tier::Fake, "json-v3#error-codes", "qemu_missing qemu-system-x86_64 is not on PATH",
+        "no qemu-system-x86_64 on PATH fails up with qemu_missing", &["up", "errors"], up_missing), "contract 2 has no qemu_missing code"),
+    v3_only(scenario("SCREENSHOT.png", Must, Tier::Fake, "json-v3#per-command-data", "screenshot {\"vm\":\"work\",\"path\":",
+        "`screenshot` of a running VM answers {vm, path, bytes, width, height} matching the file", &["screenshot"], screenshot), "contract 2 has no screenshot command"),
+    v3_only(scenario("SCREENSHOT.failed", Must, Tier::Fake, "json-v3#error-codes", "screenshot_failed qemu refused the screendump",
+        "qemu refusing the screendump fails screenshot with screenshot_failed", &["screenshot", "errors"], screenshot_failed), "contract 2 has no screenshot command"),
     scenario("CP.local-absolute", Must, Tier::Fake, "json-v3#per-command-data", "local is always resolved to an absolute path, even if given relative or ~-prefixed",
         "`cp f.txt work:/tmp/f.txt` answers to_guest with the absolute local path and runs scp", &["cp"], cp_to_guest),
     scenario("CP.from-guest", Must, Tier::Fake, "json-v3#per-command-data", "cp {\"vm\":\"work\",\"direction\":\"to_guest\",\"local\":\"/home/u/f\",\"remote\":\"/tmp/f\"}",

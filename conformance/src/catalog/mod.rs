@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 use crate::error::HarnessError;
 use crate::finding::Level;
 use crate::run::Case;
-use crate::spec::Source;
+use crate::spec::{Editions, Source};
 
 /// Where a check can run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -81,6 +81,9 @@ pub struct CheckDef {
     pub source: Source,
     /// The sentence enforced, verbatim (modulo whitespace) from `source`.
     pub quote: &'static str,
+    /// The contract editions the rule holds in ([`Editions::Both`] unless marked with
+    /// [`v3_only`] or [`v2_only`]).
+    pub editions: Editions,
     pub scenario: Option<ScenarioFn>,
 }
 
@@ -109,6 +112,7 @@ pub(crate) const fn rule(
         spec,
         source: Source::Contract,
         quote,
+        editions: Editions::Both,
         scenario: None,
     }
 }
@@ -135,13 +139,28 @@ pub(crate) const fn scenario(
         spec,
         source: Source::Contract,
         quote,
+        editions: Editions::Both,
         scenario: Some(body),
     }
 }
 
-/// The same entry, citing DESIGN.md's decision table instead of the contract.
+/// The same entry, citing the decisions in docs/contract.md (design#decisions) instead of the contract.
 pub(crate) const fn from_design(mut def: CheckDef) -> CheckDef {
     def.source = Source::Design;
+    def
+}
+
+/// The same entry, holding in contract 3 only; `change` names what contract 2 says instead
+/// (or that contract 2 has no such command, field or code), in a few words.
+pub(crate) const fn v3_only(mut def: CheckDef, change: &'static str) -> CheckDef {
+    def.editions = Editions::V3 { change };
+    def
+}
+
+/// The same entry, holding in contract 2 only, quoting the contract-2 edition.
+pub(crate) const fn v2_only(mut def: CheckDef) -> CheckDef {
+    def.editions = Editions::V2;
+    def.source = Source::ContractV2;
     def
 }
 

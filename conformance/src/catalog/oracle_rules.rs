@@ -1,7 +1,7 @@
 //! Owns the catalog entries of the oracle's universal rules (ENV, EXIT, LIST, LEAK, SCHEMA,
 //! CODES and the exec encoding rules). Their logic lives in [`crate::oracle`].
 
-use super::{from_design, rule, CheckDef};
+use super::{from_design, rule, v2_only, v3_only, CheckDef};
 use crate::finding::Level::{Must, Should};
 
 pub(super) const CHECKS: &[CheckDef] = &[
@@ -9,8 +9,10 @@ pub(super) const CHECKS: &[CheckDef] = &[
         "every stdout line parses as one JSON object (no prose, no blank lines)", &["envelope", "stream"]),
     rule("ENV.no-ansi", Must, "json-v3#json-implies", "No ANSI colour, regardless of terminal detection.",
         "no ESC byte on stdout, and no \\u001b in any decoded string outside guest output", &["envelope", "stream"]),
-    rule("ENV.v-is-3", Must, "json-v3#versioning", "\"v\" is an integer contract version, not the build version. It is 3.",
-        "every line carries v, the integer 3", &["envelope"]),
+    v3_only(rule("ENV.v-is-3", Must, "json-v3#versioning", "\"v\" is an integer contract version, not the build version. It is 3.",
+        "every line carries v, the integer 3", &["envelope"]), "contract 2 says v is 2"),
+    v2_only(rule("ENV.v-is-2", Must, "json-v2#versioning", "\"v\" is an integer contract version, not the build version. It is 2.",
+        "every line carries v, the integer 2", &["envelope"])),
     rule("ENV.line-fields", Must, "json-v3#envelope", "type string always cmd string always",
         "every line carries type and cmd as strings", &["envelope"]),
     rule("ENV.result-present", Must, "json-v3#consumer-contract", "Either you get a result line, or the process died.",
@@ -57,8 +59,8 @@ pub(super) const CHECKS: &[CheckDef] = &[
         "error.code is one of the v3 table's codes (a new one only warns: codes are additive)", &["errors"]),
     rule("LIST.never-null", Must, "json-v3#types", "Every list-valued field is [] when empty, never null.",
         "no list-valued field (vms, forwards, recipes, checks, fix, items, ...) is null, and data is never null", &["lists"]),
-    rule("SCHEMA.data", Must, "json-v3#per-command-data", "The table above is for the CLI's --json results.",
-        "each line validates against the published schemas/ for its cmd and event type, and against this suite's own builtin shapes", &["schema"]),
+    v3_only(rule("SCHEMA.data", Must, "json-v3#per-command-data", "The table above is for the CLI's --json results.",
+        "each line validates against the published schemas/ for its cmd and event type, and against this suite's own builtin shapes", &["schema"]), "contract 2's data shapes differ: VM has no agent_access or project fields, get answers a VM, Check has no optional, Recipe is {name, description}, recipe list is {dir, recipes}"),
     rule("LEAK.host-path", Must, "json-v3#absent", "None reach the wire.",
         "the sandbox's STOAT_HOME, HOME and TMPDIR paths appear only at pointers the contract allows (cp local, recipe paths, prune items, ...)", &["leaks"]),
     rule("LEAK.host-path-in-message", Should, "json-v3#absent", "None reach the wire.",

@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use super::helpers::{expect_eq, str_at};
-use super::{from_design, scenario, CheckDef, Tier};
+use super::{from_design, scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
 use crate::finding::Level::Must;
 use crate::run::{Case, Ran};
@@ -20,10 +20,10 @@ pub(super) const CHECKS: &[CheckDef] = &[
         "`pull` of an image with a checksum file answers {id, downloaded: true, verified: true, checksum_available: true}", &["pull"], result_shape),
     from_design(scenario("PULL.verified", Must, Tier::Pure, "design#decisions", "tests on a loopback server",
         "after `pull`, isos/ holds exactly the served bytes under the URL's file name, no partial file, and the checksum file was fetched", &["pull"], verified)),
-    scenario("PULL.checksum-mismatch", Must, Tier::Pure, "json-v3#error-codes", "checksum_mismatch the downloaded bytes do not match the published digest",
-        "bytes whose digest differs from SHA256SUMS fail with checksum_mismatch and leave no file in isos/", &["pull", "errors"], checksum_mismatch),
-    scenario("PULL.download-failed-404", Must, Tier::Pure, "json-v3#error-codes", "download_failed a mirror or a checksum file did not answer with the image",
-        "a mirror answering 404 fails with download_failed and leaves no file in isos/", &["pull", "errors"], download_failed),
+    v3_only(scenario("PULL.checksum-mismatch", Must, Tier::Pure, "json-v3#error-codes", "checksum_mismatch the downloaded bytes do not match the published digest",
+        "bytes whose digest differs from SHA256SUMS fail with checksum_mismatch and leave no file in isos/", &["pull", "errors"], checksum_mismatch), "contract 2 has no checksum_mismatch code"),
+    v3_only(scenario("PULL.download-failed-404", Must, Tier::Pure, "json-v3#error-codes", "download_failed a mirror or a checksum file did not answer with the image",
+        "a mirror answering 404 fails with download_failed and leaves no file in isos/", &["pull", "errors"], download_failed), "contract 2 has no download_failed code"),
     scenario("IMAGES.file-bare-name", Must, Tier::Pure, "json-v3#types", "Image.file is a bare filename under the data root's isos/, never an absolute path.",
         "after `pull tiny`, `images` lists tiny downloaded, file the bare name tiny.img, bytes exact (bytes_exact true), byo false", &["images", "pull"], images_after_pull),
 ];

@@ -220,6 +220,7 @@ pub fn replay(config: &GoldenConfig, case: &GoldenCase) -> Result<Replay, Harnes
     let context = Context {
         expect_cmd: Some(case.cmd.clone()),
         canaries: sandbox.canaries(),
+        edition: Default::default(),
     };
     let judgement = Oracle::new().judge(&capture, &context);
     let oracle_failures = judgement

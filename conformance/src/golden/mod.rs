@@ -1,4 +1,4 @@
-//! Owns golden transcripts (issue 9, docs/golden.md): the file format ([`format`]), typed
+//! Owns golden transcripts (docs/golden.md): the file format ([`format`]), typed
 //! matchers ([`matcher`]), redaction ([`redact`]), the case list ([`spec`]) and the
 //! record / verify / bless verbs ([`engine`]), all on the suite's own sandbox, SUT spawner
 //! and oracle.

@@ -1,9 +1,43 @@
-//! Owns the rule that `error.code` is one of the v3 registry's codes (CODES.known).
+//! Owns the rule that `error.code` is one of the judged edition's codes (CODES.known).
 //!
-//! The list is this suite's own reading of the contract's code table, kept independent of
-//! `impl/wire` on purpose. Implements stoat-json-v3 "Error codes".
+//! The lists are this suite's own reading of each edition's code table, kept independent of
+//! `impl/wire` on purpose. Implements json-v3#error-codes and its
+//! contract-2 reading (docs/contract.md).
 
 use super::{at, Sink, Stream};
+use crate::spec::Edition;
+
+/// Every code of the contract-2 table, sorted. `applied_at_boot` is contract 2's alone:
+/// contract 3 reports that case as `applied: []` with a `skipped_reason`.
+pub const KNOWN_CODES_V2: &[&str] = &[
+    "already_running",
+    "applied_at_boot",
+    "broken",
+    "canceled",
+    "cannot_reach",
+    "confirmation_required",
+    "disk_shrink",
+    "image_not_downloaded",
+    "immutable_field",
+    "internal",
+    "invalid_spec",
+    "name_taken",
+    "no_disk",
+    "not_found",
+    "not_running",
+    "recipe_not_applicable",
+    "timeout",
+    "unknown_log",
+    "usage",
+];
+
+/// The code table of an edition.
+pub fn known_codes(edition: Edition) -> &'static [&'static str] {
+    match edition {
+        Edition::V2 => KNOWN_CODES_V2,
+        Edition::V3 => KNOWN_CODES,
+    }
+}
 
 /// Every code of the v3 table, sorted.
 pub const KNOWN_CODES: &[&str] = &[
@@ -46,7 +80,7 @@ pub const KNOWN_CODES: &[&str] = &[
     "usage",
 ];
 
-pub(crate) fn check(stream: &Stream, sink: &mut Sink) {
+pub(crate) fn check(stream: &Stream, edition: Edition, sink: &mut Sink) {
     let Some((index, result)) = &stream.result else {
         return;
     };
@@ -54,11 +88,11 @@ pub(crate) fn check(stream: &Stream, sink: &mut Sink) {
         return;
     };
     sink.touch("CODES.known");
-    if KNOWN_CODES.binary_search(&code).is_err() {
+    if known_codes(edition).binary_search(&code).is_err() {
         sink.find(
             "CODES.known",
             at(*index, "/error/code"),
-            format!("error code {code:?} is not in the v3 code table (a consumer treats it as a generic failure)"),
+            format!("error code {code:?} is not in the contract-{edition} code table (a consumer treats it as a generic failure)"),
         );
     }
 }

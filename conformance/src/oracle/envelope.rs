@@ -1,10 +1,11 @@
 //! Owns the stream and envelope rules: JSON lines, `v`/`type`/`cmd` on every line, exactly
 //! one result and last, `ok` only on the result, `data` xor `error`, the error object, no
-//! ANSI escapes. Implements stoat-json-v3 "The consumer contract" and "The envelope".
+//! ANSI escapes. Implements json-v3#consumer-contract, json-v3#envelope.
 
 use serde_json::Value;
 
 use super::{at, walk, Context, Sink, Stream};
+use crate::spec::Edition;
 
 const KNOWN_EVENTS: &[&str] = &["progress", "stage", "log"];
 
@@ -52,7 +53,7 @@ pub(crate) fn check(stdout: &[u8], context: &Context, sink: &mut Sink) -> Stream
     let mut result_indexes = Vec::new();
     for (index, line) in lines.iter().enumerate() {
         let Some(line) = line else { continue };
-        check_line_fields(index, line, sink);
+        check_line_fields(index, line, context.edition, sink);
         let kind = line.get("type").and_then(Value::as_str).unwrap_or("");
         if kind == "result" {
             result_indexes.push(index);
@@ -118,16 +119,21 @@ fn split_lines(stdout: &[u8]) -> Vec<&[u8]> {
     body.split(|b| *b == b'\n').collect()
 }
 
-fn check_line_fields(index: usize, line: &Value, sink: &mut Sink) {
-    sink.touch("ENV.v-is-3");
+fn check_line_fields(index: usize, line: &Value, edition: Edition, sink: &mut Sink) {
+    // Each edition states its own number: one rule id per edition.
+    let rule = match edition {
+        Edition::V2 => "ENV.v-is-2",
+        Edition::V3 => "ENV.v-is-3",
+    };
+    sink.touch(rule);
     match line.get("v") {
-        Some(v) if v.as_u64() == Some(crate::spec::CONTRACT_VERSION) => {}
+        Some(v) if v.as_u64() == Some(edition.number()) => {}
         Some(v) => sink.find(
-            "ENV.v-is-3",
+            rule,
             at(index, "/v"),
-            format!("v is {v}, the contract version is the integer 3"),
+            format!("v is {v}, the contract version is the integer {edition}"),
         ),
-        None => sink.find("ENV.v-is-3", at(index, "/v"), "v is missing"),
+        None => sink.find(rule, at(index, "/v"), "v is missing"),
     }
     sink.touch("ENV.line-fields");
     for field in ["type", "cmd"] {

@@ -1,7 +1,7 @@
 //! Owns the per-stream encoding rules of an `exec` result: a stream is either plain text or
 //! `*_base64` + `*_encoding:"base64"`, never both, never neither, and the base64 decodes.
-//! Implements stoat-json-v3 "exec and non-UTF-8 output"; the "always emit" half follows
-//! DESIGN.md's decision table.
+//! Implements json-v3#exec-bytes; the "always emit" half follows
+//! the decisions in docs/contract.md (design#decisions).
 
 use base64::Engine as _;
 use serde_json::Value;

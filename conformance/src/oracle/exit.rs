@@ -1,6 +1,6 @@
 //! Owns the exit-status rules under `--json`: only 0/1/2, 2 exactly for `usage`, 0 for an
 //! ok result (exec and doctor included), non-zero for a failed one, non-zero without a
-//! result. Implements stoat-json-v3 "Exit codes" and rule 4 of the consumer contract.
+//! result. Implements json-v3#exit-codes, rule 4 of the consumer contract.
 
 use serde_json::Value;
 

@@ -2,7 +2,7 @@
 //! appear only at the JSON pointers the contract allows (cp local, recipe new path, prune
 //! items...), and a planted console password (or the `console_password` key) nowhere.
 //! Every decoded string is searched, `*_base64` payloads included, and raw stdout too.
-//! Implements stoat-json-v3 "What is deliberately absent".
+//! Implements json-v3#absent.
 
 use base64::Engine as _;
 

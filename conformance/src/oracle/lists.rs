@@ -1,6 +1,6 @@
 //! Owns LIST.never-null: a generic walk that flags `null` under every key the contract
 //! defines as list-valued, whatever the command. Independent of the schemas so a schema
-//! that forgot a list cannot hide a null. Implements stoat-json-v3 "Types".
+//! that forgot a list cannot hide a null. Implements json-v3#types.
 
 use serde_json::Value;
 

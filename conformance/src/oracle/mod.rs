@@ -3,8 +3,7 @@
 //! Given a [`Capture`] and a [`Context`] (is it `--json` mode, which `cmd` is expected,
 //! which canaries must never appear) it returns a [`Judgement`]: the parsed lines, the
 //! outcome (ok / failed / crashed) and every [`Finding`]. It never runs anything.
-//! Implements stoat-json-v3 "The consumer contract", "The envelope", "Exit codes",
-//! "What is deliberately absent", "Types" (lists) and "exec and non-UTF-8 output".
+//! Implements json-v3#consumer-contract, json-v3#envelope, json-v3#exit-codes, json-v3#absent, json-v3#types (lists) and "exec and non-UTF-8 output".
 
 mod codes;
 mod envelope;
@@ -14,7 +13,7 @@ mod leaks;
 mod lists;
 mod schema;
 
-pub use codes::KNOWN_CODES;
+pub use codes::{known_codes, KNOWN_CODES, KNOWN_CODES_V2};
 pub use envelope::excerpt;
 pub use exec::decode_stream;
 pub use leaks::allowed_path_pointers;
@@ -35,6 +34,8 @@ pub struct Context {
     pub expect_cmd: Option<String>,
     /// Strings that must never appear (paths outside allowed pointers; secrets anywhere).
     pub canaries: Canaries,
+    /// The contract edition the invocation is judged by.
+    pub edition: crate::spec::Edition,
 }
 
 /// How an invocation ended, as the contract's consumer would classify it.
@@ -162,7 +163,7 @@ impl Oracle {
         }
         let stream = envelope::check(&capture.stdout.0, context, &mut sink);
         exit::check(&stream, capture.ending, &mut sink);
-        codes::check(&stream, &mut sink);
+        codes::check(&stream, context.edition, &mut sink);
         lists::check(&stream, &mut sink);
         leaks::check(&stream, &capture.stdout.0, &context.canaries, &mut sink);
         exec::check(&stream, &mut sink);

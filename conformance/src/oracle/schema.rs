@@ -2,8 +2,8 @@
 //!
 //! [`SchemaCheck`] is the seam: [`BuiltinShapes`] is this suite's own minimal reading of
 //! the per-command table (required members and their JSON types); the JSON Schemas of
-//! `stoat-schemas` plug in behind the same trait. Implements stoat-json-v3
-//! "Per-command data".
+//! `stoat-schemas` plug in behind the same trait. Implements json-v3#per-command-data
+//! (docs/contract.md).
 
 use serde_json::Value;
 

@@ -186,6 +186,7 @@ fn lists_and_codes() {
 fn canaries() -> Context {
     Context {
         expect_cmd: None,
+        edition: Default::default(),
         canaries: Canaries {
             paths: vec![Canary {
                 label: "STOAT_HOME".into(),

@@ -2,7 +2,7 @@
 //! committed as docs/checks.md (a test keeps that file current).
 
 use crate::catalog::{all, CheckDef, Kind};
-use crate::spec::{section_title, Source};
+use crate::spec::{section_title, Editions, Source};
 
 /// One line per check: id, level, tier, title.
 pub fn text(defs: &[&CheckDef]) -> String {
@@ -27,6 +27,7 @@ pub fn json(defs: &[&CheckDef]) -> String {
             serde_json::json!({
                 "id": d.id, "title": d.title, "level": d.level, "tier": d.tier, "kind": d.kind,
                 "tags": d.tags, "spec": d.spec, "source": d.source, "quote": d.quote,
+                "editions": d.editions, "v3_change": d.editions.change(),
             })
         })
         .collect();
@@ -41,8 +42,11 @@ pub fn markdown() -> String {
          # stoat-conformance check catalog\n\n\
          Every check has a stable id, a level (MUST fails the run, SHOULD warns), a tier (pure: the SUT alone; \
          fake: the fake host tools on PATH; real: QEMU and the test guest) and the sentence of the contract \
-         (or of DESIGN.md's decision table) it enforces. **Oracle** checks are applied to every invocation the \
-         suite makes; **scenario** checks run their own invocations.\n\n",
+         (or of our decisions where it is silent) it enforces, with the id of that rule in \
+         [docs/contract.md](contract.md). **Oracle** checks are applied to every invocation the \
+         suite makes; **scenario** checks run their own invocations. **Editions** lists the contract editions \
+         a check's rule holds in (`2, 3`: both read the same; a contract-3-only rule says what differs in \
+         contract 2, which is how the migration view explains a contract-2 implementation's failures).\n\n",
     );
     let oracle = defs.iter().filter(|d| d.kind == Kind::Oracle).count();
     out.push_str(&format!(
@@ -51,14 +55,17 @@ pub fn markdown() -> String {
         oracle,
         defs.len() - oracle
     ));
-    out.push_str("| id | level | tier | kind | verifies | enforces |\n|---|---|---|---|---|---|\n");
+    out.push_str(
+        "| id | level | tier | kind | editions | verifies | enforces |\n|---|---|---|---|---|---|---|\n",
+    );
     for def in defs {
         let source = match def.source {
             Source::Contract => "contract",
-            Source::Design => "DESIGN.md",
+            Source::ContractV2 => "contract 2",
+            Source::Design => "decisions",
         };
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} | {} \u{a7} {}: \"{}\" |\n",
+            "| `{}` | {} | {} | {} | {} | {} | {} `{}` ({}): \"{}\" |\n",
             def.id,
             def.level.as_str(),
             def.tier.as_str(),
@@ -66,13 +73,23 @@ pub fn markdown() -> String {
                 Kind::Oracle => "oracle",
                 Kind::Scenario => "scenario",
             },
+            editions_cell(def.editions),
             escape(def.title),
             source,
+            def.spec,
             section_title(def.spec).unwrap_or(def.spec),
             escape(def.quote)
         ));
     }
     out
+}
+
+fn editions_cell(editions: Editions) -> String {
+    let list: Vec<String> = editions.list().iter().map(|e| e.to_string()).collect();
+    match editions.change() {
+        Some(change) => format!("{} (contract 2: {})", list.join(", "), escape(change)),
+        None => list.join(", "),
+    }
 }
 
 fn escape(text: &str) -> String {

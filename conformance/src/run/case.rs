@@ -11,6 +11,7 @@ use crate::error::HarnessError;
 use crate::finding::Finding;
 use crate::oracle::{Context, Judgement, Oracle, Outcome};
 use crate::sandbox::{changes_between, Sandbox, SandboxOptions, TreeSnapshot};
+use crate::spec::Edition;
 
 use super::sut::{SpawnRequest, StdinPlan, Sut};
 
@@ -24,6 +25,8 @@ pub struct RunEnv {
     pub seed: u64,
     /// The real tier's guest directory (output of conformance/guest/build.sh).
     pub guest: Option<std::path::PathBuf>,
+    /// The contract edition every invocation is judged by.
+    pub edition: Edition,
 }
 
 /// One invocation to make.
@@ -219,6 +222,12 @@ impl<'a> Case<'a> {
         self.env.fakes.clone()
     }
 
+    /// The contract edition this run judges by. A scenario may read it only to pick what the
+    /// judged edition states (a command list, a field that one edition lacks).
+    pub fn edition(&self) -> Edition {
+        self.env.edition
+    }
+
     /// Whether the fake tools are available (fake-tier scenarios need them).
     pub fn has_fakes(&self) -> bool {
         self.env.fakes.is_some()
@@ -246,6 +255,7 @@ impl<'a> Case<'a> {
         let context = Context {
             expect_cmd: inv.expect_cmd.clone(),
             canaries: sandbox.canaries(),
+            edition: self.env.edition,
         };
         let judgement = self.env.oracle.judge(&spawned.capture, &context);
         let index = self.invocations.len();

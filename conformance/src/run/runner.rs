@@ -14,6 +14,7 @@ use crate::catalog::{self, CheckDef, Kind};
 use crate::error::HarnessError;
 use crate::finding::{Finding, Level};
 use crate::oracle::{Oracle, Outcome};
+use crate::spec::Edition;
 
 use super::baseline::Baseline;
 use super::case::{Case, Inv, InvocationRecord, RunEnv};
@@ -36,6 +37,8 @@ pub struct RunConfig {
     pub oracle: Option<Oracle>,
     /// The real tier's guest directory (`--guest`); real checks skip without it.
     pub guest: Option<PathBuf>,
+    /// The contract edition to judge by.
+    pub edition: Edition,
 }
 
 /// What one scenario produced, sent from a worker to the main thread.
@@ -60,7 +63,7 @@ pub fn run(
     let defs = catalog::all();
     let selected: Vec<&'static CheckDef> = defs
         .iter()
-        .filter(|d| config.selection.selects(d))
+        .filter(|d| config.selection.selects(d) && d.editions.contains(config.edition))
         .collect();
     let wants_oracle = selected.iter().any(|d| d.kind == Kind::Oracle);
     let tiers = config.selection.tiers();
@@ -69,7 +72,7 @@ pub fn run(
     let any_scenario_selected = selected.iter().any(|d| d.kind == Kind::Scenario);
     let scenarios: Vec<&'static CheckDef> = defs
         .iter()
-        .filter(|d| d.kind == Kind::Scenario)
+        .filter(|d| d.kind == Kind::Scenario && d.editions.contains(config.edition))
         .filter(|d| {
             selected.iter().any(|s| s.id == d.id)
                 || (wants_oracle && !any_scenario_selected && tiers.contains(&d.tier))
@@ -82,6 +85,7 @@ pub fn run(
         timeout: config.timeout,
         seed: config.seed,
         guest: config.guest.clone(),
+        edition: config.edition,
     };
     let jobs = config.jobs.max(1);
 

@@ -1,5 +1,5 @@
-//! Owns the vm.toml fixture writers: [`VmFixture`] (keys per upstream's encoder, §2 of the
-//! upstream facts) and a broken vm.toml.
+//! Owns the vm.toml fixture writers: [`VmFixture`] (the earlier stoat's vm.toml keys, behaviour#data-root in
+//! docs/contract.md) and a broken vm.toml.
 
 use std::fmt::Write as _;
 use std::fs;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks of the runtime against raw tools on the real test guest (issue 3 "Speed"):
+# Benchmarks of the runtime against raw tools on the real test guest (the runtime speed budget):
 #   1. `stoat up` + `stoat wait --until reachable` vs raw qemu-system-x86_64 (the very argv
 #      stoat used, read back from /proc) + an ssh poll, both on a second boot.  aim: 1.15x
 #   2. `stoat --json exec vm cat <16 MiB>` vs raw `ssh ... cat`, for UTF-8 and binary output,

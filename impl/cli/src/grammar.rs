@@ -52,6 +52,8 @@ pub enum Command {
     /// Open an interactive ssh session (replaces stoat)
     Ssh(VmArg),
     /// Print the ssh argv for a VM
+    // The variant names the `ssh-command` subcommand.
+    #[allow(clippy::enum_variant_names)]
     SshCommand(VmArg),
     /// Copy files: stoat cp <vm>:<remote> <local> | stoat cp <local> <vm>:<remote>
     Cp(CpArgs),

@@ -4,7 +4,7 @@
 //! `--json` is recognised anywhere EXCEPT after exec's VM name, where everything belongs to
 //! the guest. Unlike upstream, the exec token is found after leading global flags too, so
 //! `stoat -q --json exec vm cmd --json` leaves the last `--json` to the guest.
-//! Implements stoat-json-v3 "Where the flag may appear" and DESIGN.md "`--json` and exec".
+//! Implements json-v3#flag-position, design#json-and-exec.
 
 /// Global flags that may precede the command; none takes a value.
 const GLOBAL_FLAGS: &[&str] = &["-q", "--quiet", "--no-interactive"];

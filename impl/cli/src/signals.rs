@@ -1,7 +1,7 @@
 //! SIGINT/SIGTERM: cancel the running operation; if it has not answered within a short grace
 //! period, answer for it (`canceled` under --json) and exit 1.
 //!
-//! Implements DESIGN.md "signals, panics": a cancelled `--json` run still ends with exactly
+//! Implements design#signals: a cancelled `--json` run still ends with exactly
 //! one result line.
 
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Which display surface a VM gets: a QEMU window on a graphical host, VNC otherwise.
 //!
-//! Implements stoat-json-v3 "VM.display" and the detection order of upstream facts §4, plus
-//! the human `display:` lines of upstream facts §1.7 (human output only: the VNC socket's path
+//! Implements json-v3#types, the detection order of docs/contract.md behaviour#qemu, plus
+//! the human `display:` lines of docs/contract.md behaviour#cli (human output only: the VNC socket's path
 //! never reaches `--json`).
 
 use std::path::Path;

@@ -2,7 +2,7 @@
 //!
 //! `Error::code` is an exhaustive match with no catch-all arm: a new variant does not compile
 //! until someone decides its code. Messages are human-readable and never carry the console
-//! password. Implements stoat-json-v3 "Error codes".
+//! password. Implements json-v3#error-codes.
 
 use stoat_wire::{ErrorCode, WireError};
 

@@ -5,10 +5,12 @@
 //! [`EventSink`], and get back wire DTOs or a typed [`Error`] whose [`Error::code`] is the one
 //! table from failures to contract error codes.
 
+pub mod bounded;
 pub mod display;
 pub mod env;
 pub mod error;
 pub mod events;
+pub mod fault;
 pub mod guests;
 pub mod host;
 pub mod images;

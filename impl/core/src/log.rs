@@ -1,6 +1,6 @@
 //! stoat's own log, `<root>/logs/stoat.log`: one line per event, appended.
 //!
-//! Callers never pass a console password here (DESIGN.md "logs"); a failure to log is ignored
+//! Callers never pass a console password here (design#logs); a failure to log is ignored
 //! because logging must never make a command fail.
 
 use std::io::Write;

@@ -1,7 +1,7 @@
 //! The data root: where it is, what lives in it, and which names are reserved.
 //!
 //! `$STOAT_HOME`, else `$HOME/.stoat`. VMs live directly under it as `<root>/<name>/vm.toml`;
-//! `isos recipes shared logs guests` are reserved (DESIGN.md "data root"; `guests` holds user
+//! `isos recipes shared logs guests` are reserved (design#data-root; `guests` holds user
 //! guest OS definitions).
 
 use std::path::{Path, PathBuf};
@@ -45,11 +45,34 @@ impl Root {
         Root { dir: dir.into() }
     }
 
-    /// Creates the root and its reserved directories when missing.
+    /// Creates the root (owner-only) and its reserved directories when missing. A root this
+    /// user cannot write (a read-only mount, another user's directory) is left as it is, so
+    /// commands that only read still work; a command that writes fails where it writes.
     pub fn ensure(&self) -> Result<()> {
+        if let Err(e) = self.ensure_dir() {
+            return if self.dir.is_dir() { Ok(()) } else { Err(e) };
+        }
         for sub in ["isos", "recipes", "logs"] {
             let dir = self.dir.join(sub);
-            std::fs::create_dir_all(&dir).context(|| format!("create {}", dir.display()))?;
+            match std::fs::create_dir_all(&dir) {
+                Ok(()) => {}
+                Err(e) if cannot_write(&e) => {}
+                Err(e) => return Err(Error::io(format!("create {}", dir.display()), e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates the root directory itself when missing and keeps it owner-only (0700), whatever
+    /// the umask: it holds VM disks, seeds with passwords, and the ssh key.
+    pub fn ensure_dir(&self) -> Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(&self.dir).context(|| format!("create {}", self.dir.display()))?;
+        let meta =
+            std::fs::metadata(&self.dir).context(|| format!("inspect {}", self.dir.display()))?;
+        if meta.permissions().mode() & 0o077 != 0 {
+            std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700))
+                .context(|| format!("make {} owner-only", self.dir.display()))?;
         }
         Ok(())
     }
@@ -84,8 +107,17 @@ impl Root {
         self.dir.join("id_stoat")
     }
 
-    /// Returns whether `name` can never be a VM.
+    /// Returns whether `name` can never be a VM: a reserved directory, or a hidden name
+    /// (stoat's own `.lock`, `.staging`, ...).
     pub fn is_reserved(name: &str) -> bool {
-        RESERVED.contains(&name)
+        RESERVED.contains(&name) || name.starts_with('.')
     }
+}
+
+/// Errors that mean "this user may not write here", as opposed to a real failure.
+fn cannot_write(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+    )
 }

@@ -1,4 +1,4 @@
-//! Round-trip property tests (issue 9): vm.toml (`VmConfig` → `to_toml` → `parse`), forward
+//! Round-trip property tests: vm.toml (`VmConfig` → `to_toml` → `parse`), forward
 //! pairs (`HOST:GUEST`), qemu-img snapshot tables and checksum files (GNU and BSD styles)
 //! read back exactly what was written. Sizes have theirs in `size.rs`.
 

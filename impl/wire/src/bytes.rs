@@ -1,7 +1,7 @@
 //! The exec byte encoding: a guest stream goes on the wire as text when it is valid UTF-8,
 //! and as base64 with `*_encoding:"base64"` otherwise, decided per stream.
 //!
-//! Implements stoat-json-v3 "exec and non-UTF-8 output" and DESIGN.md's decision that a
+//! Implements json-v3#exec-bytes, the decision (docs/contract.md, design#decisions) that a
 //! plain stream is always present (`""` when empty) unless its base64 twin is.
 
 use base64::Engine;

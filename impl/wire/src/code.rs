@@ -1,7 +1,7 @@
 //! The error-code registry: every `error.code` stoat may emit.
 //!
 //! Codes are only ever added: never renamed, repurposed or removed. `ALL` is snapshot-tested
-//! so a removal shows in review. Implements stoat-json-v3 "Error codes".
+//! so a removal shows in review. Implements json-v3#error-codes.
 
 use serde::{Serialize, Serializer};
 

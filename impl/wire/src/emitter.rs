@@ -4,8 +4,7 @@
 //! no HTML escaping (serde_json never escapes `<>&`). `ok` appears only on the result, which
 //! carries `data` xor `error`. [`Emitter::finish`] consumes the emitter, so ordinary code cannot
 //! write a second result; a [`Terminator`] (signal or panic path) writes one only if none was
-//! written, and no event is written after the result. Implements stoat-json-v3 "The envelope",
-//! "Event types" and "Streaming".
+//! written, and no event is written after the result. Implements json-v3#envelope, json-v3#event-types, json-v3#streaming.
 
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex, MutexGuard};

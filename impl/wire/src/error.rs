@@ -1,6 +1,6 @@
 //! The `error` object of a failed result line.
 //!
-//! Implements stoat-json-v3 "The error object": `code` and `message` always; the reserved
+//! Implements json-v3#error-object: `code` and `message` always; the reserved
 //! `subject` and `kind` are absent unless a later change sets them.
 
 use serde::Serialize;

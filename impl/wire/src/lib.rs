@@ -3,7 +3,7 @@
 //!
 //! No I/O other than the `Write` an [`Emitter`] is given, and no knowledge of how stoat
 //! does its work: `stoat-core` produces these types, the CLI and the MCP server print them.
-//! Implements stoat-json-v3 "The envelope", "Error codes", "Types" and "Per-command data".
+//! Implements json-v3#envelope, json-v3#error-codes, json-v3#types, json-v3#per-command-data.
 
 pub mod bytes;
 pub mod code;

@@ -1,6 +1,6 @@
-//! Property tests (issue 9): every DTO, built from arbitrary values, serialises to something
+//! Property tests: every DTO, built from arbitrary values, serialises to something
 //! its published schema (stoat-schemas) accepts, and its lists are `[]`, never null.
-//! Implements stoat-json-v3 "Types" ("Every list-valued field is [] when empty, never null")
+//! Implements json-v3#types ("Every list-valued field is [] when empty, never null")
 //! and "Per-command data".
 
 use std::sync::OnceLock;

@@ -1,5 +1,5 @@
 //! `apply` (and its hidden alias `provision`, which answers `cmd:"apply"`), `up`'s apply after
-//! boot, and the remote recipe subcommands (stoat-json-v3 `apply`, `apply --dry-run`,
+//! boot, and the remote recipe subcommands (json-v3#per-command-data: `apply`, `apply --dry-run`,
 //! "Streaming", `recipe add|lock|sync|update|rm|search`). The work is in
 //! `stoat_core::recipes::{apply, remote}`.
 

@@ -1,5 +1,5 @@
 //! Host-side commands: ssh-command, ssh, logs, doctor, prune, snapshot, capabilities
-//! (stoat-json-v3 per-command data; the work lives in `stoat_core::host`).
+//! (json-v3#per-command-data; the work lives in `stoat_core::host`).
 
 use std::os::unix::process::CommandExt;
 

@@ -1,6 +1,6 @@
 //! `images` and `pull`: the catalog and local images as a table or `{"images":[...]}`, and a
 //! download with progress as JSON `progress` events, a terminal progress bar, or a plain line
-//! per ten percent (stoat-json-v3 "Streaming"; docs/decisions/images.md).
+//! per ten percent (json-v3#streaming; docs/decisions/images.md).
 
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;

@@ -1,5 +1,5 @@
 //! `mcp`: with no subcommand, serve MCP over stdio (never under --json: MCP owns stdout);
-//! `mcp doctor` and `mcp install <client>` (stoat-json-v3 "mcp doctor", "mcp install").
+//! `mcp doctor` and `mcp install <client>` (json-v3#per-command-data).
 
 use stoat_core::{Error, Result};
 use stoat_wire::dto::{McpDoctorData, McpInstallData};

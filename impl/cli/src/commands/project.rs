@@ -1,6 +1,6 @@
 //! Project commands: `init`, `status`, `ls --project`, `recipe lock --project`, and the
 //! no-name fan-out of `up`, `down`, `apply`, `wait` and `rm` inside a project
-//! (stoat-json-v3 InitResult, ProjectStatus, ProjectRun; DESIGN.md "project fan-out").
+//! (json-v3#per-command-data: InitResult, ProjectStatus, ProjectRun; design#project-fan-out).
 //!
 //! The fan-out runs each declared VM through the ordinary single-VM command (the same
 //! dispatch arm `stoat up <name>` takes), so one-VM behaviour lives in one place. Under

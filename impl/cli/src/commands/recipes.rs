@@ -1,6 +1,6 @@
 //! Recipe and guest commands: `recipes`, `check-recipes`, `recipe list|show|new|refresh`,
 //! `recipe add|lock|sync|update|rm|search` (remote recipes, core `recipes::remote` and
-//! `recipes::index`), `guest ls|show` (stoat-json-v3 "Per-command data", the recipe and guest
+//! `recipes::index`), `guest ls|show` (json-v3#per-command-data, the recipe and guest
 //! rows). `recipe lock --project` is `commands::project::recipe_lock`.
 
 use stoat_core::guests;

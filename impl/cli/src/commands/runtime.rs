@@ -1,5 +1,5 @@
 //! Commands that run a VM or reach into a running one: up, down, wait, exec, cp, screenshot
-//! (stoat-json-v3 per-command data; the work lives in `stoat_core::runtime`).
+//! (json-v3#per-command-data; the work lives in `stoat_core::runtime`).
 
 use std::io::Write;
 
@@ -46,7 +46,7 @@ fn installing_note(name: &str) -> String {
     )
 }
 
-/// The `display:` lines of upstream facts §1.7, one per line with a trailing newline. Human
+/// The `display:` lines of docs/contract.md behaviour#cli, one per line with a trailing newline. Human
 /// output only: the socket path never reaches `--json`.
 pub(crate) fn display_lines(ctx: &Ctx, stored: &stoat_core::vm::StoredVm) -> String {
     let socket = stoat_core::qemu::VmPaths::new(&stored.dir).vnc_socket;

@@ -1,7 +1,7 @@
 //! The commands that change VMs: create, update, rm, clone, forward. Each turns its clap args
 //! into a `stoat_core::ops` call and renders the result for a human or the wire.
 //!
-//! stoat-json-v3 "Per-command data" rows create, update, rm, clone, forward; "What --json
+//! json-v3#per-command-data rows create, update, rm, clone, forward; "What --json
 //! implies" (rm never prompts under --json and never reads stdin).
 
 use std::io::{BufRead, IsTerminal, Write};
@@ -173,7 +173,7 @@ fn confirm_delete(ctx: &Ctx, name: &str) -> Result<()> {
 /// `clone`.
 pub fn clone(ctx: &Ctx, args: CloneArgs) -> Result<Reply> {
     let root = ctx.root()?;
-    let stored = ops::clone::clone(root, &ctx.env, &args.source, &args.name)?;
+    let stored = ops::clone::clone(root, &ctx.env, &args.source, &args.name, &ctx.cancel)?;
     stoat_core::log::append(
         root,
         "info",

@@ -1,5 +1,5 @@
 //! MCP clients' configuration files: `mcp doctor` reads them, `mcp install <client>` adds
-//! stoat's entry (stoat-json-v3 "mcp doctor", "mcp install", MCPClient). Every path is under
+//! stoat's entry (json-v3#per-command-data, MCPClient). Every path is under
 //! HOME from the captured environment. An install keeps every other entry and key order,
 //! writes atomically (through a symlinked config to its target, keeping its mode), and leaves
 //! a file that is not valid JSON untouched (`invalid_spec`).

@@ -1,6 +1,6 @@
 //! The MCP server's guards, pure where they can be: agent_access levels per tool class, VM
 //! name and image id shapes, fields an agent may not set, and host-path confinement of the
-//! copy tools to `<root>/shared/<vm>` (upstream facts §9 "Guards"; stoat-json-v3 agent_access).
+//! copy tools to `<root>/shared/<vm>` (docs/contract.md behaviour#mcp; json-v3#per-command-data: agent_access).
 
 use std::path::{Component, Path, PathBuf};
 

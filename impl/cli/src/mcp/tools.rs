@@ -1,7 +1,7 @@
 //! The MCP tool table: each tool's name, class (annotations and the agent_access it needs),
 //! input parameters (the inputSchema, `additionalProperties:false`, and their validation), and
 //! the runner that calls the SAME command function the CLI calls, so results are the contract's
-//! DTOs (upstream facts §9 "The 22 tools" and "v3 seed additions").
+//! DTOs (docs/contract.md behaviour#mcp and "v3 seed additions").
 
 use serde_json::{json, Map, Value};
 use stoat_core::{Error, Result};

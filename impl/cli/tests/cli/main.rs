@@ -8,6 +8,7 @@ mod test_basics;
 mod test_distro;
 mod test_host;
 mod test_images;
+mod test_integrity;
 mod test_mcp;
 mod test_mcp_client;
 mod test_project;

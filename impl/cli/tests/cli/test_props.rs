@@ -1,4 +1,4 @@
-//! Property tests over the real binary (issue 9): `--json` at every position and `-q`
+//! Property tests over the real binary: `--json` at every position and `-q`
 //! anywhere, flags interleaved with positionals, arbitrary VM names and sizes: every run keeps
 //! the contract (`TestEnv::json_raw` checks lines, one result last, schemas, exit status, no
 //! planted password). exec: the guest argv reaches ssh untouched (a POSIX shell splits the

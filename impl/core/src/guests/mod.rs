@@ -4,7 +4,7 @@
 //! Bundled definitions are embedded from `impl/core/bundled/guests/<os>.toml`. A user file
 //! `<root>/guests/<name>.toml` is merged over the bundled one of that name (tables merge key by
 //! key, any other value replaces), or adds a new guest. `Guest.source` says which: `bundled`,
-//! `user` or `bundled+user` (stoat-json-v3 "Types", Guest). Order: bundled guests in the
+//! `user` or `bundled+user` (json-v3#types, Guest). Order: bundled guests in the
 //! registry order `alpine ubuntu debian fedora arch` (filename inference checks hints in this
 //! order), then user-only guests sorted by name.
 

@@ -1,4 +1,4 @@
-//! `capabilities [VM]`: the schema-1 capability report (stoat-json-v3 "Capability discovery").
+//! `capabilities [VM]`: the schema-1 capability report (json-v3#capabilities).
 //!
 //! It reads host probes (PATH lookups, opening /dev/kvm) and at most one VM's stored vm.toml.
 //! It never starts, connects to, or mutates a VM.

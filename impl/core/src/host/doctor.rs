@@ -1,6 +1,6 @@
 //! `doctor`: is this host ready to run VMs? Checks in order the host tools, `/dev/kvm` (which
 //! `STOAT_ACCEL=tcg` makes optional), git (optional: remote recipes only) and user xattrs on
-//! `<root>/shared` (upstream facts §7 "doctor"; DESIGN.md "accelerator").
+//! `<root>/shared` (docs/contract.md behaviour#host-commands; design#accelerator).
 //!
 //! `fix` is an argv for this host's distro (from /etc/os-release), never a shell string.
 

@@ -1,5 +1,5 @@
-//! `logs`: the tail of a VM's console or apply log, or of stoat's own log (upstream facts §7
-//! "logs"; DESIGN.md "logs", "`--which` bad value").
+//! `logs`: the tail of a VM's console or apply log, or of stoat's own log (docs/contract.md behaviour#host-commands
+//! "logs"; design#logs, design#which).
 //!
 //! stoat never writes a console password into a log, but a guest could echo one onto its
 //! console: as a second defence every line is scrubbed of every VM's stored password.

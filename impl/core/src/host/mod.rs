@@ -1,6 +1,5 @@
 //! Host-side commands that need no running guest: the ssh argv, doctor, prune, offline
-//! snapshots, logs and the capability report (stoat-json-v3 "ssh-command", "doctor", "prune",
-//! "snapshot", "logs", "Capability discovery"; upstream facts §5.1 and §7).
+//! snapshots, logs and the capability report (json-v3#per-command-data, json-v3#capabilities; docs/contract.md behaviour#ssh and behaviour#host-commands).
 
 pub mod capabilities;
 pub mod doctor;

@@ -1,4 +1,4 @@
-//! `prune`: delete leftovers (upstream facts §7 "prune"). Under the data-root lock, dry runs
+//! `prune`: delete leftovers (docs/contract.md behaviour#host-commands). Under the data-root lock, dry runs
 //! included, so the list cannot race a concurrent create.
 //!
 //! Partial downloads at least two minutes old always; broken VMs that are not running with

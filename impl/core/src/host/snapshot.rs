@@ -1,5 +1,5 @@
 //! `snapshot`: list, save, restore and delete qcow2 snapshots of a STOPPED VM through
-//! `qemu-img snapshot -l|-c|-a|-d <vm>/disk.qcow2` (upstream facts §7 "snapshot").
+//! `qemu-img snapshot -l|-c|-a|-d <vm>/disk.qcow2` (docs/contract.md behaviour#host-commands).
 //!
 //! A running VM needs QEMU's monitor (savevm/loadvm/delvm); that belongs to the runtime and is
 //! reached through the [`snapshot_running`] seam.

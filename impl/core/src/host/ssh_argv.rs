@@ -1,5 +1,5 @@
 //! The ssh and scp argv stoat runs against a VM, and the quoting of a remote command: pure
-//! functions, reused by ssh-command, ssh, exec and cp (upstream facts §5.1, §5.3).
+//! functions, reused by ssh-command, ssh, exec and cp (docs/contract.md behaviour#ssh).
 //!
 //! The key path `<root>/id_stoat` is a host path; it is part of the argv on purpose, because an
 //! argv without it cannot log in (docs/decisions/host.md).

@@ -1,5 +1,5 @@
-//! The image catalog: the built-in one (upstream facts §3, in upstream's order), or the TOML
-//! file named by `STOAT_CATALOG`, which replaces it (DESIGN.md "image catalog": mirrors,
+//! The image catalog: the built-in one (docs/contract.md behaviour#images, in upstream's order), or the TOML
+//! file named by `STOAT_CATALOG`, which replaces it (design#image-catalog: mirrors,
 //! air-gapped hosts, tests against a loopback server).
 //!
 //! A catalog file is a list of `[[image]]` tables; a malformed one is an `invalid_spec` error
@@ -250,7 +250,7 @@ fn alpine_flavor(id: &str, variant: &str, mib: u64) -> CatalogEntry {
     }
 }
 
-/// The built-in catalog, in upstream's order (facts §3).
+/// The built-in catalog, in upstream's order (docs/contract.md behaviour#images).
 pub fn builtin() -> Catalog {
     let ubuntu = "https://cloud-images.ubuntu.com/releases/24.04/release";
     let debian = "https://cloud.debian.org/images/cloud/trixie/latest";

@@ -1,5 +1,5 @@
 //! Checksum files: GNU (`<hex>  <file>`, `<hex> *<file>`) and BSD (`ALG (file) = <hex>`)
-//! lines, PGP armour ignored; the algorithm follows the digest's length (facts §3).
+//! lines, PGP armour ignored; the algorithm follows the digest's length (docs/contract.md behaviour#images).
 
 use sha2::{Digest, Sha256, Sha512};
 

@@ -1,4 +1,4 @@
-//! Guessing an image's OS and backend from its file name (upstream `iso.Infer`, facts §3).
+//! Guessing an image's OS and backend from its file name (upstream `iso.Infer`, docs/contract.md behaviour#images).
 
 /// OS hints, checked in order; the first one that is a substring of the name wins.
 /// (`arch` also matches "search": upstream behaves the same, and so do we.)

@@ -1,5 +1,5 @@
 //! What is on disk under `isos/`: which file stands for a catalog image (upstream
-//! `MatchLocal`, facts §3), the bring-your-own files, and the `images` rows built from both.
+//! `MatchLocal`, docs/contract.md behaviour#images), the bring-your-own files, and the `images` rows built from both.
 //!
 //! Files ending `.part` (a download in progress) or `.partial` (an interrupted download kept
 //! for resume, docs/decisions/images.md) are never images.

@@ -1,8 +1,8 @@
 //! Images: the catalog (built in, or replaced by `STOAT_CATALOG`), which catalog images are
 //! on disk, bring-your-own files, checksum files, and `pull`.
 //!
-//! Implements stoat-json-v3 "Types" (Image), the `images` and `pull` rows of "Per-command
-//! data", and "Streaming" (progress); upstream facts §3 for the catalog and matching rules.
+//! Implements json-v3#types (Image), the `images` and `pull` rows of "Per-command
+//! data", and "Streaming" (progress); docs/contract.md behaviour#images for the catalog and matching rules.
 
 pub mod catalog;
 pub mod checksum;

@@ -1,7 +1,7 @@
 //! `pull`: download a catalog image into `isos/`, verifying it as it streams.
 //!
-//! Implements stoat-json-v3 "Streaming" (progress only when the integer percent changes) and
-//! the `pull` row of "Per-command data"; upstream facts §3 for the rules (reuse of a verified
+//! Implements json-v3#streaming (progress only when the integer percent changes) and
+//! the `pull` row of "Per-command data"; docs/contract.md behaviour#images for the rules (reuse of a verified
 //! file, `<file>.<random>.part`, rename on success). Resume (not upstream): an interrupted
 //! download that can be verified is kept as `isos/<file>.partial` and continued with an HTTP
 //! Range request by the next pull (docs/decisions/images.md).

@@ -1,17 +1,27 @@
-//! `clone`: a new stopped VM from a stopped one, its disk a qcow2 overlay backed by the
-//! source's disk; configuration copied, forwards and applied-recipe state not.
+//! `clone`: a new stopped VM from a stopped one, with its own full copy of the source's disk
+//! (a reflink where the filesystem offers one); configuration copied, forwards and
+//! applied-recipe state not. The clone and its source share nothing writable: either can be
+//! booted, changed or removed without touching the other.
 //!
-//! Implements upstream facts §7 "clone" without bug §11.8 (allow_exec and display are
-//! copied, and agent_access too). stoat-json-v3 `clone` → `{vm, source, forwards_copied}`.
+//! Implements docs/contract.md behaviour#host-commands without docs/contract.md behaviour#not-copied (allow_exec and display are
+//! copied, and agent_access too). json-v3#per-command-data: `clone` → `{vm, source, forwards_copied}`.
 
 use crate::vm::{self, StoredVm, VmConfig};
-use crate::{lock, ports, Env, Error, Result, Root};
+use crate::{lock, ports, Cancel, Env, Error, Result, Root};
 
 /// Clones `source` as `new_name`; returns the new VM.
-pub fn clone(root: &Root, env: &Env, source: &str, new_name: &str) -> Result<StoredVm> {
+pub fn clone(
+    root: &Root,
+    _env: &Env,
+    source: &str,
+    new_name: &str,
+    cancel: &Cancel,
+) -> Result<StoredVm> {
     let new_name = new_name.trim();
     let _root_lock = lock::exclusive(&root.lock_file())?;
     let src = vm::load_ok(root, source)?;
+    // Held while the disk is copied, so the source cannot start and write to it meanwhile.
+    let _source_lock = lock::exclusive(&src.dir.join(".lock"))?;
     if src.running_pid().is_some() {
         return Err(Error::AlreadyRunning {
             name: src.name.clone(),
@@ -24,9 +34,9 @@ pub fn clone(root: &Root, env: &Env, source: &str, new_name: &str) -> Result<Sto
         });
     }
     let src_disk = super::disk_path(&src.dir);
-    let needs_overlay = match src.config.mode.as_str() {
+    let has_disk = match src.config.mode.as_str() {
         "disk" => true,
-        // A cloud VM gets its disk at first start; until then there is nothing to share.
+        // A cloud VM gets its disk at first start; until then there is nothing to copy.
         "cloud" => src_disk.exists(),
         _ => false,
     };
@@ -38,12 +48,17 @@ pub fn clone(root: &Root, env: &Env, source: &str, new_name: &str) -> Result<Sto
     }
     let mut config = copied_config(&src.config, new_name);
     config.sshport = ports::free_ssh_port(root)?;
-    let stored = vm::save_new(root, new_name, config)?;
-    if let Err(e) = finish(root, env, &stored, needs_overlay.then_some(&src_disk)) {
-        super::discard_new_vm(root, &stored.name);
-        return Err(e);
+    super::make_shared_dir(root, new_name)?;
+    let made = vm::save_new(root, new_name, config, |dir| {
+        if has_disk {
+            vm::copy::copy_disk(&src_disk, &super::disk_path(dir), cancel)?;
+        }
+        Ok(())
+    });
+    if made.is_err() {
+        super::discard_shared_dir(root, new_name);
     }
-    Ok(stored)
+    made
 }
 
 /// The configuration a clone inherits. Not copied: the ssh port (chosen fresh), forwards
@@ -70,33 +85,4 @@ fn copied_config(src: &VmConfig, new_name: &str) -> VmConfig {
         agent_access: src.agent_access.clone(),
         ..VmConfig::default()
     }
-}
-
-/// Makes `shared/<name>` and, when the source has a disk, the overlay backed by it. A cloud
-/// clone's NoCloud seed (instance-id `stoat-<name>`) is built at its first `up`.
-fn finish(
-    root: &Root,
-    env: &Env,
-    stored: &StoredVm,
-    backing: Option<&std::path::PathBuf>,
-) -> Result<()> {
-    super::make_shared_dir(root, &stored.name)?;
-    let Some(backing) = backing else {
-        return Ok(());
-    };
-    let disk = super::disk_path(&stored.dir);
-    super::qemu_img(
-        env,
-        &[
-            "create".as_ref(),
-            "-q".as_ref(),
-            "-f".as_ref(),
-            "qcow2".as_ref(),
-            "-b".as_ref(),
-            backing.as_os_str(),
-            "-F".as_ref(),
-            "qcow2".as_ref(),
-            disk.as_os_str(),
-        ],
-    )
 }

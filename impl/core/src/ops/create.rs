@@ -2,8 +2,8 @@
 //! the data-root lock, an atomic vm.toml, its `shared/<name>` directory and, in disk mode, an
 //! empty qcow2 disk.
 //!
-//! Implements upstream facts §1.5 (create flags), §2 (name rules, ports, locks), §3 "Create
-//! image resolution", §12 item 9; stoat-json-v3 `create` → `{vm: VM}`.
+//! Implements behaviour#cli (create flags and defaults), behaviour#data-root (name rules,
+//! ports, locks) and behaviour#images (image resolution) of docs/contract.md; json-v3#per-command-data: `create` → `{vm: VM}`.
 
 use std::io::Read;
 
@@ -57,12 +57,16 @@ pub fn create(root: &Root, env: &Env, spec: &CreateSpec) -> Result<StoredVm> {
     refuse_taken(root, name)?;
     let mut config = config;
     config.sshport = ports::free_ssh_port(root)?;
-    let stored = vm::save_new(root, name, config)?;
-    if let Err(e) = finish_directories(root, env, &stored) {
-        super::discard_new_vm(root, &stored.name);
-        return Err(e);
+    super::make_shared_dir(root, name)?;
+    let disk_size = (config.mode == "disk").then(|| config.disk.clone());
+    let made = vm::save_new(root, name, config, |dir| match &disk_size {
+        Some(size) => make_empty_disk(env, &super::disk_path(dir), size),
+        None => Ok(()),
+    });
+    if made.is_err() {
+        super::discard_shared_dir(root, name);
     }
-    Ok(stored)
+    made
 }
 
 /// `name_taken` when `<root>/<name>` exists as anything, or the name is reserved.
@@ -245,24 +249,20 @@ fn random_hex(bytes: usize) -> Result<String> {
     Ok(hex::encode(buf))
 }
 
-/// Makes `shared/<name>` (0700) and, in disk mode, the empty qcow2 disk.
-fn finish_directories(root: &Root, env: &Env, stored: &StoredVm) -> Result<()> {
-    super::make_shared_dir(root, &stored.name)?;
-    if stored.config.mode == "disk" {
-        let disk = super::disk_path(&stored.dir);
-        super::qemu_img(
-            env,
-            &[
-                "create".as_ref(),
-                "-q".as_ref(),
-                "-f".as_ref(),
-                "qcow2".as_ref(),
-                disk.as_os_str(),
-                stored.config.disk.as_ref(),
-            ],
-        )?;
-    }
-    Ok(())
+/// Makes the empty qcow2 disk of a disk-mode VM, owner-only.
+fn make_empty_disk(env: &Env, disk: &std::path::Path, size: &str) -> Result<()> {
+    super::qemu_img(
+        env,
+        &[
+            "create".as_ref(),
+            "-q".as_ref(),
+            "-f".as_ref(),
+            "qcow2".as_ref(),
+            disk.as_os_str(),
+            size.as_ref(),
+        ],
+    )?;
+    super::make_private(disk)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `forward`: show, set or clear a VM's host→guest port forwards, and the port-clash rules
 //! that `update --ssh-port` shares.
 //!
-//! Implements upstream facts §7 "forward" and §12 item 11; stoat-json-v3 `forward` rows.
+//! Implements docs/contract.md behaviour#host-commands; json-v3#per-command-data: `forward` rows.
 
 use stoat_wire::dto::{AppliesAt, ForwardData};
 

@@ -1,7 +1,7 @@
 //! What `create --image` names: an absolute BYO path, a catalog id, or a bare filename in
 //! `isos/`, resolved to the file a VM boots from and its OS, backend and ssh user.
 //!
-//! Implements upstream facts §3 "Create image resolution". The catalog (built in, or
+//! Implements docs/contract.md behaviour#images. The catalog (built in, or
 //! `STOAT_CATALOG`), local matching and `infer` are the images module's.
 
 use std::path::{Path, PathBuf};

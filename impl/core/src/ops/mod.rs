@@ -1,5 +1,5 @@
-//! The commands that change VMs: create, update, rm, clone and forward (upstream facts §2, §3
-//! "Create image resolution", §7; stoat-json-v3 "Per-command data").
+//! The commands that change VMs: create, update, rm, clone and forward (docs/contract.md:
+//! behaviour#data-root, behaviour#images, behaviour#host-commands, json-v3#per-command-data).
 //!
 //! Every operation that chooses a port or writes a vm.toml holds the data-root lock from its
 //! checks to its save, so concurrent invocations see each other's results.
@@ -131,19 +131,44 @@ pub fn qemu_img(env: &Env, args: &[&std::ffi::OsStr]) -> Result<()> {
     })
 }
 
-/// Makes a VM's writable `shared/<name>` export, readable by its owner only (0700).
+/// Makes a new VM's writable `shared/<name>` export, empty and readable by its owner only
+/// (0700). Called under the data-root lock before the VM exists, so anything already there
+/// was left by an interrupted rm or create of a VM by that name and is not this VM's.
 pub fn make_shared_dir(root: &crate::Root, name: &str) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let shared = root.shared(name);
+    discard_shared_dir(root, name);
     std::fs::create_dir_all(&shared).map_err(|e| Error::io(format!("create shared/{name}"), e))?;
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o700))
         .map_err(|e| Error::io(format!("chmod shared/{name}"), e))
 }
 
-/// Undoes a half-made VM: its directory and its shared export.
-pub fn discard_new_vm(root: &crate::Root, name: &str) {
-    let _ = std::fs::remove_dir_all(root.vm_dir(name));
-    let _ = std::fs::remove_dir_all(root.shared(name));
+/// Removes `shared/<name>` (a symlink itself, never its target).
+pub fn discard_shared_dir(root: &crate::Root, name: &str) {
+    let shared = root.shared(name);
+    match std::fs::symlink_metadata(&shared) {
+        Ok(meta) if meta.is_dir() => {
+            let _ = std::fs::remove_dir_all(&shared);
+        }
+        Ok(_) => {
+            let _ = std::fs::remove_file(&shared);
+        }
+        Err(_) => {}
+    }
+}
+
+/// Makes a file owner-only (0600), whatever the umask it was made under.
+pub fn make_private(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| {
+        Error::io(
+            format!(
+                "chmod {}",
+                path.file_name().unwrap_or_default().to_string_lossy()
+            ),
+            e,
+        )
+    })
 }
 
 /// The qcow2 disk of a VM directory.

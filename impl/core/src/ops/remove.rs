@@ -1,7 +1,7 @@
 //! `rm`: delete a VM (broken ones too) and its `shared/<name>` export, never while it runs,
 //! never a directory outside the data root.
 //!
-//! Implements upstream facts §2 "Delete" and §7 "rm". Confirmation (`-y`, the prompt,
+//! Implements docs/contract.md behaviour#data-root and behaviour#host-commands. Confirmation (`-y`, the prompt,
 //! `confirmation_required`) is the caller's: core never reads a terminal.
 
 use std::path::Path;
@@ -26,11 +26,25 @@ fn refuse_running(loaded: &Loaded) -> Result<()> {
 }
 
 /// Deletes VM `name` under the data-root lock, re-checking that it still exists and is stopped.
+/// The VM leaves its name by one rename (see [`vm::staging`]), so a kill leaves it either
+/// listed as before or gone; its `shared/<name>` export goes after that.
 pub fn remove(root: &Root, name: &str) -> Result<()> {
     let _root_lock = lock::exclusive(&root.lock_file())?;
+    vm::staging::sweep(root);
     let loaded = check_removable(root, name)?;
-    remove_dir_under(&root.dir().join("shared"), &root.shared(name))?;
-    remove_dir_under(root.dir(), loaded.dir())
+    if loaded.dir().parent() != Some(root.dir()) {
+        return Err(Error::Internal(format!(
+            "refusing to delete {}: not directly under the data root",
+            loaded.dir().display()
+        )));
+    }
+    // A VM directory that is a symlink is removed itself; its target is not ours.
+    if std::fs::symlink_metadata(loaded.dir()).is_ok_and(|m| !m.is_dir()) {
+        remove_dir_under(root.dir(), loaded.dir())?;
+    } else {
+        vm::staging::remove_vm_dir(root, name, loaded.dir())?;
+    }
+    remove_dir_under(&root.dir().join("shared"), &root.shared(name))
 }
 
 /// Removes `dir` and everything in it, refusing any `dir` whose parent is not `parent`.

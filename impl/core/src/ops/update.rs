@@ -1,9 +1,9 @@
 //! `update`: change only the fields that were given, under the data-root lock; grow a disk
 //! with `qemu-img resize` before the new size is saved.
 //!
-//! Implements upstream facts §7 "update" and §12 item 10, without upstream bug §11.9:
+//! Implements docs/contract.md behaviour#host-commands, without docs/contract.md behaviour#not-copied:
 //! `changed` lists only fields whose value actually changed, and `--recipes` is validated.
-//! stoat-json-v3 `update` → `{vm, changed, applies_at}`.
+//! json-v3#per-command-data: `update` → `{vm, changed, applies_at}`.
 
 use stoat_wire::dto::AppliesAt;
 

@@ -1,5 +1,5 @@
 //! The project fan-out: one action over every declared VM, in declaration order, stopping at
-//! the first failure (stoat-json-v3 "Types": ProjectRun, ProjectRunVM).
+//! the first failure (json-v3#types: ProjectRun, ProjectRunVM).
 //!
 //! Every declared VM is in the answer: `ok`, `error` (with the message), or `skipped` when an
 //! earlier VM failed and this one was never attempted. Progress goes to `on_event` as it

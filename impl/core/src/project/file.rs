@@ -21,7 +21,7 @@
 //! ref = "v1.2"
 //! ```
 //!
-//! A declaration `<key>` makes the VM `<project>-<key>` (stoat-json-v3 "Types": VM.project,
+//! A declaration `<key>` makes the VM `<project>-<key>` (json-v3#types: VM.project,
 //! VM.key; ProjectStatusVM.name).
 
 use std::collections::BTreeMap;

@@ -1,5 +1,5 @@
 //! `stoat.lock`: the commits a project's remote recipes are pinned at, beside stoat.toml and
-//! committed with it (stoat-json-v3 `lock_out_of_date`, `recipe lock` → `{recipes:[RecipeAdded]}`).
+//! committed with it (json-v3#per-command-data: `lock_out_of_date`, `recipe lock` → `{recipes:[RecipeAdded]}`).
 //!
 //! ```toml
 //! # stoat.lock: written by `stoat recipe lock --project`. Commit it.

@@ -1,4 +1,4 @@
-//! `status`: each declaration compared with the VM it made (stoat-json-v3 "Types":
+//! `status`: each declaration compared with the VM it made (json-v3#types:
 //! ProjectStatus, ProjectStatusVM, Drift).
 //!
 //! Only fields a declaration states are compared. The immutable ones (image, os, backend,

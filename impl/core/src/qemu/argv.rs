@@ -1,5 +1,5 @@
 //! The QEMU command line, built purely from a [`LaunchSpec`]: no file system,
-//! no environment, no process. It owns the argv shape (upstream facts §4) and
+//! no environment, no process. It owns the argv shape (docs/contract.md behaviour#qemu) and
 //! the quoting rules of QEMU's option parser; it must not decide policy (which
 //! backend, whether a VM is installed, which accelerator is usable): the
 //! caller says all of that in the spec.

@@ -1,7 +1,7 @@
 //! Starting QEMU and knowing whether it runs: spawn `qemu-system-x86_64
 //! <argv>` (it daemonizes), keep its stderr for the error, read the pidfile;
-//! state detection from the pidfile plus `/proc/<pid>/cmdline` (upstream facts
-//! §2); signals by PID to a process proven to be this VM's QEMU. It must not
+//! state detection from the pidfile plus `/proc/<pid>/cmdline` (behaviour#data-root
+//! in docs/contract.md); signals by PID to a process proven to be this VM's QEMU. It must not
 //! build the argv (argv.rs) nor talk to the monitor (qmp.rs), and it never
 //! signals a process by name or a PID it has not checked.
 

@@ -1,7 +1,7 @@
 //! `apply` (and `up`'s apply after boot): the provision lock, the plan, the run of each recipe
 //! over ssh with its log streamed as `stage`/`log` events, outputs read back, health checks,
-//! and the per-recipe record in vm.toml. Upstream facts §6 "Apply" and "Markers → events";
-//! stoat-json-v3 `apply`, `apply --dry-run`, "Streaming". Decisions: docs/decisions/apply.md.
+//! and the per-recipe record in vm.toml. docs/contract.md behaviour#recipes and "Markers → events";
+//! json-v3#per-command-data: `apply`, `apply --dry-run`, "Streaming". Decisions: docs/decisions/apply.md.
 //!
 //! The log `<vm>/last-provision.log` is truncated per run and reads:
 //!

@@ -2,13 +2,13 @@
 //! installed into `<root>/recipes/<name>/` so that users can read and edit them.
 //!
 //! `<root>/recipes/.manifest` records `<sha256>  <dir>/<file>` for every file stoat wrote, so a
-//! later install can tell stoat's copy from a user's edit (upstream facts §6 "Install rules").
+//! later install can tell stoat's copy from a user's edit (docs/contract.md behaviour#recipes).
 //! Two modes:
 //! - [`install_bundled`] (lazy, run by the commands that read recipes): writes missing and
 //!   stale files, keeps user edits (left out of `.manifest`), leaves orphans alone.
 //! - [`refresh_bundled`] (`recipe refresh`): also overwrites user edits and retires orphans.
 //!
-//! Statuses (stoat-json-v3 RecipeRefreshed): `current` (already equal), `refreshed` (missing, or
+//! Statuses (json-v3#per-command-data: RecipeRefreshed): `current` (already equal), `refreshed` (missing, or
 //! stoat's own older copy: overwritten without backup), `backed_up` (a user edit, or any file
 //! when no `.manifest` exists yet: copied to `<file>.bak` first, then overwritten), `orphan` (a
 //! file stoat once installed that the bundle no longer has: moved to `<file>.bak`).

@@ -1,5 +1,5 @@
 //! Where recipes are found: the search roots, their scopes, and the catalog of every recipe
-//! directory in shadow order (stoat-json-v3 `recipe list`, RecipeEntry, RecipeRoot).
+//! directory in shadow order (json-v3#per-command-data: `recipe list`, RecipeEntry, RecipeRoot).
 //!
 //! Search order, first match wins:
 //! 1. `project`: `<project>/recipes/`, beside the nearest `stoat.toml` walking up from the

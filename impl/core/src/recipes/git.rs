@@ -1,5 +1,5 @@
 //! The system `git`, as remote recipes use it: clone, fetch and check out a pinned commit
-//! (stoat-json-v3 `git_required`; docs/decisions/recipes.md "Remote recipes").
+//! (json-v3#per-command-data: `git_required`; docs/decisions/recipes.md "Remote recipes").
 //!
 //! Resolving a ref to a commit is `project::lock::resolve_commit` (`git ls-remote`): one
 //! implementation for stoat.lock and the global pins. This file only moves clones.

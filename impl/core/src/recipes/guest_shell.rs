@@ -1,6 +1,6 @@
 //! Running shell text in a guest over the system `ssh` for apply: the body goes on stdin to
 //! `ssh <ssh_args> [escalate...] <interpreter words>` (`sh -s` or `python3 -`), so the last
-//! argv entries are always the interpreter words (upstream facts §6 "Apply" step 7).
+//! argv entries are always the interpreter words (docs/contract.md behaviour#recipes).
 //!
 //! [`GuestShell::stream`] merges stdout and stderr into one pipe and hands each line over as it
 //! arrives (the `log` events); [`GuestShell::capture`] collects stdout under a deadline (outputs,

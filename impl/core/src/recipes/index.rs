@@ -1,6 +1,6 @@
 //! The recipe index `recipe search` reads: `STOAT_RECIPE_INDEX`, a local path, a `file://`
-//! URL or an `http(s)://` URL of a TOML file (stoat-json-v3 `recipe search`, IndexEntry;
-//! DESIGN.md "recipe index"; docs/recipes.md "Finding recipes").
+//! URL or an `http(s)://` URL of a TOML file (json-v3#per-command-data: `recipe search`, IndexEntry;
+//! design#recipe-index; docs/recipes.md "Finding recipes").
 //!
 //! ```toml
 //! [[recipe]]

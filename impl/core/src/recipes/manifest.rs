@@ -1,5 +1,5 @@
 //! The recipe manifest, `recipe.toml`: parsing, validation, OS matching, and the RecipeSchema
-//! projection that `recipes` and `recipe show` report (stoat-json-v3 "Types", RecipeSchema).
+//! projection that `recipes` and `recipe show` report (json-v3#types, RecipeSchema).
 //!
 //! `schema = 3` manifests may declare `[params.<name>]`, `[outputs.<name>]` and `[health]`,
 //! and unknown keys are refused (a typo must not pass silently). A manifest without `schema`

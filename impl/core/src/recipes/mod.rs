@@ -1,5 +1,5 @@
 //! Recipes: manifests, the bundled set and its install, the search roots, and the checks that
-//! decide whether named recipes can run on an OS (upstream facts §6; stoat-json-v3 `recipes`,
+//! decide whether named recipes can run on an OS (docs/contract.md behaviour#recipes; json-v3#per-command-data: `recipes`,
 //! `check-recipes`, `recipe list|show|new|refresh`).
 //!
 //! Every reader goes through [`Catalog::load`], which installs the bundled recipes lazily: only

@@ -1,7 +1,7 @@
 //! Recipe params: `--param recipe.name=value` parsing, validation against each manifest's
 //! `[params.<name>]`, resolution (given → default → `default_from`), how a script receives
 //! them (`STOAT_PARAM_<NAME>` exported at the top of the script), and how they are recorded
-//! (a secret only as `<set>`/`<unset>`). stoat-json-v3 RecipeParam, RecipeDetail.
+//! (a secret only as `<set>`/`<unset>`). json-v3#per-command-data: RecipeParam, RecipeDetail.
 //!
 //! Every problem with a param is `invalid_spec`: the request is what is wrong, not the recipe.
 

@@ -1,4 +1,4 @@
-//! The apply plan (upstream facts §6 "Plan"): which recipes an apply targets, in what order,
+//! The apply plan (docs/contract.md behaviour#recipes): which recipes an apply targets, in what order,
 //! and whether each runs or is skipped, and why. `apply --dry-run` reports it as ApplyPlan
 //! rows; `apply` runs the `run` steps.
 //!

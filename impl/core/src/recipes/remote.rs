@@ -1,5 +1,5 @@
 //! Remote recipes: git repositories holding a recipe.toml, cloned, pinned to a full commit and
-//! kept at it (stoat-json-v3 `recipe add|lock|sync|update|rm`, RecipeAdded, RecipeRemoved,
+//! kept at it (json-v3#per-command-data: `recipe add|lock|sync|update|rm`, RecipeAdded, RecipeRemoved,
 //! `in_use`, `git_required`; docs/decisions/recipes.md "Remote recipes").
 //!
 //! Two stores, one code path ([`Store`]):

@@ -1,5 +1,5 @@
 //! `recipe new <name> --os <os>`: a new local recipe directory with a schema-3 `recipe.toml`
-//! and an `install.sh` built from the guest's package commands (stoat-json-v3 `recipe new`:
+//! and an `install.sh` built from the guest's package commands (json-v3#per-command-data: `recipe new`:
 //! the path is returned with a trailing `/`).
 
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! Recipes at a cloud VM's first boot (upstream facts §4 "cloudinit backend", item 4): the
+//! Recipes at a cloud VM's first boot (docs/contract.md behaviour#qemu, item 4): the
 //! cloud-config document the runtime's seed builder adds to user-data. Each recipe that an
 //! apply would run becomes a `write_files` entry (the script with its params prelude) and a
 //! `runcmd` entry that runs it and, on success, touches `/var/lib/stoat/.applied/<name>`.

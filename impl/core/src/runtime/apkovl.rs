@@ -1,4 +1,4 @@
-//! The apkovl backend (upstream facts §4 "apkovl backend"): Alpine boots its own ISO's kernel
+//! The apkovl backend (docs/contract.md behaviour#qemu): Alpine boots its own ISO's kernel
 //! and finds `<vm>/ovl/stoat.apkovl.tar.gz` on a FAT drive, an overlay that turns the live
 //! system into a reachable VM (sshd with stoat's key, DHCP, the 9p `work`/`host` mounts) and,
 //! in disk mode, installs Alpine onto `/dev/vda` on first boot and powers off.

@@ -1,6 +1,6 @@
 //! The cloudinit backend (mode cloud): the qcow2 overlay on the base image, its resize to
 //! `disk`, and the NoCloud seed ISO (user `stoat` with stoat's key, sudo, 9p mounts, the
-//! console password when set). Upstream facts §4 "cloudinit backend".
+//! console password when set). docs/contract.md behaviour#qemu.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

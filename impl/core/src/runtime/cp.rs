@@ -1,4 +1,4 @@
-//! `cp`: copy a file to or from the guest with the system `scp` (upstream facts §5.3). The
+//! `cp`: copy a file to or from the guest with the system `scp` (docs/contract.md behaviour#ssh). The
 //! local path is made absolute (`~` expanded, relative to the cwd, lexically cleaned) but
 //! never resolved through symlinks; the remote path is passed as given.
 

@@ -1,5 +1,5 @@
 //! `down`: stop a VM's QEMU. QMP `system_powerdown` (the guest shuts down cleanly), a bounded
-//! wait, then QMP `quit`, then SIGTERM by PID. Unlike upstream (facts §4 "Stop") it waits for
+//! wait, then QMP `quit`, then SIGTERM by PID. Unlike upstream (docs/contract.md behaviour#qemu) it waits for
 //! the process to go, so the result reports `stopped` whenever QEMU really exited.
 
 use std::time::Duration;

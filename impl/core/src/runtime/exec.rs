@@ -1,4 +1,4 @@
-//! `exec`: run a command in the guest over the system `ssh` (upstream facts §5.2). The guest
+//! `exec`: run a command in the guest over the system `ssh` (docs/contract.md behaviour#ssh). The guest
 //! argv travels as ONE remote-command argument, each word single-quoted, so it survives the
 //! guest's shell unchanged. stdout and stderr are captured separately and byte-exact.
 

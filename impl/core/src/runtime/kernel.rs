@@ -1,4 +1,4 @@
-//! The apkovl backend's kernel extraction (upstream facts §4 "ExtractKernel"): find the one
+//! The apkovl backend's kernel extraction (docs/contract.md behaviour#qemu): find the one
 //! `/boot/vmlinuz-*` and `/boot/initramfs-*` on an Alpine ISO with `xorriso`, copy them out as
 //! `<vm>/vmlinuz` and `<vm>/initramfs` (cached: skipped while both exist and are non-empty), so
 //! QEMU can boot them directly with `-kernel`/`-initrd`/`-append`.
@@ -234,12 +234,10 @@ mod tests {
     }
 
     #[test]
-    fn extracts_from_a_real_iso_when_xorriso_is_installed() {
+    #[ignore = "needs xorriso (make setup installs it)"]
+    fn extracts_from_a_real_iso() {
         let env = Env::from_pairs([("PATH", "/usr/bin:/bin")]);
-        let Some(xorriso) = env.which("xorriso") else {
-            eprintln!("SKIPPED: no xorriso");
-            return;
-        };
+        let xorriso = env.which("xorriso").expect("xorriso on /usr/bin:/bin");
         let dir = tempfile::tempdir().expect("tempdir");
         let boot = dir.path().join("src/boot");
         std::fs::create_dir_all(&boot).expect("mkdir");

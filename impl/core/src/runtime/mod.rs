@@ -1,6 +1,5 @@
 //! The runtime: starting and stopping a VM's QEMU, waiting for it, and reaching into a running
-//! guest (exec, cp, screenshot, online snapshots). Implements stoat-json-v3 "up", "down",
-//! "wait", "exec", "cp" and "screenshot" with the behaviour of upstream facts §4, §5 and §7.
+//! guest (exec, cp, screenshot, online snapshots). Implements json-v3#per-command-data with the behaviour of docs/contract.md behaviour#qemu and behaviour#ssh and behaviour#host-commands
 
 pub mod apkovl;
 pub mod cloudinit;

@@ -1,5 +1,5 @@
 //! `screenshot`: QMP `screendump` as PNG into `<vm>/screenshots/<UTC timestamp>.png`, with the
-//! real size and dimensions read back from the file (stoat-json-v3 "screenshot").
+//! real size and dimensions read back from the file (json-v3#per-command-data).
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -1,4 +1,4 @@
-//! A minimal, deterministic `.tar.gz` writer for the apkovl overlay (upstream facts §4
+//! A minimal, deterministic `.tar.gz` writer for the apkovl overlay (docs/contract.md behaviour#qemu
 //! "apkovl backend"): POSIX ustar headers owned by root, one fixed mtime, entries in the order
 //! given, wrapped in a gzip member of stored (uncompressed) deflate blocks. The overlay is a few
 //! KiB of text, so compression buys nothing and this keeps stoat free of a deflate dependency;

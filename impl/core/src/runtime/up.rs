@@ -1,4 +1,4 @@
-//! `up`: start a VM's QEMU (upstream facts §4 "up" and "argv"). Order of checks: the VM
+//! `up`: start a VM's QEMU (docs/contract.md behaviour#qemu and "argv"). Order of checks: the VM
 //! (`not_found`, `broken`), `already_running`, the accelerator (`invalid_spec`,
 //! `kvm_unusable`), the QEMU binary (`qemu_missing`), the shares (`share_invalid`,
 //! `no_xattr`), the backend (disk and seed, or kernel and overlay), then the launch

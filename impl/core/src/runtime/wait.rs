@@ -1,4 +1,4 @@
-//! `wait --until reachable|stopped|applied --timeout D` (upstream facts §7 "wait"): check at
+//! `wait --until reachable|stopped|applied --timeout D` (docs/contract.md behaviour#host-commands): check at
 //! once, then every 300 ms; `cannot_reach` at once when the state can never come, `timeout`
 //! at the deadline, `canceled` on Ctrl-C.
 

@@ -1,6 +1,8 @@
 //! Stored VMs: the vm.toml format, loading and atomic saving, running-state detection.
 
 mod config;
+pub mod copy;
+pub mod staging;
 mod store;
 
 /// Whether a VM is running: one implementation, shared with the QEMU launcher.

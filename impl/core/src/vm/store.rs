@@ -24,6 +24,8 @@ pub struct StoredVm {
 }
 
 /// A VM directory as loaded: usable or broken.
+// A listing holds one per VM directory: the size gap between the variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Loaded {
     Ok(StoredVm),
@@ -152,29 +154,35 @@ pub fn check_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Loads one VM; `not_found` when there is no such VM.
+/// The largest vm.toml stoat reads; anything bigger is not one of ours.
+pub const MAX_VM_TOML: u64 = 1 << 20;
+
+/// Loads one VM; `not_found` when there is no such VM. A vm.toml that cannot be read (not
+/// ours to read, a directory, too big) or does not parse loads as broken, with the reason.
 pub fn load(root: &Root, name: &str) -> Result<Loaded> {
     let not_found = || Error::NotFound {
         name: name.to_owned(),
     };
-    if name.is_empty()
-        || name.contains('/')
-        || name == "."
-        || name == ".."
-        || Root::is_reserved(name)
-    {
+    if name.is_empty() || name.contains('/') || name.contains('\0') || Root::is_reserved(name) {
         return Err(not_found());
     }
     let dir = root.vm_dir(name);
-    let text = match std::fs::read(dir.join("vm.toml")) {
+    let broken = |reason: String| {
+        Ok(Loaded::Broken {
+            name: name.to_owned(),
+            dir: dir.clone(),
+            reason,
+        })
+    };
+    let text = match crate::bounded::read(&dir.join("vm.toml"), MAX_VM_TOML) {
         Ok(bytes) => bytes,
-        Err(e)
+        Err(crate::bounded::ReadError::Io(e))
             if e.kind() == std::io::ErrorKind::NotFound
                 || e.kind() == std::io::ErrorKind::NotADirectory =>
         {
             return Err(not_found())
         }
-        Err(e) => return Err(Error::io(format!("read {name}/vm.toml"), e)),
+        Err(e) => return broken(format!("vm.toml {}", e.describe())),
     };
     let parsed = String::from_utf8(text)
         .map_err(|_| "vm.toml is not UTF-8".to_owned())
@@ -193,6 +201,14 @@ pub fn load(root: &Root, name: &str) -> Result<Loaded> {
     })
 }
 
+/// Removes `<root>/<name>` when it is what an older, interrupted create left: a directory
+/// holding no vm.toml and nothing but leftover temporary files. Anything else stays.
+fn remove_interrupted(root: &Root, name: &str) {
+    let dir = root.vm_dir(name);
+    super::staging::sweep_vm_dir(&dir);
+    let _ = std::fs::remove_dir(&dir);
+}
+
 /// Loads one VM that must not be broken.
 pub fn load_ok(root: &Root, name: &str) -> Result<StoredVm> {
     match load(root, name)? {
@@ -201,7 +217,8 @@ pub fn load_ok(root: &Root, name: &str) -> Result<StoredVm> {
     }
 }
 
-/// Lists every VM, broken ones included, sorted by name.
+/// Lists every VM, broken ones included, sorted by name. One entry that cannot be read is
+/// a broken VM in the list, never a failure of the whole list.
 pub fn list(root: &Root) -> Result<Vec<Loaded>> {
     let entries = match std::fs::read_dir(root.dir()) {
         Ok(entries) => entries,
@@ -220,46 +237,65 @@ pub fn list(root: &Root) -> Result<Vec<Loaded>> {
         match load(root, &name) {
             Ok(loaded) => vms.push(loaded),
             Err(Error::NotFound { .. }) => {}
-            Err(e) => return Err(e),
+            Err(e) => vms.push(Loaded::Broken {
+                dir: root.vm_dir(&name),
+                name,
+                reason: e.to_string(),
+            }),
         }
     }
     Ok(vms)
 }
 
-/// Saves vm.toml atomically (write, fsync, rename, fsync the directory).
+/// Saves vm.toml atomically (write, fsync, rename, fsync the directory), first removing
+/// what killed writers left next to it.
 pub fn save(vm: &StoredVm) -> Result<()> {
+    super::staging::sweep_vm_dir(&vm.dir);
     write_atomically(&vm.dir.join("vm.toml"), vm.config.to_toml().as_bytes())
 }
 
-/// Creates a new VM's directory and its vm.toml; `name_taken` when it exists as anything.
-pub fn save_new(root: &Root, name: &str, config: VmConfig) -> Result<StoredVm> {
-    let dir = root.vm_dir(name);
-    match std::fs::create_dir(&dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            return Err(Error::NameTaken {
-                name: name.to_owned(),
-            })
-        }
-        Err(e) => return Err(Error::io(format!("create {name}/"), e)),
+/// Makes a new VM: `fill` puts its files (disk, ...) into a staging directory that already
+/// holds its vm.toml, and the whole directory then appears under `name` by one rename. On
+/// any failure, or a kill, no `<root>/<name>` is left. The caller holds the data-root lock.
+pub fn save_new(
+    root: &Root,
+    name: &str,
+    config: VmConfig,
+    fill: impl FnOnce(&Path) -> Result<()>,
+) -> Result<StoredVm> {
+    super::staging::sweep(root);
+    remove_interrupted(root, name);
+    if std::fs::symlink_metadata(root.vm_dir(name)).is_ok() || Root::is_reserved(name) {
+        return Err(Error::NameTaken {
+            name: name.to_owned(),
+        });
     }
-    let vm = StoredVm {
+    let staging = super::staging::Staging::begin(root, name)?;
+    write_atomically(&staging.dir().join("vm.toml"), config.to_toml().as_bytes())?;
+    crate::fault::point("staged");
+    fill(staging.dir())?;
+    crate::fault::point("filled");
+    let dir = staging.commit(root)?;
+    Ok(StoredVm {
         name: name.to_owned(),
         dir,
         config,
-    };
-    if let Err(e) = save(&vm) {
-        let _ = std::fs::remove_dir_all(&vm.dir);
-        return Err(e);
-    }
-    Ok(vm)
+    })
 }
 
 /// Writes `bytes` to `path` so that readers see the old file or the new one, never a mix.
+/// The file is owner-only (0600): vm.toml may hold a console password. The temporary file
+/// is named `.<file>.<pid>.<random>` so a later command can remove it if this one is killed.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let mut temp = tempfile::Builder::new()
-        .prefix(".vm.toml.")
+        .prefix(&format!(".{file_name}.{}.", std::process::id()))
+        .permissions(std::fs::Permissions::from_mode(0o600))
         .tempfile_in(dir)
         .context(|| format!("write {}", path.display()))?;
     temp.write_all(bytes)
@@ -267,6 +303,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     temp.as_file()
         .sync_all()
         .context(|| format!("sync {}", path.display()))?;
+    crate::fault::point("temp-written");
     temp.persist(path)
         .map_err(|e| Error::io(format!("replace {}", path.display()), e.error))?;
     if let Ok(dir_handle) = std::fs::File::open(dir) {

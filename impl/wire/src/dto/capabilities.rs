@@ -1,6 +1,6 @@
 //! The `capabilities` report (schema 1).
 //!
-//! Implements stoat-json-v3 "Capability discovery". Every list is `[]` when empty.
+//! Implements json-v3#capabilities. Every list is `[]` when empty.
 
 use serde::Serialize;
 

@@ -1,6 +1,6 @@
 //! The `data` of each command whose shape is not a single DTO from another module.
 //!
-//! Implements stoat-json-v3 "Per-command data".
+//! Implements json-v3#per-command-data.
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 

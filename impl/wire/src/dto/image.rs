@@ -1,6 +1,6 @@
 //! The Image DTO (`images`) and `pull`'s progress and result.
 //!
-//! Implements stoat-json-v3 "Types" (Image) and "Streaming" (progress).
+//! Implements json-v3#types (Image) and "Streaming" (progress).
 
 use serde::Serialize;
 

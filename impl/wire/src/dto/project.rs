@@ -1,6 +1,6 @@
 //! Project DTOs: `init`, `status` and the ProjectRun of a fan-out.
 //!
-//! Implements stoat-json-v3 "Types" (InitResult, Drift, ProjectStatus, ProjectRun).
+//! Implements json-v3#types (InitResult, Drift, ProjectStatus, ProjectRun).
 
 use serde::Serialize;
 

@@ -1,6 +1,6 @@
 //! Recipe DTOs: schemas, params, outputs, entries and roots, remote pins, plans, issues.
 //!
-//! Implements stoat-json-v3 "Types" (Recipe/RecipeSchema and friends) and the recipe rows of
+//! Implements json-v3#types (Recipe/RecipeSchema and friends) and the recipe rows of
 //! "Per-command data". Params and outputs are sorted by name by their producer.
 
 use serde::Serialize;

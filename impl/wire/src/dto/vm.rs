@@ -1,7 +1,7 @@
 //! The VM and VMStatus DTOs, built only from [`VmFacts`], which cannot name a host path of
 //! the VM's directory or the console password: no future field can leak them.
 //!
-//! Implements stoat-json-v3 "Types" (VM, VMStatus) and "What is deliberately absent".
+//! Implements json-v3#types (VM, VMStatus) and "What is deliberately absent".
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,68 @@
+//! Reading a file that stoat parses, with a size cap: a catalog, a manifest or a vm.toml
+//! that turns out to be `/dev/zero` or a huge file is refused instead of filling memory.
+
+use std::io::Read;
+use std::path::Path;
+
+/// Why a bounded read failed.
+#[derive(Debug)]
+pub enum ReadError {
+    Io(std::io::Error),
+    TooBig { limit: u64 },
+}
+
+impl ReadError {
+    /// A short phrase that completes "vm.toml ..." or "<file> ...".
+    pub fn describe(&self) -> String {
+        match self {
+            ReadError::Io(e) if e.raw_os_error() == Some(libc::EISDIR) => "is a directory".into(),
+            ReadError::Io(e) => format!("cannot be read: {e}"),
+            ReadError::TooBig { limit } => format!("is larger than {limit} bytes"),
+        }
+    }
+}
+
+/// Reads at most `limit` bytes of `path`; a longer file (or endless device) is `TooBig`.
+pub fn read(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    let file = std::fs::File::open(path).map_err(ReadError::Io)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(ReadError::Io)?;
+    if bytes.len() as u64 > limit {
+        return Err(ReadError::TooBig { limit });
+    }
+    Ok(bytes)
+}
+
+/// [`read`] as UTF-8 text.
+pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
+    let bytes = read(path, limit)?;
+    String::from_utf8(bytes).map_err(|_| {
+        ReadError::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not UTF-8",
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endless_input_is_refused_at_the_limit() {
+        match read(Path::new("/dev/zero"), 4096) {
+            Err(ReadError::TooBig { limit: 4096 }) => {}
+            other => panic!("{other:?}"),
+        }
+        let temp = tempfile::tempdir().unwrap();
+        let file = temp.path().join("f");
+        std::fs::write(&file, b"abc").unwrap();
+        assert_eq!(read(&file, 3).unwrap(), b"abc");
+        assert_eq!(
+            read(temp.path(), 3).unwrap_err().describe(),
+            "is a directory"
+        );
+    }
+}

@@ -1,0 +1,17 @@
+//! Test-only fault points. In a debug build, `STOAT_FAULT=<point>` makes the process SIGKILL
+//! itself when it reaches the point of that name, so a test can check what a kill at exactly
+//! that moment leaves behind (nothing half-done). Release builds compile the points away.
+//! This is the one place core reads the process environment: a test hook, not behaviour.
+
+/// Dies here with SIGKILL when `STOAT_FAULT` names this point (debug builds only).
+pub fn point(name: &str) {
+    #[cfg(debug_assertions)]
+    if std::env::var_os("STOAT_FAULT").is_some_and(|v| v == name) {
+        // SAFETY: raising a signal at ourselves.
+        unsafe {
+            libc::raise(libc::SIGKILL);
+        }
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = name;
+}
