@@ -20,7 +20,9 @@ ln -sfn ../run/systemd/resolve/stub-resolv.conf "$R/etc/resolv.conf"
 # not there.
 printf 'datasource_list: [ NoCloud, None ]\n' > "$R/etc/cloud/cloud.cfg.d/90_datasources.cfg"
 # A small initramfs (the drivers a virtual machine's root disk needs), not every module.
+# The CD-ROM drivers too: the NoCloud seed is on a CD, and cloud-init's local stage looks
+# for it before udev would load sr_mod from the root filesystem (missed under TCG).
 sed -i 's/^MODULES=.*/MODULES=list/' "$R/etc/initramfs-tools/initramfs.conf"
-printf '%s\n' virtio_pci virtio_blk virtio_scsi sd_mod ata_piix ahci ext4 crc32c_generic >> "$R/etc/initramfs-tools/modules"
+printf '%s\n' virtio_pci virtio_blk virtio_scsi sd_mod ata_piix ahci sr_mod cdrom isofs ext4 crc32c_generic >> "$R/etc/initramfs-tools/modules"
 chroot "$R" update-initramfs -u -k all > /dev/null
 rm -f "$R"/boot/*.dpkg-bak "$R"/boot/*.new "$R/etc/dpkg/dpkg.cfg.d/99mmdebstrap"

@@ -76,14 +76,16 @@ fn out(env: &TestEnv, vm: &str, script: &str) -> String {
     run.data()["stdout"].as_str().unwrap_or_default().to_owned()
 }
 
-/// Why cloud-init did not finish cleanly, or Ok: `cloud-init status --long` must exit 0 and
-/// say `status: done` (a recoverable error exits 2 and says `degraded`, an error exits 1).
+/// Why cloud-init did not finish cleanly, or Ok: `cloud-init status --long` must exit 0, say
+/// `status: done` (a recoverable error exits 2 and says `degraded`, an error exits 1) and name
+/// the NoCloud datasource (a seed cloud-init never found ends `done` on `DataSourceNone`).
 fn cloud_init_clean(env: &TestEnv, vm: &str) -> Result<(), String> {
     let run = exec(env, vm, "cloud-init status --wait --long");
     let data = run.data();
     let text = data["stdout"].as_str().unwrap_or_default();
     let done = text.lines().any(|l| l.trim() == "status: done");
-    if data["exit_code"] == 0 && done && !text.contains("degraded") {
+    let nocloud = text.contains("DataSourceNoCloud");
+    if data["exit_code"] == 0 && done && nocloud && !text.contains("degraded") {
         return Ok(());
     }
     let log = out(
