@@ -311,7 +311,7 @@ fn distro_lifecycle_on_a_debian_cloud_image() {
     let path = PathBuf::from(shot.data()["path"].as_str().unwrap());
     let ink = png_ink(&path);
     assert!(
-        ink > 0.002,
+        ink > 0.0002,
         "the screenshot is blank ({ink} of pixels differ)"
     );
 
