@@ -46,7 +46,9 @@ pub fn time_run(sut: &Sut, fakes: Option<PathBuf>, jobs: usize) -> Result<Timing
         skip_smoke: false,
         oracle: None,
         guest: None,
-        edition: Default::default(),
+        contract: Default::default(),
+        allow_empty: false,
+        profile: Default::default(),
     };
     let started = Instant::now();
     let mut report = Report::default();

@@ -125,18 +125,44 @@ struct RunArgs {
     /// Write JUnit XML here.
     #[arg(long, value_name = "PATH")]
     junit: Option<PathBuf>,
-    /// Write TAP 14 here.
+    /// Write TAP here (version 13 by default: see --tap-version).
     #[arg(long, value_name = "PATH")]
     tap: Option<PathBuf>,
+    /// The TAP version line: 13 (prove/TAP::Harness and tap-parser) or 14 (tap-parser only).
+    #[arg(long, value_name = "13|14", default_value = "13", value_parser = parse_tap_version)]
+    tap_version: report::tap::Version,
     /// Write the HTML page (check matrix, one self-contained file) here.
     #[arg(long, value_name = "PATH")]
     html: Option<PathBuf>,
     /// Also print passing checks.
     #[arg(short, long)]
     verbose: bool,
+    /// The contract edition to judge by: auto (the one the SUT names in `--json version`),
+    /// 2 or 3. Naming an edition the SUT does not speak gives the migration view.
+    #[arg(long, value_name = "auto|2|3", default_value = "auto", value_parser = parse_contract)]
+    contract: run::Contract,
+    /// The SUT profile (TOML, see docs/conformance.md): how this implementation moves its
+    /// data root, reads an image catalog, and what extra environment it needs.
+    #[arg(long, value_name = "FILE")]
+    profile: Option<PathBuf>,
+    /// Pass a run that judged nothing it was asked to (a selected tier that ran nothing, no
+    /// MUST check run, a selection that matched nothing); by default such a run fails.
+    #[arg(long)]
+    allow_empty: bool,
     /// The system under test and its fixed leading arguments.
     #[arg(last = true, required = true, value_name = "SUT")]
     sut: Vec<String>,
+}
+
+fn parse_contract(text: &str) -> Result<run::Contract, String> {
+    if text == "auto" {
+        return Ok(run::Contract::Auto);
+    }
+    text.parse::<u64>()
+        .ok()
+        .and_then(crate::spec::Edition::from_number)
+        .map(run::Contract::Fixed)
+        .ok_or_else(|| format!("unknown contract edition {text:?} (auto, 2, 3)"))
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -184,12 +210,28 @@ enum ReportFormat {
 #[derive(Args, Debug)]
 struct ReportArgs {
     /// A saved JSON report (with --compare: the BEFORE report).
-    report: PathBuf,
+    #[arg(required_unless_present = "matrix")]
+    report: Option<PathBuf>,
+    /// Several implementations' reports side by side: prints the markdown table; with
+    /// --out DIR also writes DIR/matrix.html, DIR/matrix.md and DIR/<name>.svg badges.
+    #[arg(long, num_args = 1.., value_name = "REPORT.json", conflicts_with_all = ["report", "compare"])]
+    matrix: Vec<PathBuf>,
+    /// With --matrix: the directory to write the page, the table and the badges into.
+    #[arg(long, value_name = "DIR", requires = "matrix")]
+    out: Option<PathBuf>,
     /// Compare with this AFTER report; prints markdown, exits 1 when something newly fails.
     #[arg(long, value_name = "AFTER.json")]
     compare: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
     format: ReportFormat,
+    /// With --format tap: the TAP version line, 13 or 14.
+    #[arg(long, value_name = "13|14", default_value = "13", value_parser = parse_tap_version)]
+    tap_version: report::tap::Version,
+}
+
+fn parse_tap_version(text: &str) -> Result<report::tap::Version, String> {
+    report::tap::Version::parse(text)
+        .ok_or_else(|| format!("unknown TAP version {text:?} (13, 14)"))
 }
 
 #[derive(Args, Debug)]
@@ -291,6 +333,12 @@ fn run_command(args: RunArgs) -> Result<u8, HarnessError> {
         None => default_fakes(),
     };
     let baseline = args.baseline.as_deref().map(Baseline::load).transpose()?;
+    let profile = args
+        .profile
+        .as_deref()
+        .map(run::profile::Profile::load)
+        .transpose()?
+        .unwrap_or_default();
     let jobs = args.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -307,17 +355,15 @@ fn run_command(args: RunArgs) -> Result<u8, HarnessError> {
         report::human::wants_colour(),
         args.verbose,
     ))];
-    if let Some(path) = args.json_report {
-        reporters.push(Box::new(report::json::JsonReport::new(path)));
-    }
-    if let Some(path) = args.junit {
-        reporters.push(Box::new(report::junit::Junit::new(path)));
-    }
-    if let Some(path) = args.tap {
-        reporters.push(Box::new(report::tap::Tap::new(path)));
-    }
-    if let Some(path) = args.html {
-        reporters.push(Box::new(report::html::Html::new(path)));
+    for (path, format) in [
+        (args.json_report, report::Format::Json),
+        (args.junit, report::Format::Junit),
+        (args.tap, report::Format::Tap(args.tap_version)),
+        (args.html, report::Format::Html),
+    ] {
+        if let Some(path) = path {
+            reporters.push(Box::new(report::FileReporter::new(path, format)));
+        }
     }
     let config = RunConfig {
         sut,
@@ -330,7 +376,9 @@ fn run_command(args: RunArgs) -> Result<u8, HarnessError> {
         skip_smoke: false,
         oracle: None,
         guest,
-        edition: Default::default(),
+        contract: args.contract,
+        allow_empty: args.allow_empty,
+        profile,
     };
     let (summary, smoke_failed) = run::run(config, &mut |event| {
         for reporter in reporters.iter_mut() {
@@ -462,7 +510,23 @@ fn check_command(args: CheckArgs) -> Result<u8, HarnessError> {
 }
 
 fn report_command(args: ReportArgs) -> Result<u8, HarnessError> {
-    let before = report::Report::load(&args.report)?;
+    if !args.matrix.is_empty() {
+        let names = report::matrix::names(&args.matrix);
+        let reports = names
+            .into_iter()
+            .zip(&args.matrix)
+            .map(|(name, path)| Ok((name, report::Report::load(path)?)))
+            .collect::<Result<Vec<_>, HarnessError>>()?;
+        if let Some(dir) = &args.out {
+            report::matrix::write(dir, &reports).map_err(|e| HarnessError::io(dir, e))?;
+        }
+        print!("{}", report::matrix::markdown(&reports));
+        return Ok(exit::PASS);
+    }
+    let Some(path) = &args.report else {
+        return Ok(exit::USAGE);
+    };
+    let before = report::Report::load(path)?;
     if let Some(after_path) = &args.compare {
         let after = report::Report::load(after_path)?;
         print!("{}", report::compare::compare(&before, &after));
@@ -472,32 +536,23 @@ fn report_command(args: ReportArgs) -> Result<u8, HarnessError> {
             exit::PASS
         });
     }
-    let events = before.replay();
-    match args.format {
+    let format = match args.format {
         ReportFormat::Human => {
             let mut human =
                 report::human::Human::new(std::io::stdout(), report::human::wants_colour(), true);
-            for event in &events {
+            for event in &before.replay() {
                 human.event(event);
             }
             human.finish().map_err(|e| HarnessError::io("stdout", e))?;
+            None
         }
-        ReportFormat::Junit => {
-            let mut junit = report::junit::Junit::new(PathBuf::new());
-            for event in &events {
-                junit.event(event);
-            }
-            print!("{}", junit.render());
-        }
-        ReportFormat::Tap => {
-            let mut tap = report::tap::Tap::new(PathBuf::new());
-            for event in &events {
-                tap.event(event);
-            }
-            print!("{}", tap.render());
-        }
-        ReportFormat::Md => print!("{}", report::compare::compare(&before, &before)),
-        ReportFormat::Html => print!("{}", report::html::render(&before)),
+        ReportFormat::Junit => Some(report::Format::Junit),
+        ReportFormat::Tap => Some(report::Format::Tap(args.tap_version)),
+        ReportFormat::Md => Some(report::Format::Markdown),
+        ReportFormat::Html => Some(report::Format::Html),
+    };
+    if let Some(format) = format {
+        print!("{}", report::render(&before, format));
     }
     Ok(before.summary.exit_code(before.smoke_failed))
 }

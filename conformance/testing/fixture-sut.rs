@@ -3,6 +3,12 @@
 //! (everything must pass) and against it wrapped by each mutation operator (each must be
 //! caught). It is written from the contract text alone and shares no code with the oracle,
 //! so a misreading in one cannot hide in the other.
+//!
+//! Given `--fixture-speaks-contract-2` as its first argument it keeps contract 2 instead (the
+//! previous edition, as published): `v` 2, contract 2's code table (anything else is
+//! `internal`), its data shapes (no agent_access/project fields, get answers a VM, Check has
+//! no optional, recipe list is {dir, recipes}, provision answers for itself), and none of the
+//! commands contract 2 lacks. The editions tests judge it both ways.
 
 use std::io::{Read as _, Write as _};
 use std::os::unix::net::UnixStream;
@@ -17,6 +23,45 @@ use serde_json::{json, Map, Value};
 mod streams;
 
 type Answer = Result<Value, Failure>;
+
+/// Set once at start: this process speaks contract 2.
+static SPEAKS_V2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+fn v2() -> bool {
+    SPEAKS_V2.get().copied().unwrap_or(false)
+}
+
+/// The envelope's `v`.
+fn contract() -> u64 {
+    if v2() {
+        2
+    } else {
+        3
+    }
+}
+
+/// Contract 2's code table; any other code answers `internal` there.
+const V2_CODES: &[&str] = &[
+    "already_running",
+    "applied_at_boot",
+    "broken",
+    "canceled",
+    "cannot_reach",
+    "confirmation_required",
+    "disk_shrink",
+    "image_not_downloaded",
+    "immutable_field",
+    "internal",
+    "invalid_spec",
+    "name_taken",
+    "no_disk",
+    "not_found",
+    "not_running",
+    "recipe_not_applicable",
+    "timeout",
+    "unknown_log",
+    "usage",
+];
 
 struct Failure {
     code: &'static str,
@@ -70,6 +115,15 @@ const BOOL_FLAGS: &[&str] = &[
 ];
 
 const USAGE_TEXT: &str = "usage: stoat [--json] [-q] <command>\ncommands: ls get create update up down wait rm clone exec ssh ssh-command cp forward images pull snapshot prune apply recipes check-recipes recipe logs doctor screenshot capabilities guest version help";
+const USAGE_TEXT_V2: &str = "usage: stoat [--json] [-q] <command>\ncommands: ls get create update up down wait rm clone exec ssh ssh-command cp forward images pull snapshot prune apply provision recipes check-recipes recipe logs doctor version help";
+
+fn usage_text() -> &'static str {
+    if v2() {
+        USAGE_TEXT_V2
+    } else {
+        USAGE_TEXT
+    }
+}
 
 struct Parsed {
     positionals: Vec<String>,
@@ -124,7 +178,12 @@ fn parse(tokens: &[String]) -> Result<Parsed, Failure> {
 }
 
 fn main() {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mut argv: Vec<String> = std::env::args().skip(1).collect();
+    let speaks_v2 = argv.first().map(String::as_str) == Some("--fixture-speaks-contract-2");
+    if speaks_v2 {
+        argv.remove(0);
+    }
+    let _ = SPEAKS_V2.set(speaks_v2);
     // The --json scan: anywhere except after exec's VM name; -q is a no-op everywhere before it.
     let mut json_mode = false;
     let mut rest = Vec::new();
@@ -158,7 +217,7 @@ fn main() {
     }
     let cmd = command.clone().unwrap_or_default();
     let wire_cmd = match cmd.as_str() {
-        "provision" => "apply".to_string(),
+        "provision" if !v2() => "apply".to_string(),
         other => other.to_string(),
     };
     if cmd == "exec" {
@@ -187,19 +246,22 @@ fn finish(cmd: &str, answer: Answer, json_mode: bool) -> i32 {
                 let _ = writeln!(
                     out,
                     "{}",
-                    json!({"v": 3, "type": "result", "cmd": cmd, "ok": true, "data": data})
+                    json!({"v": contract(), "type": "result", "cmd": cmd, "ok": true, "data": data})
                 );
             } else {
                 let _ = writeln!(out, "{data}");
             }
             0
         }
-        Err(failure) => {
+        Err(mut failure) => {
+            if v2() && !V2_CODES.contains(&failure.code) {
+                failure.code = "internal";
+            }
             if json_mode {
                 let _ = writeln!(
                     out,
                     "{}",
-                    json!({"v": 3, "type": "result", "cmd": cmd, "ok": false, "error": {"code": failure.code, "message": failure.message}})
+                    json!({"v": contract(), "type": "result", "cmd": cmd, "ok": false, "error": {"code": failure.code, "message": failure.message}})
                 );
             } else {
                 eprintln!("stoat: {cmd}: {}", failure.message);
@@ -240,7 +302,10 @@ fn log_line(line: &str) {
 fn dispatch(cmd: &str, args: &[String], json_mode: bool) -> Answer {
     let parsed = parse(args)?;
     if parsed.has("-h") || parsed.has("--help") {
-        return Ok(json!({"usage": USAGE_TEXT}));
+        return Ok(json!({"usage": usage_text()}));
+    }
+    if v2() && matches!(cmd, "guest" | "capabilities" | "screenshot") {
+        return Err(usage(format!("unknown command {cmd:?}")));
     }
     if cmd != "version" && cmd != "help" {
         ensure_root();
@@ -252,14 +317,16 @@ fn dispatch(cmd: &str, args: &[String], json_mode: bool) -> Answer {
             .ok_or_else(|| usage(format!("{cmd}: missing VM name")))
     };
     match cmd {
-        "version" => Ok(json!({"version": "0.1.0-fixture", "contract": 3})),
-        "help" => Ok(json!({"usage": USAGE_TEXT})),
+        "version" => Ok(json!({"version": "0.1.0-fixture", "contract": contract()})),
+        "help" => Ok(json!({"usage": usage_text()})),
         "ls" => ls(),
         "get" => {
             let vm = load(&need_name()?)?;
             let mut dto = vm.dto();
-            dto["health"] = json!("unknown");
-            dto["recipes_detail"] = json!([]);
+            if !v2() {
+                dto["health"] = json!("unknown");
+                dto["recipes_detail"] = json!([]);
+            }
             Ok(json!({"vm": dto}))
         }
         "create" => create(&need_name()?, &parsed),
@@ -287,7 +354,7 @@ fn dispatch(cmd: &str, args: &[String], json_mode: bool) -> Answer {
         "prune" => Ok(json!({"dry_run": !parsed.has("--apply"), "items": []})),
         "apply" | "provision" => {
             let vm = load(&need_name()?)?.good()?;
-            streams::apply(vm, &parsed, json_mode)
+            streams::apply(vm, &parsed, json_mode, cmd == "provision")
         }
         "recipes" => Ok(json!({"recipes": []})),
         "check-recipes" => {
@@ -302,6 +369,9 @@ fn dispatch(cmd: &str, args: &[String], json_mode: bool) -> Answer {
             Ok(json!({"applicable": issues.is_empty(), "issues": issues}))
         }
         "recipe" => match parsed.positionals.first().map(String::as_str) {
+            Some("list") if v2() => {
+                Ok(json!({"dir": root().join("recipes").display().to_string(), "recipes": []}))
+            }
             Some("list") => Ok(
                 json!({"roots": [{"path": root().join("recipes").display().to_string(), "scope": "global"}], "recipes": []}),
             ),
@@ -378,6 +448,17 @@ impl Vm {
             .unwrap_or_default()
     }
     fn dto(&self) -> Value {
+        let mut dto = self.dto_v3();
+        if v2() {
+            if let Some(object) = dto.as_object_mut() {
+                for field in ["agent_access", "project", "key", "project_missing"] {
+                    object.remove(field);
+                }
+            }
+        }
+        dto
+    }
+    fn dto_v3(&self) -> Value {
         if let Err(error) = &self.config {
             return json!({"name": self.name, "os": "", "mode": "", "backend": "", "state": "broken", "cpus": 0, "ram_mb": 0, "disk": "",
                 "share": "", "recipes": [], "ssh_port": 0, "ssh_user": "", "installed": false, "forwards": [], "allow_exec": false,
@@ -1115,6 +1196,13 @@ fn doctor() -> Value {
     let healthy = checks
         .iter()
         .all(|c| c["ok"] == json!(true) || c["optional"] == json!(true));
+    if v2() {
+        for check in &mut checks {
+            if let Some(object) = check.as_object_mut() {
+                object.remove("optional");
+            }
+        }
+    }
     json!({"healthy": healthy, "checks": checks})
 }
 

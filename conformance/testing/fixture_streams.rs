@@ -21,7 +21,7 @@ fn event(json_mode: bool, cmd: &str, kind: &str, data: Value) {
         let _ = writeln!(
             out,
             "{}",
-            json!({"v": 3, "type": kind, "cmd": cmd, "data": data})
+            json!({"v": super::contract(), "type": kind, "cmd": cmd, "data": data})
         );
         let _ = out.flush();
     }
@@ -96,11 +96,27 @@ pub fn images() -> Answer {
 fn http_get(url: &str) -> Result<(u16, Option<u64>, BufReader<TcpStream>), String> {
     let rest = url.strip_prefix("http://").ok_or("only http:// URLs")?;
     let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let mut stream = TcpStream::connect(host).map_err(|e| format!("{host}: {e}"))?;
+    // Through HTTP_PROXY when set: the proxy gets the absolute URL.
+    let proxy = std::env::var("HTTP_PROXY")
+        .or_else(|_| std::env::var("http_proxy"))
+        .ok()
+        .filter(|p| !p.is_empty());
+    let (connect_to, target) = match &proxy {
+        Some(proxy) => (
+            proxy
+                .trim_start_matches("http://")
+                .trim_end_matches('/')
+                .to_string(),
+            url.to_string(),
+        ),
+        None => (host.to_string(), path.to_string()),
+    };
+    let mut stream =
+        TcpStream::connect(connect_to.as_str()).map_err(|e| format!("{connect_to}: {e}"))?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(20)));
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        "GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
     )
     .map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(stream);
@@ -278,8 +294,27 @@ fn wait_for_sshd(vm: &Vm) -> Result<(), Failure> {
     Err(fail("timeout", format!("{}: sshd did not answer", vm.name)))
 }
 
-pub fn apply(vm: Vm, parsed: &Parsed, json_mode: bool) -> Answer {
+/// `apply` (and `provision`, which answers for itself in contract 2 and as `apply` in 3).
+pub fn apply(vm: Vm, parsed: &Parsed, json_mode: bool, provision: bool) -> Answer {
+    let v2 = super::v2();
+    let cmd = if v2 && provision {
+        "provision"
+    } else {
+        "apply"
+    };
+    let answer = |applied: Vec<String>, skipped_reason: &str| {
+        if !v2 {
+            json!({"vm": vm.name, "applied": applied, "skipped_reason": skipped_reason})
+        } else if provision {
+            json!({"vm": vm.name, "provisioned": !applied.is_empty(), "skipped_reason": skipped_reason})
+        } else {
+            json!({"vm": vm.name, "applied": applied})
+        }
+    };
     let recipes = recipes_of(&vm, parsed);
+    if v2 && parsed.has("--dry-run") {
+        return Err(super::usage("unknown flag --dry-run"));
+    }
     if parsed.has("--dry-run") {
         let plan: Vec<Value> = recipes
             .iter()
@@ -291,24 +326,30 @@ pub fn apply(vm: Vm, parsed: &Parsed, json_mode: bool) -> Answer {
         return Err(fail("not_running", format!("{} is not running", vm.name)));
     }
     if recipes.is_empty() {
-        return Ok(json!({"vm": vm.name, "applied": [], "skipped_reason": "no recipes"}));
+        return Ok(answer(Vec::new(), "no recipes"));
     }
     wait_for_sshd(&vm)?;
     for recipe in &recipes {
         let script = recipe_script(recipe)?;
-        event(json_mode, "apply", "stage", json!({"recipe": recipe}));
+        event(json_mode, cmd, "stage", json!({"recipe": recipe}));
         event(
             json_mode,
-            "apply",
+            cmd,
             "log",
             json!({"line": format!("=== recipe {recipe} ===")}),
         );
-        run_recipe(&vm, recipe, &script, json_mode)?;
+        run_recipe(&vm, recipe, &script, json_mode, cmd)?;
     }
-    Ok(json!({"vm": vm.name, "applied": recipes, "skipped_reason": ""}))
+    Ok(answer(recipes, ""))
 }
 
-fn run_recipe(vm: &Vm, recipe: &str, script: &str, json_mode: bool) -> Result<(), Failure> {
+fn run_recipe(
+    vm: &Vm,
+    recipe: &str,
+    script: &str,
+    json_mode: bool,
+    cmd: &str,
+) -> Result<(), Failure> {
     let argv = ssh_argv(vm);
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
@@ -325,7 +366,7 @@ fn run_recipe(vm: &Vm, recipe: &str, script: &str, json_mode: bool) -> Result<()
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             event(
                 json_mode,
-                "apply",
+                cmd,
                 "log",
                 json!({"line": line.trim_end_matches('\r')}),
             );

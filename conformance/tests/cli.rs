@@ -42,7 +42,7 @@ fn run_against_the_fixture_passes_and_writes_reports() {
     assert_eq!(output.status.code(), Some(0), "{stdout}");
     let last = stdout.lines().last().unwrap_or("");
     assert!(
-        regex::Regex::new(r"^\d+ passed, 0 failed, \d+ skipped$")
+        regex::Regex::new(r"^\d+ passed, 0 failed, \d+ skipped(; not run: .+)?$")
             .expect("re")
             .is_match(last),
         "{last}"
@@ -55,7 +55,7 @@ fn run_against_the_fixture_passes_and_writes_reports() {
         .contains("<testsuite"));
     assert!(std::fs::read_to_string(&tap)
         .expect("tap")
-        .starts_with("TAP version 14\n"));
+        .starts_with("TAP version 13\n"));
 }
 
 #[test]

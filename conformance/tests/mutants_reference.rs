@@ -36,7 +36,9 @@ fn run_suite(sut: Vec<String>, include: Vec<String>, skip_smoke: bool) -> Report
         skip_smoke,
         oracle: None,
         guest: None,
-        edition: Default::default(),
+        contract: Default::default(),
+        allow_empty: false,
+        profile: Default::default(),
     };
     let mut report = Report::default();
     run::run(config, &mut |event| report.absorb(event)).expect("the harness runs");

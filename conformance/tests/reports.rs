@@ -2,9 +2,7 @@
 
 use stoat_conformance::finding::{Finding, Level};
 use stoat_conformance::report::human::Human;
-use stoat_conformance::report::junit::Junit;
-use stoat_conformance::report::tap::Tap;
-use stoat_conformance::report::{compare, Report, Reporter};
+use stoat_conformance::report::{compare, render, tap, Format, Report, Reporter};
 use stoat_conformance::run::events::{CheckResult, Event, RunInfo, Status, Summary};
 
 fn result(id: &str, status: Status, findings: Vec<Finding>) -> Event {
@@ -20,6 +18,8 @@ fn result(id: &str, status: Status, findings: Vec<Finding>) -> Event {
         findings,
         invocations: Vec::new(),
         duration_ms: 3,
+        editions: vec![2, 3],
+        migration: None,
     }))
 }
 
@@ -39,6 +39,9 @@ fn events() -> Vec<Event> {
         Event::Started(RunInfo {
             suite_version: "0.1.0".into(),
             contract: 3,
+            sut_contract: Some(3),
+            contract_source: "auto".into(),
+            migration: false,
             sut: "stoat".into(),
             sut_version: Some("1.2.3".into()),
             seed: 7,
@@ -73,26 +76,28 @@ fn human_report() {
     insta::assert_snapshot!(String::from_utf8_lossy(&out));
 }
 
+fn report() -> Report {
+    let mut report = Report::default();
+    for event in events() {
+        report.absorb(&event);
+    }
+    report.started = Some("2026-01-02T03:04:05Z".into());
+    report
+}
+
 #[test]
 fn tap_report() {
-    let mut tap = Tap::new(std::path::PathBuf::new());
-    for event in events() {
-        tap.event(&event);
-    }
-    insta::assert_snapshot!(tap.render());
+    insta::assert_snapshot!(render(&report(), Format::Tap(tap::Version::V13)));
 }
 
 #[test]
 fn junit_report() {
-    let mut junit = Junit::new(std::path::PathBuf::new());
-    for event in events() {
-        junit.event(&event);
-    }
-    let xml = regex::Regex::new(r#"timestamp="[^"]*""#)
-        .expect("re")
-        .replace_all(&junit.render(), "timestamp=\"[ts]\"")
-        .into_owned();
-    insta::assert_snapshot!(xml);
+    insta::assert_snapshot!(render(&report(), Format::Junit));
+}
+
+#[test]
+fn markdown_report() {
+    insta::assert_snapshot!(render(&report(), Format::Markdown));
 }
 
 #[test]

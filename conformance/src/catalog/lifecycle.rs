@@ -137,7 +137,7 @@ fn up_missing(case: &mut Case<'_>) -> Result<(), HarnessError> {
         .copied()
         .filter(|t| *t != "qemu-system-x86_64")
         .collect();
-    let sandbox = Sandbox::new(SandboxOptions {
+    let sandbox = case.sandbox_from(SandboxOptions {
         fakes: case.fakes(),
         only_tools: Some(tools),
         seed_keys: true,

@@ -1,8 +1,14 @@
 //! Owns the `pull` and after-pull `images` checks, against a loopback HTTP server the suite
-//! starts itself and a `STOAT_CATALOG` file pointing the SUT at it (contract "Streaming",
-//! the pull row of "Per-command data", the download error codes). These are the scenarios
-//! that make a SUT stream `progress` events, so ENV.event-data and ENV.ok-only-on-result
-//! judge real events here.
+//! starts itself and a catalog file pointing the SUT at it (contract "Streaming", the pull
+//! row of "Per-command data", the download error codes). These are the scenarios that make
+//! a SUT stream `progress` events, so ENV.event-data and ENV.ok-only-on-result judge real
+//! events here.
+//!
+//! The contract names no way to point an implementation at a catalog: the SUT profile
+//! declares one (default: the reference's `STOAT_CATALOG` and format), and every check first
+//! probes that `images` lists the suite's images through it, else SKIPs naming the knob.
+//! PULL.through-proxy fetches from a host only the suite's loopback proxy serves, and SKIPs
+//! when the SUT ignores `HTTP_PROXY`/`HTTPS_PROXY` (the contract does not require them).
 
 use serde_json::{json, Value};
 
@@ -24,18 +30,44 @@ pub(super) const CHECKS: &[CheckDef] = &[
         "bytes whose digest differs from SHA256SUMS fail with checksum_mismatch and leave no file in isos/", &["pull", "errors"], checksum_mismatch), "contract 2 has no checksum_mismatch code"),
     v3_only(scenario("PULL.download-failed-404", Must, Tier::Pure, "json-v3#error-codes", "download_failed a mirror or a checksum file did not answer with the image",
         "a mirror answering 404 fails with download_failed and leaves no file in isos/", &["pull", "errors"], download_failed), "contract 2 has no download_failed code"),
+    scenario("PULL.through-proxy", Must, Tier::Pure, "json-v3#per-command-data", "pull {\"id\":\"alpine-virt\",\"downloaded\":true,\"verified\":true,\"checksum_available\":true}",
+        "`pull` from a host only the suite's loopback HTTP proxy serves (HTTP_PROXY/HTTPS_PROXY) answers {downloaded: true, verified: true} with the served bytes; SKIP when the SUT ignores the proxy variables", &["pull", "proxy"], through_proxy),
     scenario("IMAGES.file-bare-name", Must, Tier::Pure, "json-v3#types", "Image.file is a bare filename under the data root's isos/, never an absolute path.",
         "after `pull tiny`, `images` lists tiny downloaded, file the bare name tiny.img, bytes exact (bytes_exact true), byo false", &["images", "pull"], images_after_pull),
 ];
 
-/// A sandbox whose `STOAT_CATALOG` names the loopback server's images.
-fn with_catalog(case: &Case<'_>) -> Result<(Sandbox, ImageFiles), HarnessError> {
+/// A sandbox whose catalog (through the profile's knob) names the loopback server's
+/// images; `None`, with the check skipped, when the SUT's `images` does not list them.
+fn with_catalog(case: &mut Case<'_>) -> Result<Option<(Sandbox, ImageFiles)>, HarnessError> {
     let files = ImageFiles::start(case.seed())?;
+    catalog_sandbox(case, files)
+}
+
+fn catalog_sandbox(
+    case: &mut Case<'_>,
+    files: ImageFiles,
+) -> Result<Option<(Sandbox, ImageFiles)>, HarnessError> {
     let mut sandbox = case.sandbox()?;
-    let path = sandbox.root.join("catalog.toml");
-    std::fs::write(&path, &files.catalog).map_err(|e| HarnessError::io(&path, e))?;
-    sandbox.set_env("STOAT_CATALOG", &path.to_string_lossy());
-    Ok((sandbox, files))
+    let knob = case.profile().catalog.clone();
+    let path = sandbox.root.join("catalog");
+    std::fs::write(&path, files.render(&knob)).map_err(|e| HarnessError::io(&path, e))?;
+    sandbox.set_env(&knob.env, &path.to_string_lossy());
+    let probe = case.json(&sandbox, &["images"])?;
+    let listed = probe
+        .data()
+        .and_then(|d| d.get("images"))
+        .and_then(Value::as_array)
+        .is_some_and(|rows| rows.iter().any(|r| str_at(r, "/id") == Some("tiny")));
+    if !listed {
+        case.skip(format!(
+            "the SUT's `images` does not list the suite's catalog when {} names it: {} is a knob \
+             of the reference, not of the contract; declare how this implementation reads a \
+             catalog in the --profile file's [catalog] table",
+            knob.env, knob.env
+        ));
+        return Ok(None);
+    }
+    Ok(Some((sandbox, files)))
 }
 
 /// The entries of `<root>/isos` (empty when it does not exist).
@@ -62,7 +94,9 @@ fn progress_events(ran: &Ran) -> Vec<Value> {
 }
 
 fn progress_monotonic(case: &mut Case<'_>) -> Result<(), HarnessError> {
-    let (sandbox, _files) = with_catalog(case)?;
+    let Some((sandbox, _files)) = with_catalog(case)? else {
+        return Ok(());
+    };
     let ran = case.json(&sandbox, &["pull", "tiny"])?;
     if case.expect_ok(&ran).is_none() {
         return Ok(());
@@ -121,7 +155,9 @@ fn progress_monotonic(case: &mut Case<'_>) -> Result<(), HarnessError> {
 }
 
 fn result_shape(case: &mut Case<'_>) -> Result<(), HarnessError> {
-    let (sandbox, _files) = with_catalog(case)?;
+    let Some((sandbox, _files)) = with_catalog(case)? else {
+        return Ok(());
+    };
     let ran = case.json(&sandbox, &["pull", "tiny"])?;
     if let Some(data) = case.expect_ok(&ran).cloned() {
         expect_eq(case, &data, "/id", &json!("tiny"));
@@ -133,7 +169,9 @@ fn result_shape(case: &mut Case<'_>) -> Result<(), HarnessError> {
 }
 
 fn verified(case: &mut Case<'_>) -> Result<(), HarnessError> {
-    let (sandbox, files) = with_catalog(case)?;
+    let Some((sandbox, files)) = with_catalog(case)? else {
+        return Ok(());
+    };
     let ran = case.json(&sandbox, &["pull", "tiny"])?;
     if case.expect_ok(&ran).is_none() {
         return Ok(());
@@ -176,7 +214,9 @@ fn failed_pull_leaves_nothing(
     id: &str,
     code: &str,
 ) -> Result<(), HarnessError> {
-    let (sandbox, _files) = with_catalog(case)?;
+    let Some((sandbox, _files)) = with_catalog(case)? else {
+        return Ok(());
+    };
     let ran = case.json(&sandbox, &["pull", id])?;
     case.expect_error(&ran, code);
     let entries = isos_entries(&sandbox);
@@ -197,7 +237,9 @@ fn download_failed(case: &mut Case<'_>) -> Result<(), HarnessError> {
 }
 
 fn images_after_pull(case: &mut Case<'_>) -> Result<(), HarnessError> {
-    let (sandbox, _files) = with_catalog(case)?;
+    let Some((sandbox, _files)) = with_catalog(case)? else {
+        return Ok(());
+    };
     let pulled = case.json(&sandbox, &["pull", "tiny"])?;
     if case.expect_ok(&pulled).is_none() {
         return Ok(());
@@ -236,5 +278,42 @@ fn images_after_pull(case: &mut Case<'_>) -> Result<(), HarnessError> {
         &pointer("file"),
         format!("file must be a bare filename, got {file:?}"),
     );
+    Ok(())
+}
+
+/// The proxy variables, both spellings (implementations read one or the other).
+const PROXY_VARS: &[&str] = &["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"];
+
+fn through_proxy(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let files = ImageFiles::start_behind_proxy(case.seed())?;
+    let proxy = files.proxy_url();
+    let Some((mut sandbox, files)) = catalog_sandbox(case, files)? else {
+        return Ok(());
+    };
+    for var in PROXY_VARS {
+        sandbox.set_env(var, &proxy);
+    }
+    let ran = case.json(&sandbox, &["pull", "tiny"])?;
+    let requests = files.server.requests();
+    let proxied = requests
+        .iter()
+        .any(|r| r.contains(crate::sandbox::http::PROXY_HOST));
+    if !proxied && ran.data().is_none() {
+        case.skip(
+            "the SUT did not send its download through HTTP_PROXY/HTTPS_PROXY (the contract does \
+             not require proxy support), so the proxy path cannot be judged",
+        );
+        return Ok(());
+    }
+    if let Some(data) = case.expect_ok(&ran).cloned() {
+        expect_eq(case, &data, "/downloaded", &json!(true));
+        expect_eq(case, &data, "/verified", &json!(true));
+        let path = sandbox.data.join("isos").join("tiny.img");
+        case.ensure(
+            std::fs::read(&path).is_ok_and(|bytes| bytes == files.payload),
+            "isos/tiny.img",
+            "the pulled file does not hold the bytes the proxy served",
+        );
+    }
     Ok(())
 }

@@ -12,6 +12,7 @@ use crate::error::HarnessError;
 use crate::finding::Level::{Must, Should};
 use crate::run::{Case, Inv};
 use crate::sandbox::VmFixture;
+use crate::spec::Edition;
 
 pub(super) const CHECKS: &[CheckDef] = &[
     scenario("LS.empty-is-array", Must, Tier::Pure, "json-v3#types", "Every list-valued field is [] when empty, never null.",
@@ -277,7 +278,10 @@ fn get_allow_exec_absent(case: &mut Case<'_>) -> Result<(), HarnessError> {
         return Ok(());
     };
     expect_eq(case, &vm, "/allow_exec", &json!(true));
-    expect_eq(case, &vm, "/agent_access", &json!("manage"));
+    // Contract 2 has no agent_access.
+    if case.edition() == Edition::V3 {
+        expect_eq(case, &vm, "/agent_access", &json!("manage"));
+    }
     Ok(())
 }
 
@@ -726,16 +730,21 @@ fn check_rows(case: &mut Case<'_>, data: &Value) {
         case.fail("/data/checks", "checks must be a list");
         return;
     };
+    // Contract 2's Check has no optional.
+    let v3 = case.edition() == Edition::V3;
     for (index, row) in rows.iter().enumerate() {
         let shape_ok = row.get("name").is_some_and(Value::is_string)
             && row.get("ok").is_some_and(Value::is_boolean)
             && row.get("detail").is_some_and(Value::is_string)
             && row.get("fix").is_some_and(Value::is_array)
-            && row.get("optional").is_some_and(Value::is_boolean);
+            && (!v3 || row.get("optional").is_some_and(Value::is_boolean));
         case.ensure(
             shape_ok,
             &format!("/data/checks/{index}"),
-            format!("a Check is {{name, ok, detail, fix[], optional}}, got {row}"),
+            format!(
+                "a Check is {{name, ok, detail, fix[]{}}}, got {row}",
+                if v3 { ", optional" } else { "" }
+            ),
         );
     }
 }
@@ -853,11 +862,17 @@ fn not_found_everywhere(case: &mut Case<'_>) -> Result<(), HarnessError> {
         &["clone", "ghost", "other"],
         &["screenshot", "ghost"],
     ];
-    for args in commands {
+    let edition = case.edition();
+    for args in commands.iter().filter(|a| in_edition(edition, a)) {
         let ran = case.json(&sandbox, args)?;
         case.expect_error(&ran, "not_found");
     }
     Ok(())
+}
+
+/// Whether the judged edition has the command (contract 2 has no screenshot).
+fn in_edition(edition: Edition, args: &[&str]) -> bool {
+    edition == Edition::V3 || args.first() != Some(&"screenshot")
 }
 
 fn broken_refused(case: &mut Case<'_>) -> Result<(), HarnessError> {
@@ -890,7 +905,8 @@ fn not_running(case: &mut Case<'_>) -> Result<(), HarnessError> {
         &["cp", "f.txt", "work:/tmp/f.txt"],
         &["screenshot", "work"],
     ];
-    for args in commands {
+    let edition = case.edition();
+    for args in commands.iter().filter(|a| in_edition(edition, a)) {
         let ran = case.json(&sandbox, args)?;
         case.expect_error(&ran, "not_running");
     }

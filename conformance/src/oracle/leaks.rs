@@ -4,6 +4,7 @@
 //! Every decoded string is searched, `*_base64` payloads included, and raw stdout too.
 //! Implements json-v3#absent.
 
+use crate::spec::Edition;
 use base64::Engine as _;
 
 use super::{at, walk, Sink, Stream};
@@ -82,7 +83,19 @@ fn path_allowed(cmd: &str, pointer: &str) -> bool {
         .any(|pattern| matches_pattern(pattern, pointer))
 }
 
-pub(crate) fn check(stream: &Stream, stdout: &[u8], canaries: &Canaries, sink: &mut Sink) {
+/// Contract 2's `recipe list` names the recipes directory (`{"dir": ...}`).
+fn path_allowed_in(edition: Edition, cmd: &str, pointer: &str) -> bool {
+    path_allowed(cmd, pointer)
+        || (edition == Edition::V2 && cmd == "recipe" && pointer == "/data/dir")
+}
+
+pub(crate) fn check(
+    stream: &Stream,
+    stdout: &[u8],
+    canaries: &Canaries,
+    edition: Edition,
+    sink: &mut Sink,
+) {
     let cmd = stream.cmd().unwrap_or("").to_string();
     if !canaries.secrets.is_empty() {
         sink.touch("LEAK.console-password");
@@ -141,7 +154,7 @@ pub(crate) fn check(stream: &Stream, stdout: &[u8], canaries: &Canaries, sink: &
                             path.to_string(),
                             format!("error.message names the {} path", canary.label),
                         ));
-                    } else if !path_allowed(&cmd, path) {
+                    } else if !path_allowed_in(edition, &cmd, path) {
                         hits.push((
                             "LEAK.host-path",
                             path.to_string(),

@@ -1,32 +1,9 @@
-//! Owns the JSON report writer: the whole [`super::Report`] (schema
-//! `stoat-conformance-report/1`, documented in docs/conformance.md) written at the end.
+//! Owns the JSON report: the whole [`super::Report`] (schema `stoat-conformance-report/1`,
+//! published as conformance/report.schema.json and described in docs/conformance.md).
 
-use std::path::PathBuf;
+use super::Report;
 
-use super::{Report, Reporter};
-use crate::run::events::Event;
-
-pub struct JsonReport {
-    path: PathBuf,
-    report: Report,
-}
-
-impl JsonReport {
-    pub fn new(path: PathBuf) -> Self {
-        JsonReport {
-            path,
-            report: Report::default(),
-        }
-    }
-}
-
-impl Reporter for JsonReport {
-    fn event(&mut self, event: &Event) {
-        self.report.absorb(event);
-    }
-
-    fn finish(&mut self) -> std::io::Result<()> {
-        let text = serde_json::to_string_pretty(&self.report).map_err(std::io::Error::other)?;
-        std::fs::write(&self.path, text + "\n")
-    }
+pub fn render(report: &Report) -> String {
+    // Serializing plain data cannot fail; an empty object would still be valid JSON.
+    serde_json::to_string_pretty(report).unwrap_or_else(|_| "{}".to_string()) + "\n"
 }

@@ -1,130 +1,197 @@
-//! Owns the JUnit XML reporter (quick-junit): one testsuite, one testcase per check, the
-//! findings as the failure text, the suite/contract/SUT as properties.
+//! Owns the JUnit XML report, in the shape the common Jenkins/Ant schema accepts: one
+//! `<testsuite>` (with `timestamp` and `time`) holding one `<testcase>` per row in catalog
+//! order, each with `time`.
+//!
+//! FAIL and STALE are `<failure>`, CRASH and ERROR `<error>`, SKIP and XFAIL `<skipped>`,
+//! each with `type` = the status and `message` = the first finding (or the reason). The
+//! element's text lists every finding and the argv and ending of each invocation;
+//! `<system-out>` carries those invocations' stdout and stderr, control bytes escaped.
 
-use std::path::PathBuf;
+use std::fmt::Write as _;
 
-use quick_junit::{
-    NonSuccessKind, Property, Report as JunitReport, TestCase, TestCaseStatus, TestSuite,
-};
+use super::{first_finding, text, Report};
+use crate::run::events::{CheckResult, Status};
 
-use super::Reporter;
-use crate::run::events::{Event, RunInfo, Status};
+/// Characters of stdout/stderr kept per invocation in `<system-out>`.
+const MAX_OUTPUT: usize = 4000;
 
-pub struct Junit {
-    path: PathBuf,
-    info: Option<RunInfo>,
-    cases: Vec<TestCase>,
-    smoke_failure: Option<String>,
+pub fn render(report: &Report) -> String {
+    let rows = report.rows();
+    let count = |pick: fn(Status) -> bool| rows.iter().filter(|r| pick(r.status)).count();
+    let failures = count(|s| matches!(s, Status::Failed | Status::StaleBaseline));
+    let errors = count(|s| matches!(s, Status::Crashed | Status::Errored));
+    let skipped = count(|s| matches!(s, Status::Skipped | Status::ExpectedFailure));
+    let time = seconds(report.summary.duration_ms);
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"stoat-conformance\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{time}\">",
+        rows.len()
+    );
+    // Ant's timestamp is ISO 8601 without a zone; ours is UTC.
+    let timestamp = report
+        .started
+        .as_deref()
+        .map(|t| format!(" timestamp=\"{}\"", attr(t.trim_end_matches('Z'))))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "  <testsuite name=\"stoat-conformance\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{time}\"{timestamp}>",
+        rows.len()
+    );
+    if let Some(info) = &report.info {
+        out.push_str("    <properties>\n");
+        let mut property = |name: &str, value: &str| {
+            let _ = writeln!(
+                out,
+                "      <property name=\"{name}\" value=\"{}\"/>",
+                attr(value)
+            );
+        };
+        property("suite_version", &info.suite_version);
+        property("contract", &info.contract.to_string());
+        property("sut", &info.sut);
+        property(
+            "sut_version",
+            info.sut_version.as_deref().unwrap_or("unknown"),
+        );
+        property("seed", &info.seed.to_string());
+        property("tiers", &info.tiers.join(","));
+        out.push_str("    </properties>\n");
+    }
+    for row in &rows {
+        case(&mut out, row);
+    }
+    out.push_str("  </testsuite>\n</testsuites>\n");
+    out
 }
 
-impl Junit {
-    pub fn new(path: PathBuf) -> Self {
-        Junit {
-            path,
-            info: None,
-            cases: Vec::new(),
-            smoke_failure: None,
-        }
+fn case(out: &mut String, row: &CheckResult) {
+    let _ = write!(
+        out,
+        "    <testcase name=\"{}\" classname=\"{}.{}\" time=\"{}\"",
+        attr(&row.id),
+        attr(&row.tier),
+        attr(row.id.split('.').next().unwrap_or("")),
+        seconds(row.duration_ms)
+    );
+    let element = match row.status {
+        Status::Passed => None,
+        Status::Warned => None,
+        Status::Failed | Status::StaleBaseline => Some("failure"),
+        Status::Crashed | Status::Errored => Some("error"),
+        Status::Skipped | Status::ExpectedFailure => Some("skipped"),
+    };
+    let output = system_out(row);
+    if element.is_none() && output.is_empty() {
+        out.push_str("/>\n");
+        return;
     }
-
-    /// Renders the XML (also used by snapshot tests).
-    pub fn render(&self) -> String {
-        let mut suite = TestSuite::new("stoat-conformance");
-        if let Some(info) = &self.info {
-            suite.add_property(Property::new("suite_version", info.suite_version.as_str()));
-            suite.add_property(Property::new("contract", info.contract.to_string()));
-            suite.add_property(Property::new("sut", info.sut.as_str()));
-            suite.add_property(Property::new("seed", info.seed.to_string()));
-        }
-        if let Some(message) = &self.smoke_failure {
-            let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            status.set_message(message.as_str());
-            suite.add_test_case(TestCase::new("SMOKE.version", status));
-        }
-        suite.add_test_cases(self.cases.clone());
-        let mut report = JunitReport::new("stoat-conformance");
-        report.add_test_suite(suite);
-        report.to_string().unwrap_or_default()
+    out.push_str(">\n");
+    if let Some(element) = element {
+        let message = match row.status {
+            Status::ExpectedFailure => format!(
+                "expected failure: {}",
+                row.reason.as_deref().unwrap_or("listed in the baseline")
+            ),
+            Status::Skipped => row.reason.clone().unwrap_or_default(),
+            _ => first_finding(row).unwrap_or_else(|| row.status.label().to_string()),
+        };
+        let _ = writeln!(
+            out,
+            "      <{element} type=\"{}\" message=\"{}\">{}</{element}>",
+            row.status.label(),
+            attr(&message),
+            body(&details(row))
+        );
     }
+    if !output.is_empty() {
+        let _ = writeln!(out, "      <system-out>{}</system-out>", body(&output));
+    }
+    out.push_str("    </testcase>\n");
 }
 
-impl Reporter for Junit {
-    fn event(&mut self, event: &Event) {
-        match event {
-            Event::Started(info) => self.info = Some(info.clone()),
-            Event::Smoke {
-                passed: false,
-                findings,
-                ..
-            } => {
-                self.smoke_failure = Some(
-                    findings
-                        .iter()
-                        .map(|f| format!("{}: {}", f.pointer, f.message))
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                );
+/// The findings, then each invocation's argv and ending.
+fn details(row: &CheckResult) -> String {
+    let mut text = String::new();
+    if let Some(reason) = &row.reason {
+        let _ = writeln!(text, "reason: {reason}");
+    }
+    for finding in &row.findings {
+        let _ = writeln!(
+            text,
+            "{} {}: {} [{}]",
+            finding.level.as_str(),
+            finding.pointer,
+            finding.message,
+            finding.spec_ref
+        );
+    }
+    for record in &row.invocations {
+        let _ = writeln!(
+            text,
+            "$ stoat {}\n  -> {}",
+            record.capture.argv_display(),
+            record.capture.ending.describe()
+        );
+    }
+    text
+}
+
+/// Each invocation's stdout and stderr (for a passing row: only when it warned).
+fn system_out(row: &CheckResult) -> String {
+    if matches!(row.status, Status::Passed | Status::Skipped) {
+        return String::new();
+    }
+    let mut text = String::new();
+    if row.status == Status::Warned {
+        text.push_str(&details(row));
+    }
+    for record in &row.invocations {
+        let capture = &record.capture;
+        let _ = writeln!(
+            text,
+            "$ stoat {}\n  -> {}",
+            capture.argv_display(),
+            capture.ending.describe()
+        );
+        for (name, bytes) in [("stdout", &capture.stdout.0), ("stderr", &capture.stderr.0)] {
+            if bytes.is_empty() {
+                continue;
             }
-            Event::Check(result) => {
-                let details = result
-                    .findings
-                    .iter()
-                    .map(|f| {
-                        format!(
-                            "{} {}: {} [{}]",
-                            f.check_id, f.pointer, f.message, f.spec_ref
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                let status = match result.status {
-                    Status::Passed | Status::Warned | Status::ExpectedFailure => {
-                        TestCaseStatus::success()
-                    }
-                    Status::Skipped => {
-                        let mut status = TestCaseStatus::skipped();
-                        if let Some(reason) = &result.reason {
-                            status.set_message(reason.as_str());
-                        }
-                        status
-                    }
-                    Status::Errored => {
-                        let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
-                        status.set_message(result.reason.clone().unwrap_or_default());
-                        status
-                    }
-                    Status::Failed | Status::Crashed | Status::StaleBaseline => {
-                        let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                        status.set_message(
-                            format!(
-                                "{} {}",
-                                result.status.label(),
-                                result.reason.clone().unwrap_or_default()
-                            )
-                            .trim()
-                            .to_string(),
-                        );
-                        status.set_description(details.clone());
-                        status
-                    }
-                };
-                let mut case = TestCase::new(result.id.as_str(), status);
-                case.set_classname(format!(
-                    "{}.{}",
-                    result.tier,
-                    result.id.split('.').next().unwrap_or("")
-                ));
-                case.set_time(std::time::Duration::from_millis(result.duration_ms));
-                if result.status == Status::Warned {
-                    case.set_system_out(details);
-                }
-                self.cases.push(case);
-            }
-            _ => {}
+            let shown = text::truncate(&String::from_utf8_lossy(bytes), MAX_OUTPUT);
+            let _ = writeln!(text, "--- {name}\n{}", shown.trim_end_matches('\n'));
         }
     }
+    text
+}
 
-    fn finish(&mut self) -> std::io::Result<()> {
-        std::fs::write(&self.path, self.render())
+fn seconds(ms: u64) -> String {
+    format!("{}.{:03}", ms / 1000, ms % 1000)
+}
+
+/// Escapes element text (control characters other than newline and tab made visible:
+/// XML 1.0 cannot carry them at all).
+fn body(raw: &str) -> String {
+    xml_escape(&text::multi_line(raw))
+}
+
+/// Escapes an attribute value, on one line.
+fn attr(raw: &str) -> String {
+    xml_escape(&text::one_line(raw))
+}
+
+fn xml_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c => out.push(c),
+        }
     }
+    out
 }

@@ -1,109 +1,142 @@
-//! Owns the TAP 14 reporter: a plan, one test point per check, YAML diagnostics with the
-//! findings; XFAIL is `# TODO`, SKIP is `# SKIP`.
+//! Owns the TAP report: a plan, one test point per row (a failed smoke stage is the failing
+//! point `SMOKE.version`, never a skip-all plan), XFAIL as `# TODO`, SKIP as `# SKIP`, and
+//! YAML diagnostics under every point that is not a plain pass or skip.
+//!
+//! The diagnostics keep to the YAML subset that both Perl's TAP::Harness (a "YAMLish" reader)
+//! and a full YAML parser read the same way: block mappings with plain lower-case keys,
+//! sequences of mappings (never of bare scalars: the YAMLish reader takes `- word: ...` for a
+//! mapping), integers, and single-line single-quoted strings in which every control character
+//! is shown as an escape. No block scalars, no multi-line or double-quoted strings.
 
-use std::path::PathBuf;
+use std::fmt::Write as _;
 
-use super::Reporter;
-use crate::run::events::{Event, Status};
+use super::{first_finding, text, Report};
+use crate::run::events::{CheckResult, Status};
 
-pub struct Tap {
-    path: PathBuf,
-    lines: Vec<String>,
-    count: usize,
+/// The `TAP version` line: 13 is what TAP::Harness (prove) accepts; 14 is for consumers that
+/// want it (tap-parser reads both). The body is the same.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Version {
+    #[default]
+    V13,
+    V14,
 }
 
-impl Tap {
-    pub fn new(path: PathBuf) -> Self {
-        Tap {
-            path,
-            lines: Vec::new(),
-            count: 0,
+impl Version {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "13" => Some(Version::V13),
+            "14" => Some(Version::V14),
+            _ => None,
         }
     }
 
-    pub fn render(&self) -> String {
-        let mut out = format!("TAP version 14\n1..{}\n", self.count);
-        for line in &self.lines {
-            out.push_str(line);
-            out.push('\n');
+    fn number(self) -> u8 {
+        match self {
+            Version::V13 => 13,
+            Version::V14 => 14,
         }
-        out
     }
 }
 
-fn escape(text: &str) -> String {
-    text.replace('\\', "\\\\").replace('#', "\\#")
+/// How many findings and invocations a point's diagnostics list before saying "and N more".
+const MAX_FINDINGS: usize = 20;
+const MAX_INVOCATIONS: usize = 5;
+/// Characters of stdout/stderr kept per invocation.
+const MAX_OUTPUT: usize = 2000;
+
+pub fn render(report: &Report, version: Version) -> String {
+    let rows = report.rows();
+    let mut out = format!("TAP version {}\n1..{}\n", version.number(), rows.len());
+    for (index, row) in rows.iter().enumerate() {
+        point(&mut out, index + 1, row);
+    }
+    out
 }
 
-fn yaml_string(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_default()
-}
-
-impl Reporter for Tap {
-    fn event(&mut self, event: &Event) {
-        match event {
-            Event::Smoke {
-                passed: false,
-                findings,
-                ..
-            } => {
-                let reason = findings
-                    .first()
-                    .map(|f| f.message.clone())
-                    .unwrap_or_default();
-                self.lines
-                    .push(format!("Bail out! smoke stage failed: {}", escape(&reason)));
+fn point(out: &mut String, number: usize, row: &CheckResult) {
+    let reason = row.reason.as_deref().map(description).unwrap_or_default();
+    let (word, directive) = match row.status {
+        Status::Passed | Status::Warned => ("ok", String::new()),
+        Status::Skipped => ("ok", format!(" # SKIP {reason}")),
+        Status::ExpectedFailure => ("not ok", format!(" # TODO {reason}")),
+        Status::Failed | Status::Crashed | Status::StaleBaseline | Status::Errored => {
+            ("not ok", String::new())
+        }
+    };
+    let _ = writeln!(
+        out,
+        "{word} {number} - {}: {}{}",
+        description(&row.id),
+        description(&row.title),
+        directive.trim_end()
+    );
+    if matches!(row.status, Status::Passed | Status::Skipped) {
+        return;
+    }
+    out.push_str("  ---\n");
+    if let Some(message) = first_finding(row) {
+        let _ = writeln!(out, "  message: {}", quote(&message));
+    }
+    let _ = writeln!(out, "  status: {}", quote(row.status.label()));
+    let _ = writeln!(out, "  level: {}", quote(row.level.as_str()));
+    let _ = writeln!(out, "  tier: {}", quote(&row.tier));
+    let _ = writeln!(out, "  spec: {}", quote(&row.spec_ref));
+    if let Some(reason) = &row.reason {
+        let _ = writeln!(out, "  reason: {}", quote(reason));
+    }
+    if !row.findings.is_empty() {
+        out.push_str("  findings:\n");
+        for finding in row.findings.iter().take(MAX_FINDINGS) {
+            let _ = writeln!(out, "    - pointer: {}", quote(&finding.pointer));
+            let _ = writeln!(out, "      message: {}", quote(&finding.message));
+            let _ = writeln!(out, "      level: {}", quote(finding.level.as_str()));
+            let _ = writeln!(out, "      spec: {}", quote(&finding.spec_ref));
+        }
+        if row.findings.len() > MAX_FINDINGS {
+            let _ = writeln!(
+                out,
+                "  more_findings: {}",
+                row.findings.len() - MAX_FINDINGS
+            );
+        }
+    }
+    if !row.invocations.is_empty() {
+        out.push_str("  invocations:\n");
+        for record in row.invocations.iter().take(MAX_INVOCATIONS) {
+            let capture = &record.capture;
+            let _ = writeln!(out, "    - argv: {}", quote(&capture.argv_display()));
+            let _ = writeln!(out, "      ending: {}", quote(&capture.ending.describe()));
+            if let Some(code) = capture.ending.code() {
+                let _ = writeln!(out, "      exit: {code}");
             }
-            Event::Check(result) => {
-                self.count += 1;
-                let ok = !result.status.fails_run() && result.status != Status::Errored;
-                let directive = match result.status {
-                    Status::Skipped => {
-                        format!(" # SKIP {}", escape(result.reason.as_deref().unwrap_or("")))
-                    }
-                    Status::ExpectedFailure => {
-                        format!(" # TODO {}", escape(result.reason.as_deref().unwrap_or("")))
-                    }
-                    _ => String::new(),
-                };
-                let word = if ok && result.status != Status::ExpectedFailure {
-                    "ok"
-                } else {
-                    "not ok"
-                };
-                self.lines.push(format!(
-                    "{word} {} - {}{directive}",
-                    self.count,
-                    escape(&result.id)
-                ));
-                if !result.findings.is_empty() || result.status == Status::Errored {
-                    self.lines.push("  ---".to_string());
-                    self.lines
-                        .push(format!("  status: {}", result.status.label()));
-                    self.lines
-                        .push(format!("  level: {}", result.level.as_str()));
-                    self.lines.push(format!("  spec: {}", result.spec_ref));
-                    if let Some(reason) = &result.reason {
-                        self.lines
-                            .push(format!("  reason: {}", yaml_string(reason)));
-                    }
-                    if !result.findings.is_empty() {
-                        self.lines.push("  findings:".to_string());
-                        for finding in &result.findings {
-                            self.lines.push(format!(
-                                "    - {}",
-                                yaml_string(&format!("{}: {}", finding.pointer, finding.message))
-                            ));
-                        }
-                    }
-                    self.lines.push("  ...".to_string());
+            for (name, bytes) in [("stdout", &capture.stdout.0), ("stderr", &capture.stderr.0)] {
+                if !bytes.is_empty() {
+                    let shown = text::truncate(&String::from_utf8_lossy(bytes), MAX_OUTPUT);
+                    let _ = writeln!(out, "      {name}: {}", quote(&shown));
                 }
             }
-            _ => {}
+        }
+        if row.invocations.len() > MAX_INVOCATIONS {
+            let _ = writeln!(
+                out,
+                "  more_invocations: {}",
+                row.invocations.len() - MAX_INVOCATIONS
+            );
         }
     }
+    out.push_str("  ...\n");
+}
 
-    fn finish(&mut self) -> std::io::Result<()> {
-        std::fs::write(&self.path, self.render())
-    }
+/// A test point's description or directive text: one line, `#` escaped so it never starts
+/// a directive.
+fn description(text: &str) -> String {
+    text::one_line(text)
+        .replace('\\', "\\\\")
+        .replace('#', "\\#")
+}
+
+/// A YAML single-quoted scalar on one line.
+fn quote(text: &str) -> String {
+    format!("'{}'", text::one_line(text).replace('\'', "''"))
 }

@@ -16,9 +16,10 @@ use crate::spec::Edition;
 use super::sut::{SpawnRequest, StdinPlan, Sut};
 
 /// What every case of a run shares.
+#[derive(Clone)]
 pub struct RunEnv {
     pub sut: Sut,
-    pub oracle: Oracle,
+    pub oracle: std::sync::Arc<Oracle>,
     /// The `stoat-fake` binary.
     pub fakes: Option<std::path::PathBuf>,
     pub timeout: Duration,
@@ -27,6 +28,11 @@ pub struct RunEnv {
     pub guest: Option<std::path::PathBuf>,
     /// The contract edition every invocation is judged by.
     pub edition: Edition,
+    /// In the migration view, the edition the SUT speaks: every invocation is judged by it
+    /// too, so a failure can be told apart from one that edition also forbids.
+    pub also_judge: Option<Edition>,
+    /// What the implementer declared about the knobs the contract does not name.
+    pub profile: std::sync::Arc<super::profile::Profile>,
 }
 
 /// One invocation to make.
@@ -114,6 +120,23 @@ pub fn expected_cmd(args: &[String]) -> Option<String> {
     Some(cmd.to_string())
 }
 
+/// The `cmd` an invocation should answer with in `edition`: contract 2's `provision` is a
+/// command of its own, contract 3's answers as `apply`.
+fn edition_cmd(inv: &Inv, edition: Edition) -> Option<String> {
+    let provision = inv
+        .args
+        .iter()
+        .find(|a| !a.starts_with('-'))
+        .map(String::as_str)
+        == Some("provision");
+    match edition {
+        Edition::V2 if provision && inv.expect_cmd.as_deref() == Some("apply") => {
+            Some("provision".to_string())
+        }
+        _ => inv.expect_cmd.clone(),
+    }
+}
+
 /// One invocation made, judged.
 pub struct Ran {
     pub capture: Capture,
@@ -154,6 +177,8 @@ pub struct Case<'a> {
     pub invocations: Vec<InvocationRecord>,
     pub crashed: bool,
     pub skipped: Option<String>,
+    /// Per invocation (by index), the oracle rules the `also_judge` edition flagged there.
+    pub also_flagged: Vec<BTreeSet<&'static str>>,
 }
 
 impl<'a> Case<'a> {
@@ -167,6 +192,7 @@ impl<'a> Case<'a> {
             invocations: Vec::new(),
             crashed: false,
             skipped: None,
+            also_flagged: Vec::new(),
         }
     }
 
@@ -176,12 +202,32 @@ impl<'a> Case<'a> {
 
     /// A sandbox with the fake tools on PATH and pre-seeded keys.
     pub fn sandbox(&self) -> Result<Sandbox, HarnessError> {
-        Sandbox::new(SandboxOptions {
+        self.sandbox_from(SandboxOptions {
             fakes: self.env.fakes.clone(),
             only_tools: None,
             seed_keys: true,
             ..Default::default()
         })
+    }
+
+    /// A sandbox with these options and the SUT profile's data-root variable and environment.
+    pub fn sandbox_from(&self, options: SandboxOptions) -> Result<Sandbox, HarnessError> {
+        Sandbox::new(SandboxOptions {
+            data_root_var: Some(self.env.profile.data_root_var.clone()),
+            profile_env: self
+                .env
+                .profile
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            ..options
+        })
+    }
+
+    /// The SUT profile.
+    pub fn profile(&self) -> &super::profile::Profile {
+        &self.env.profile
     }
 
     /// The guest directory of the real tier (`--guest`), when given.
@@ -195,7 +241,7 @@ impl<'a> Case<'a> {
         let parent = std::env::var_os("STOAT_CONFORMANCE_REAL_TMP")
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| std::path::PathBuf::from("/var/tmp"));
-        Sandbox::new(SandboxOptions {
+        self.sandbox_from(SandboxOptions {
             real_tools: true,
             parent: Some(parent),
             ..Default::default()
@@ -204,7 +250,7 @@ impl<'a> Case<'a> {
 
     /// A sandbox with an empty PATH (no host tools at all) and pre-seeded keys.
     pub fn bare_sandbox(&self) -> Result<Sandbox, HarnessError> {
-        Sandbox::new(SandboxOptions {
+        self.sandbox_from(SandboxOptions {
             fakes: self.env.fakes.clone(),
             only_tools: Some(Vec::new()),
             seed_keys: true,
@@ -253,12 +299,26 @@ impl<'a> Case<'a> {
             json: inv.json,
         })?;
         let context = Context {
-            expect_cmd: inv.expect_cmd.clone(),
+            expect_cmd: edition_cmd(&inv, self.env.edition),
             canaries: sandbox.canaries(),
             edition: self.env.edition,
         };
         let judgement = self.env.oracle.judge(&spawned.capture, &context);
         let index = self.invocations.len();
+        if let Some(edition) = self.env.also_judge {
+            let other = Context {
+                edition,
+                expect_cmd: edition_cmd(&inv, edition),
+                ..context.clone()
+            };
+            let flagged = self.env.oracle.judge(&spawned.capture, &other).findings;
+            self.also_flagged.push(
+                flagged
+                    .iter()
+                    .filter_map(|f| crate::catalog::find(&f.check_id).map(|d| d.id))
+                    .collect(),
+            );
+        }
         self.oracle_findings
             .extend(judgement.findings.iter().cloned().map(|f| (index, f)));
         self.exercised.extend(judgement.exercised.iter().copied());
@@ -281,6 +341,9 @@ impl<'a> Case<'a> {
         self.exercised.insert(ID);
         let changes = changes_between(before, &sandbox.outside_snapshot());
         if !changes.is_empty() {
+            if let Some(flagged) = self.also_flagged.get_mut(index) {
+                flagged.insert(ID);
+            }
             let finding = Finding::new(
                 ID,
                 "filesystem",

@@ -70,6 +70,23 @@ pub struct CheckResult {
     pub invocations: Vec<InvocationRecord>,
     #[serde(default)]
     pub duration_ms: u64,
+    /// The contract editions the check's rule holds in.
+    #[serde(default)]
+    pub editions: Vec<u64>,
+    /// In the migration view (judged by an edition the SUT does not speak), how a check that
+    /// did not pass is explained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migration: Option<Migration>,
+}
+
+/// The migration view's grouping of a check that did not pass.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "group", rename_all = "snake_case")]
+pub enum Migration {
+    /// Explained by the documented difference between the SUT's edition and the judged one.
+    Explained { change: String },
+    /// The SUT's own edition forbids it too: a violation of both editions.
+    BothEditions,
 }
 
 /// Counts per status.
@@ -87,6 +104,13 @@ pub struct Summary {
     pub invocations: usize,
     pub sut_ms: u64,
     pub duration_ms: u64,
+    /// Why the run judged nothing it was asked to (a selected tier that ran nothing, no MUST
+    /// check run, a selection that matched nothing). Non-empty fails the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vacuous: Vec<String>,
+    /// What was not run and why, one short line each (the closing line lists them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<String>,
 }
 
 impl Summary {
@@ -107,7 +131,10 @@ impl Summary {
     pub fn exit_code(&self, smoke_failed: bool) -> u8 {
         if self.errored > 0 {
             crate::exit::HARNESS_ERROR
-        } else if smoke_failed || self.failed + self.crashed + self.stale_baseline > 0 {
+        } else if smoke_failed
+            || self.failed + self.crashed + self.stale_baseline > 0
+            || !self.vacuous.is_empty()
+        {
             crate::exit::VIOLATIONS
         } else {
             crate::exit::PASS
@@ -119,7 +146,17 @@ impl Summary {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunInfo {
     pub suite_version: String,
+    /// The contract edition the run judged by.
     pub contract: u64,
+    /// The edition the SUT names in `--json version`, when it names one this suite knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sut_contract: Option<u64>,
+    /// How the judged edition was chosen: `auto` (the SUT's own) or `flag` (`--contract`).
+    #[serde(default = "default_contract_source")]
+    pub contract_source: String,
+    /// Judged by an edition the SUT does not speak: failures are grouped by explanation.
+    #[serde(default)]
+    pub migration: bool,
     pub sut: String,
     #[serde(default)]
     pub sut_version: Option<String>,
@@ -129,12 +166,16 @@ pub struct RunInfo {
     pub tiers: Vec<String>,
 }
 
+fn default_contract_source() -> String {
+    "auto".to_string()
+}
+
 /// What the runner emits, in order: `Started`, then `Smoke`, then one `Check` per check, then `Finished`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     Started(RunInfo),
-    /// The smoke stage: `--json version` must answer in contract and name contract 3.
+    /// The smoke stage: `--json version` must answer in some contract edition this suite knows.
     Smoke {
         passed: bool,
         findings: Vec<Finding>,

@@ -5,12 +5,13 @@
 pub mod baseline;
 pub mod case;
 pub mod events;
+pub mod profile;
 pub mod runner;
 pub mod selection;
 pub mod sut;
 
 pub use case::{Case, Inv, Ran};
 pub use events::{CheckResult, Event, Status, Summary};
-pub use runner::{run, RunConfig};
+pub use runner::{run, Contract, RunConfig};
 pub use selection::Selection;
 pub use sut::Sut;

@@ -1,9 +1,10 @@
 //! Owns [`HttpServer`]: a loopback HTTP/1.1 server the suite starts itself (a std
 //! `TcpListener` thread) so `pull` can be judged with no network: fixed routes answering a
-//! body or a status, every request path recorded, stopped when the guard drops. Also the
-//! image fixtures `pull` scenarios serve ([`ImageFiles`]) and the `STOAT_CATALOG` file that
-//! points a SUT at them (the issue-4 format: `[[image]] id, os, variant, backend, url,
-//! checksum_url|sha256, bytes`).
+//! body or a status, every request target recorded, stopped when the guard drops. The same
+//! server is a forward proxy for one made-up host (`HTTP_PROXY`): an absolute-form request
+//! for that host is served from the routes; `CONNECT` is recorded and refused (the suite does
+//! not intercept TLS). Also the image fixtures `pull` scenarios serve ([`ImageFiles`]) and
+//! the catalog file naming them, rendered in the format the SUT profile declares.
 
 use std::collections::BTreeMap;
 use std::io::{Read as _, Write as _};
@@ -82,16 +83,30 @@ impl Drop for HttpServer {
 fn serve(mut stream: TcpStream, routes: &BTreeMap<String, Route>, seen: &Mutex<Vec<String>>) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    let Some(path) = read_request_path(&mut stream) else {
+    let Some((method, target)) = read_request_target(&mut stream) else {
         return;
     };
     if let Ok(mut seen) = seen.lock() {
-        seen.push(path.clone());
+        seen.push(if method == "CONNECT" {
+            format!("CONNECT {target}")
+        } else {
+            target.clone()
+        });
     }
-    let (status, body) = match routes.get(&path) {
-        Some(Route::Body(bytes)) => (200, bytes.as_slice()),
-        Some(Route::Status(code)) => (*code, &[][..]),
-        None => (404, &[][..]),
+    // Proxied (absolute-form) requests are served only for the made-up proxy host.
+    let path = match target.strip_prefix("http://") {
+        Some(rest) => match rest.split_once('/') {
+            Some((host, path)) if host == PROXY_HOST => Some(format!("/{path}")),
+            _ => None,
+        },
+        None if method == "CONNECT" => None,
+        None => Some(target),
+    };
+    let (status, body) = match path.as_ref().map(|p| routes.get(p)) {
+        Some(Some(Route::Body(bytes))) => (200, bytes.as_slice()),
+        Some(Some(Route::Status(code))) => (*code, &[][..]),
+        Some(None) => (404, &[][..]),
+        None => (502, &[][..]),
     };
     let head = format!(
         "HTTP/1.1 {status} {}\r\nContent-Length: {}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",
@@ -110,8 +125,12 @@ fn serve(mut stream: TcpStream, routes: &BTreeMap<String, Route>, seen: &Mutex<V
     let _ = stream.flush();
 }
 
-/// Reads the request head; returns the path of `GET <path> HTTP/1.x` (query stripped).
-fn read_request_path(stream: &mut TcpStream) -> Option<String> {
+/// The host name only the suite's proxy serves (`.invalid` never resolves).
+pub const PROXY_HOST: &str = "images.stoat-conformance.invalid";
+
+/// Reads the request head; returns the method and target of `<METHOD> <target> HTTP/1.x`
+/// (query stripped).
+fn read_request_target(stream: &mut TcpStream) -> Option<(String, String)> {
     let mut head = Vec::new();
     let mut byte = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
@@ -122,8 +141,10 @@ fn read_request_path(stream: &mut TcpStream) -> Option<String> {
         head.extend_from_slice(&byte[..n]);
     }
     let text = String::from_utf8_lossy(&head);
-    let target = text.lines().next()?.split_whitespace().nth(1)?.to_string();
-    Some(target.split('?').next().unwrap_or("").to_string())
+    let mut words = text.lines().next()?.split_whitespace();
+    let method = words.next()?.to_string();
+    let target = words.next()?.to_string();
+    Some((method, target.split('?').next().unwrap_or("").to_string()))
 }
 
 fn reason(status: u16) -> &'static str {
@@ -131,6 +152,7 @@ fn reason(status: u16) -> &'static str {
         200 => "OK",
         404 => "Not Found",
         500 => "Internal Server Error",
+        502 => "Bad Gateway",
         _ => "Status",
     }
 }
@@ -152,8 +174,11 @@ pub struct ImageFiles {
     pub server: HttpServer,
     /// The bytes of `tiny.img` (and of `bad.img`).
     pub payload: Vec<u8>,
-    /// The catalog file's text.
+    /// The catalog file's text, in the reference's format.
     pub catalog: String,
+    /// The base of every image URL: the server itself, or the proxy-only host.
+    base: String,
+    digest: String,
 }
 
 /// Size of the served image: big enough for many distinct percentages.
@@ -162,6 +187,52 @@ pub const IMAGE_BYTES: usize = 1024 * 1024 + 12_345;
 impl ImageFiles {
     /// Starts the server with a payload derived from `seed`.
     pub fn start(seed: u64) -> Result<Self, HarnessError> {
+        Self::start_with(seed, false)
+    }
+
+    /// The same images, at URLs on [`PROXY_HOST`]: reachable only through the server as
+    /// `HTTP_PROXY`.
+    pub fn start_behind_proxy(seed: u64) -> Result<Self, HarnessError> {
+        Self::start_with(seed, true)
+    }
+
+    /// `http://127.0.0.1:<port>`, to give the SUT as its proxy.
+    pub fn proxy_url(&self) -> String {
+        self.server.url("")
+    }
+
+    /// The catalog file in the format `knob` declares.
+    pub fn render(&self, knob: &crate::run::profile::CatalogKnob) -> String {
+        let wrong = sha256_hex(b"not the served bytes");
+        let urls: Vec<(String, String, String)> = ["tiny", "bad", "gone"]
+            .iter()
+            .map(|id| {
+                (
+                    id.to_string(),
+                    format!("{}/{id}.img", self.base),
+                    format!("{id}.img"),
+                )
+            })
+            .collect();
+        let checksum_url = format!("{}/SHA256SUMS", self.base);
+        let images: Vec<crate::run::profile::CatalogImage<'_>> = urls
+            .iter()
+            .map(|(id, url, file)| crate::run::profile::CatalogImage {
+                id,
+                os: "debian",
+                variant: "test",
+                backend: "cloudinit",
+                url,
+                checksum_url: &checksum_url,
+                sha256: if id == "bad" { &wrong } else { &self.digest },
+                bytes: IMAGE_BYTES,
+                file,
+            })
+            .collect();
+        knob.render(&images)
+    }
+
+    fn start_with(seed: u64, behind_proxy: bool) -> Result<Self, HarnessError> {
         let payload = pseudo_random(seed, IMAGE_BYTES);
         let digest = sha256_hex(&payload);
         let wrong = sha256_hex(b"not the served bytes");
@@ -173,19 +244,20 @@ impl ImageFiles {
             ("/SHA256SUMS".to_string(), Route::Body(sums.into_bytes())),
         ]);
         let server = HttpServer::start(routes)?;
-        let mut catalog = String::new();
-        for id in ["tiny", "bad", "gone"] {
-            catalog.push_str(&format!(
-                "[[image]]\nid = \"{id}\"\nos = \"debian\"\nvariant = \"test\"\nbackend = \"cloudinit\"\nurl = \"{}\"\nchecksum_url = \"{}\"\nbytes = {IMAGE_BYTES}\n\n",
-                server.url(&format!("/{id}.img")),
-                server.url("/SHA256SUMS"),
-            ));
-        }
-        Ok(ImageFiles {
+        let base = if behind_proxy {
+            format!("http://{PROXY_HOST}")
+        } else {
+            server.url("")
+        };
+        let mut files = ImageFiles {
             server,
             payload,
-            catalog,
-        })
+            catalog: String::new(),
+            base,
+            digest,
+        };
+        files.catalog = files.render(&Default::default());
+        Ok(files)
     }
 }
 

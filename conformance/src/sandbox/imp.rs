@@ -45,6 +45,11 @@ pub struct SandboxOptions {
     /// Where to make the temp root (default: the system temp dir). The real tier needs a
     /// filesystem with user xattrs, so not a tmpfs.
     pub parent: Option<PathBuf>,
+    /// The variable that names the data root (`None`: `STOAT_HOME`; `""`: none, the data
+    /// root is then `$HOME/.stoat`), from the SUT profile.
+    pub data_root_var: Option<String>,
+    /// Extra environment from the SUT profile, after the suite's own.
+    pub profile_env: Vec<(String, String)>,
 }
 
 /// PATH in a real-tier sandbox.
@@ -73,6 +78,8 @@ pub struct Sandbox {
     fakes: Option<PathBuf>,
     real_tools: bool,
     extra_env: Vec<(String, String)>,
+    /// The data-root variable (`""`: none).
+    data_root_var: String,
     running: Vec<RunningVm>,
 }
 
@@ -93,9 +100,19 @@ impl Sandbox {
         .map_err(HarnessError::Sandbox)?;
         // Canonical, so the canaries match what the SUT sees after resolving symlinks.
         let root = fs::canonicalize(dir.path()).map_err(HarnessError::Sandbox)?;
+        let data_root_var = options
+            .data_root_var
+            .clone()
+            .unwrap_or_else(|| crate::run::profile::DEFAULT_DATA_ROOT_VAR.to_string());
+        let home = root.join(format!("home-{token}"));
+        let data = if data_root_var.is_empty() {
+            home.join(".stoat")
+        } else {
+            root.join(format!("data-{token}"))
+        };
         let sandbox = Sandbox {
-            home: root.join(format!("home-{token}")),
-            data: root.join(format!("data-{token}")),
+            home,
+            data,
             tmp: root.join(format!("tmp-{token}")),
             work: root.join("work"),
             bin: root.join("bin"),
@@ -106,7 +123,8 @@ impl Sandbox {
             console_password: format!("cpw-{token}"),
             fakes: options.fakes.clone(),
             real_tools: options.real_tools,
-            extra_env: Vec::new(),
+            extra_env: options.profile_env.clone(),
+            data_root_var,
             running: Vec::new(),
             root,
             dir,
@@ -174,7 +192,9 @@ impl Sandbox {
             .collect();
         let path = |p: &Path| p.to_string_lossy().into_owned();
         env.push(("HOME".into(), path(&self.home)));
-        env.push(("STOAT_HOME".into(), path(&self.data)));
+        if !self.data_root_var.is_empty() {
+            env.push((self.data_root_var.clone(), path(&self.data)));
+        }
         env.push(("TMPDIR".into(), path(&self.tmp)));
         let search = if self.real_tools {
             REAL_PATH.to_string()
@@ -244,6 +264,11 @@ impl Sandbox {
     pub fn stop_running(&mut self, name: &str) {
         let dir = self.vm_dir(name);
         self.running.retain(|vm| vm.vm_dir() != dir);
+    }
+
+    /// The variable naming the data root (`""` when the SUT has none).
+    pub fn data_root_var(&self) -> &str {
+        &self.data_root_var
     }
 
     /// Files created under HOME (nothing should be: the data root is STOAT_HOME).

@@ -1,25 +1,30 @@
-//! What every command gets: the output mode, the environment, the cancel flag, the event
-//! sink, and the data root (resolved lazily: help, version and schema never touch it).
+//! What every command gets: the core [`Session`] (environment, cancel flag, data root, event
+//! sink) and the output mode. Commands reach the session through `Deref`.
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::Arc;
 
-use stoat_core::{Cancel, Env, EventSink, Result, Root};
+use stoat_core::app::Session;
+use stoat_core::{Cancel, Env, EventSink};
 use stoat_wire::dto::{LogData, ProgressData, StageData};
 use stoat_wire::{EventType, Stream};
+
+use crate::progress::HumanProgress;
 
 /// The context of one invocation.
 pub struct Ctx {
     pub json: bool,
     pub quiet: bool,
-    pub env: Env,
-    pub cancel: Cancel,
-    cmd: &'static str,
-    sink: Sink,
-    root: OnceLock<Root>,
-    /// Where project discovery starts instead of the process's working directory (MCP's `dir`).
-    work_dir: Option<PathBuf>,
+    session: Session,
+    sink: Arc<Sink>,
+}
+
+impl std::ops::Deref for Ctx {
+    type Target = Session;
+    fn deref(&self) -> &Session {
+        &self.session
+    }
 }
 
 impl Ctx {
@@ -31,51 +36,24 @@ impl Ctx {
         stream: Option<Stream>,
         cmd: &'static str,
     ) -> Ctx {
-        let sink = Sink {
+        let sink = Arc::new(Sink {
             stream,
             quiet: quiet || json,
-        };
+            progress: HumanProgress::new(),
+        });
+        let events: Arc<dyn EventSink> = sink.clone();
         Ctx {
             json,
             quiet: quiet || json,
-            env,
-            cancel,
-            cmd,
+            session: Session::new(env, cancel, events, cmd),
             sink,
-            root: OnceLock::new(),
-            work_dir: None,
         }
     }
 
     /// Returns this context with project discovery starting at `dir`.
     pub fn with_work_dir(mut self, dir: PathBuf) -> Ctx {
-        self.work_dir = Some(dir);
+        self.session = self.session.with_work_dir(dir);
         self
-    }
-
-    /// Returns where the walk up to stoat.toml starts: the given directory, else the cwd.
-    pub fn work_dir(&self) -> Result<PathBuf> {
-        match &self.work_dir {
-            Some(dir) => Ok(dir.clone()),
-            None => std::env::current_dir()
-                .map_err(|e| stoat_core::Error::io("read the current directory", e)),
-        }
-    }
-
-    /// Returns the data root, creating its directories the first time.
-    pub fn root(&self) -> Result<&Root> {
-        if let Some(root) = self.root.get() {
-            return Ok(root);
-        }
-        let root = Root::resolve(&self.env)?;
-        root.ensure()?;
-        stoat_core::log::append(&root, "info", &format!("cli cmd={}", self.cmd));
-        Ok(self.root.get_or_init(|| root))
-    }
-
-    /// Returns where long operations send their events.
-    pub fn sink(&self) -> &dyn EventSink {
-        &self.sink
     }
 
     /// Writes a non-terminal event line under --json; nothing otherwise.
@@ -83,6 +61,11 @@ impl Ctx {
         if let Some(stream) = &self.sink.stream {
             let _ = stream.event(kind, data);
         }
+    }
+
+    /// Ends any human progress display (before the answer is written).
+    pub fn finish_progress(&self) {
+        self.sink.progress.finish();
     }
 
     /// Says something to a human (stderr), unless quiet or under --json.
@@ -97,6 +80,7 @@ impl Ctx {
 struct Sink {
     stream: Option<Stream>,
     quiet: bool,
+    progress: HumanProgress,
 }
 
 impl EventSink for Sink {
@@ -105,19 +89,7 @@ impl EventSink for Sink {
             Some(stream) => {
                 let _ = stream.event(EventType::Progress, data);
             }
-            None if !self.quiet => {
-                let _ = write!(
-                    std::io::stderr(),
-                    "\r{}  {:>3}%  {} / {}",
-                    data.id,
-                    data.percent,
-                    data.done,
-                    data.total
-                );
-                if data.percent >= 100 {
-                    let _ = writeln!(std::io::stderr());
-                }
-            }
+            None if !self.quiet => self.progress.progress(data),
             None => {}
         }
     }

@@ -12,6 +12,7 @@ mod grammar;
 mod human;
 mod mcp;
 mod output;
+mod progress;
 pub mod scan;
 mod signals;
 
@@ -117,6 +118,7 @@ fn run(
         Parsed::Exec(exec) => commands::runtime::exec(&ctx, exec),
         Parsed::Command(command) => commands::dispatch(&ctx, command),
     };
+    ctx.finish_progress();
     output::finish(emitter, cmd, result, json)
 }
 

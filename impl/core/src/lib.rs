@@ -5,6 +5,7 @@
 //! [`EventSink`], and get back wire DTOs or a typed [`Error`] whose [`Error::code`] is the one
 //! table from failures to contract error codes.
 
+pub mod app;
 pub mod bounded;
 pub mod display;
 pub mod env;

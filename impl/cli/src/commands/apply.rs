@@ -1,9 +1,9 @@
-//! `apply` (and its hidden alias `provision`, which answers `cmd:"apply"`), `up`'s apply after
-//! boot, and the remote recipe subcommands (json-v3#per-command-data: `apply`, `apply --dry-run`,
-//! "Streaming", `recipe add|lock|sync|update|rm|search`). The work is in
-//! `stoat_core::recipes::{apply, remote}`.
+//! The CLI adapter of `apply` (and its hidden alias `provision`, which answers `cmd:"apply"`)
+//! and `apply --dry-run` (json-v3#per-command-data, json-v3#streaming); the work is in
+//! `stoat_core::app::runtime`.
 
-use stoat_core::recipes::apply::{self, ApplyRequest};
+use stoat_core::app::runtime;
+use stoat_core::recipes::apply::ApplyRequest;
 use stoat_core::{Error, Result};
 use stoat_wire::dto::ApplyData;
 
@@ -26,9 +26,8 @@ pub fn apply(ctx: &Ctx, args: &ApplyArgs) -> Result<Reply> {
             .collect(),
         params: args.params.clone(),
     };
-    let root = ctx.root()?;
     if args.dry_run {
-        let data = apply::dry_run(root, name, &request)?;
+        let data = runtime::apply_dry_run(ctx, name, &request)?;
         let human: String = if data.plan.is_empty() {
             format!("{} has no recipes to plan\n", data.vm)
         } else {
@@ -39,7 +38,7 @@ pub fn apply(ctx: &Ctx, args: &ApplyArgs) -> Result<Reply> {
         };
         return Ok(Reply::new(&data, human));
     }
-    let data = apply::apply(root, &ctx.env, name, &request, ctx.sink(), &ctx.cancel)?;
+    let data = runtime::apply(ctx, name, &request)?;
     let human = apply_human(&data);
     Ok(Reply::new(&data, human))
 }
@@ -51,12 +50,4 @@ pub fn apply_human(data: &ApplyData) -> String {
     } else {
         format!("{}: recipes applied: {}", data.vm, data.applied.join(", "))
     }
-}
-
-/// `up`'s apply after boot: waits for ssh and applies the VM's recipes, streaming the events
-/// (they carry the invoking command's `cmd`, so `"up"`). Nothing happens when no recipe would
-/// run.
-pub fn after_boot(ctx: &Ctx, name: &str) -> Result<Option<ApplyData>> {
-    let root = ctx.root()?;
-    apply::after_boot(root, &ctx.env, name, ctx.sink(), &ctx.cancel)
 }

@@ -1,14 +1,13 @@
-//! Host-side commands: ssh-command, ssh, logs, doctor, prune, snapshot, capabilities
-//! (json-v3#per-command-data; the work lives in `stoat_core::host`).
+//! The CLI adapters of the host-side operations: ssh-command, ssh, logs, doctor, prune,
+//! snapshot, capabilities (`stoat_core::app::host`; json-v3#per-command-data). `ssh` is the
+//! CLI's alone: it replaces the process.
 
 use std::os::unix::process::CommandExt;
 
-use stoat_core::host::{capabilities, doctor, logs, prune, snapshot, ssh_argv};
+use stoat_core::app::host::{self as app_host, PruneOptions, SnapshotAction};
+use stoat_core::host::ssh_argv;
 use stoat_core::{keys, vm, Error, Result};
-use stoat_wire::dto::{
-    CapabilityEntry, CapabilityReport, DoctorData, LogsData, PruneData, SnapshotListData,
-    SshCommandData,
-};
+use stoat_wire::dto::{CapabilityEntry, CapabilityReport, DoctorData, PruneData, SnapshotListData};
 
 use crate::ctx::Ctx;
 use crate::grammar::{LogsArgs, PruneArgs, SnapshotArgs};
@@ -16,12 +15,9 @@ use crate::{human, Reply, VERSION};
 
 /// `ssh-command <vm>`: the argv to run yourself. It does not check that the VM runs.
 pub fn ssh_command(ctx: &Ctx, name: &str) -> Result<Reply> {
-    let root = ctx.root()?;
-    let stored = vm::load_ok(root, name)?;
-    let key = keys::ensure(root, &ctx.env)?;
-    let argv = ssh_argv::ssh_argv(&key, &stored);
-    let human = argv.join(" ");
-    Ok(Reply::new(&SshCommandData { argv }, human))
+    let data = app_host::ssh_command(ctx, name)?;
+    let human = data.argv.join(" ");
+    Ok(Reply::new(&data, human))
 }
 
 /// `ssh <vm>` (human mode only): replaces stoat with ssh. Returns only on failure.
@@ -45,19 +41,14 @@ pub fn ssh(ctx: &Ctx, name: &str) -> Result<Reply> {
 
 /// `logs [<vm>] [-n N] [--which console|apply]`.
 pub fn logs(ctx: &Ctx, args: &LogsArgs) -> Result<Reply> {
-    let root = ctx.root()?;
-    let data: LogsData = match &args.vm {
-        Some(name) => logs::vm_log(root, name, &args.which, args.lines)?,
-        None => logs::stoat_log(root, args.lines)?,
-    };
+    let data = app_host::logs(ctx, args.vm.as_deref(), &args.which, args.lines)?;
     let human = data.lines.join("\n");
     Ok(Reply::new(&data, human))
 }
 
 /// `doctor`: under --json exit 0 even when unhealthy; in human mode exit 1 then.
 pub fn doctor(ctx: &Ctx) -> Result<Reply> {
-    let root = ctx.root()?;
-    let data = doctor::run(&ctx.env, root)?;
+    let data = app_host::doctor(ctx)?;
     let human = doctor_human(&data);
     let exit = if data.healthy { 0 } else { 1 };
     Ok(Reply::new(&data, human).with_human_exit(exit))
@@ -80,10 +71,9 @@ fn doctor_human(data: &DoctorData) -> String {
 
 /// `prune [--apply] [--broken] [--images]`.
 pub fn prune(ctx: &Ctx, args: &PruneArgs) -> Result<Reply> {
-    let root = ctx.root()?;
-    let data = prune::prune(
-        root,
-        prune::PruneOptions {
+    let data = app_host::prune(
+        ctx,
+        PruneOptions {
             apply: args.apply,
             broken: args.broken,
             images: args.images,
@@ -114,14 +104,14 @@ fn prune_human(data: &PruneData) -> String {
 /// `snapshot <vm> [tag] [--restore|--delete]`.
 pub fn snapshot(ctx: &Ctx, args: &SnapshotArgs) -> Result<Reply> {
     let action = match (args.restore, args.delete) {
-        (true, _) => Some(snapshot::Action::Restore),
-        (_, true) => Some(snapshot::Action::Delete),
+        (true, _) => Some(SnapshotAction::Restore),
+        (_, true) => Some(SnapshotAction::Delete),
         _ => None,
     };
-    let root = ctx.root()?;
+    ctx.root()?;
     match (&args.tag, action) {
         (None, None) => {
-            let data = snapshot::list(root, &ctx.env, &args.vm)?;
+            let data = app_host::snapshot_list(ctx, &args.vm)?;
             let human = snapshot_list_human(&data);
             Ok(Reply::new(&data, human))
         }
@@ -132,12 +122,12 @@ pub fn snapshot(ctx: &Ctx, args: &SnapshotArgs) -> Result<Reply> {
             action.as_str()
         ))),
         (Some(tag), action) => {
-            let action = action.unwrap_or(snapshot::Action::Save);
-            let data = snapshot::act(root, &ctx.env, &args.vm, tag, action)?;
+            let action = action.unwrap_or(SnapshotAction::Save);
+            let data = app_host::snapshot_act(ctx, &args.vm, tag, action)?;
             let human = match action {
-                snapshot::Action::Save => format!("saved {}", data.tag),
-                snapshot::Action::Restore => format!("{} restored to {}", data.vm, data.tag),
-                snapshot::Action::Delete => format!("deleted {}", data.tag),
+                SnapshotAction::Save => format!("saved {}", data.tag),
+                SnapshotAction::Restore => format!("{} restored to {}", data.vm, data.tag),
+                SnapshotAction::Delete => format!("deleted {}", data.tag),
             };
             Ok(Reply::new(&data, human))
         }
@@ -165,15 +155,8 @@ fn snapshot_list_human(data: &SnapshotListData) -> String {
 
 /// `capabilities [VM]`: reads, never starts or touches a VM.
 pub fn capabilities(ctx: &Ctx, target: Option<&str>) -> Result<Reply> {
-    let root = ctx.root()?;
     let cwd = std::env::current_dir().ok();
-    let report = capabilities::report(&capabilities::Request {
-        env: &ctx.env,
-        root,
-        cwd: cwd.as_deref(),
-        target,
-        stoat_version: VERSION,
-    })?;
+    let report = app_host::capabilities(ctx, cwd.as_deref(), target, VERSION)?;
     let human = capabilities_human(&report);
     Ok(Reply::new(&report, human))
 }

@@ -1,14 +1,10 @@
-//! `images` and `pull`: the catalog and local images as a table or `{"images":[...]}`, and a
-//! download with progress as JSON `progress` events, a terminal progress bar, or a plain line
-//! per ten percent (json-v3#streaming; docs/decisions/images.md).
+//! The CLI adapters of `images` and `pull` (`stoat_core::app::images`): the images table, and
+//! the pull summary; the download's progress is rendered by `progress` through the sink
+//! (json-v3#streaming; docs/decisions/images.md).
 
-use std::io::{IsTerminal, Write};
-use std::sync::Mutex;
-
-use indicatif::{ProgressBar, ProgressStyle};
-use stoat_core::images::{catalog, local, pull};
-use stoat_core::{EventSink, NullSink, Result};
-use stoat_wire::dto::{Image, ImagesData, LogData, ProgressData, PullData, StageData};
+use stoat_core::app::images;
+use stoat_core::Result;
+use stoat_wire::dto::{Image, PullData};
 
 use crate::ctx::Ctx;
 use crate::human;
@@ -16,11 +12,9 @@ use crate::Reply;
 
 /// `images`.
 pub fn images(ctx: &Ctx) -> Result<Reply> {
-    let catalog = catalog::load(&ctx.env)?;
-    let root = ctx.root()?;
-    let images = local::list(root, &catalog)?;
-    let text = images_human(&images);
-    Ok(Reply::new(&ImagesData { images }, text))
+    let data = images::images(ctx)?;
+    let text = images_human(&data.images);
+    Ok(Reply::new(&data, text))
 }
 
 fn images_human(images: &[Image]) -> String {
@@ -65,25 +59,7 @@ fn images_human(images: &[Image]) -> String {
 
 /// `pull <id>`.
 pub fn pull(ctx: &Ctx, id: &str) -> Result<Reply> {
-    let catalog = catalog::load(&ctx.env)?;
-    let stall = pull::stall_window(&ctx.env)?;
-    let root = ctx.root()?;
-    let human_sink = HumanProgress::new();
-    let sink: &dyn EventSink = if ctx.json {
-        ctx.sink()
-    } else if ctx.quiet {
-        &NullSink
-    } else {
-        &human_sink
-    };
-    let cx = pull::PullContext {
-        sink,
-        cancel: &ctx.cancel,
-        stall,
-    };
-    let outcome = pull::pull(root, &catalog, id, &cx);
-    human_sink.finish();
-    let data = outcome?;
+    let data = images::pull(ctx, id)?;
     let text = pull_human(&data);
     Ok(Reply::new(&data, text))
 }
@@ -97,73 +73,4 @@ fn pull_human(data: &PullData) -> String {
             data.id
         )
     }
-}
-
-/// Human progress on stderr: a bar (bytes, rate, ETA) on a terminal, else a plain line at
-/// each ten percent.
-struct HumanProgress {
-    terminal: bool,
-    state: Mutex<HumanState>,
-}
-
-#[derive(Default)]
-struct HumanState {
-    bar: Option<ProgressBar>,
-    last_tenth: Option<u32>,
-}
-
-impl HumanProgress {
-    fn new() -> HumanProgress {
-        HumanProgress {
-            terminal: std::io::stderr().is_terminal(),
-            state: Mutex::new(HumanState::default()),
-        }
-    }
-
-    fn finish(&self) {
-        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(bar) = &state.bar {
-            bar.finish_and_clear();
-        }
-    }
-
-    fn bar(id: &str, total: u64) -> ProgressBar {
-        let bar = ProgressBar::new(total);
-        let style = ProgressStyle::with_template(
-            "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
-        bar.set_style(style);
-        bar.set_message(id.to_owned());
-        bar
-    }
-}
-
-impl EventSink for HumanProgress {
-    fn progress(&self, data: &ProgressData) {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if self.terminal {
-            let bar = state
-                .bar
-                .get_or_insert_with(|| HumanProgress::bar(&data.id, data.total));
-            bar.set_position(data.done);
-            return;
-        }
-        let tenth = data.percent / 10;
-        if state.last_tenth != Some(tenth) {
-            state.last_tenth = Some(tenth);
-            let _ = writeln!(
-                std::io::stderr(),
-                "{}: {:>3}%  {} of {}",
-                data.id,
-                tenth * 10,
-                human::bytes(data.done),
-                human::bytes(data.total)
-            );
-        }
-    }
-
-    fn stage(&self, _: &StageData) {}
-    fn log(&self, _: &LogData) {}
 }

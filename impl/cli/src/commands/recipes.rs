@@ -8,9 +8,8 @@ use stoat_core::recipes::remote::{self, Store};
 use stoat_core::recipes::{self, index, scaffold, Catalog};
 use stoat_core::Result;
 use stoat_wire::dto::{
-    CheckRecipesData, Guest, GuestListData, GuestShowData, IndexEntry, RecipeAdded, RecipeListData,
-    RecipeNewData, RecipePinsData, RecipeRefreshData, RecipeSchema, RecipeSearchData,
-    RecipeShowData, RecipesData,
+    Guest, GuestListData, GuestShowData, IndexEntry, RecipeAdded, RecipeListData, RecipeNewData,
+    RecipePinsData, RecipeRefreshData, RecipeSchema, RecipeSearchData, RecipeShowData,
 };
 
 use crate::ctx::Ctx;
@@ -20,12 +19,9 @@ use crate::Reply;
 
 /// `recipes [--os OS] [--backend B]`: what is offered (the backend does not change it).
 pub fn recipes(ctx: &Ctx, args: &RecipesArgs) -> Result<Reply> {
-    let root = ctx.root()?;
-    let registry = guests::registry(root)?;
-    let catalog = recipes::load_catalog(root)?;
-    let list = recipes::offered_schemas(&catalog, &registry, args.os.as_deref());
-    let human = schemas_human(&list);
-    Ok(Reply::new(&RecipesData { recipes: list }, human))
+    let data = stoat_core::app::recipes::recipes(ctx, args.os.as_deref())?;
+    let human = schemas_human(&data.recipes);
+    Ok(Reply::new(&data, human))
 }
 
 fn schemas_human(list: &[RecipeSchema]) -> String {
@@ -41,18 +37,21 @@ fn schemas_human(list: &[RecipeSchema]) -> String {
 
 /// `check-recipes NAMES --os OS [--backend B]`: always succeeds; `applicable` is the answer.
 pub fn check_recipes(ctx: &Ctx, args: &CheckRecipesArgs) -> Result<Reply> {
-    let root = ctx.root()?;
-    let registry = guests::registry(root)?;
-    let catalog = recipes::load_catalog(root)?;
-    let backend = args.backend.as_deref().unwrap_or("");
-    let issues = recipes::issues(&catalog, &registry, &args.os, backend, &args.names);
-    let applicable = issues.is_empty();
+    let data = stoat_core::app::recipes::check_recipes(
+        ctx,
+        &args.names,
+        &args.os,
+        args.backend.as_deref(),
+    )?;
+    let applicable = data.applicable;
     let human = if applicable {
         format!("{}: applicable to {}\n", args.names.join(", "), args.os)
     } else {
-        issues.iter().map(|i| format!("{}\n", i.reason)).collect()
+        data.issues
+            .iter()
+            .map(|i| format!("{}\n", i.reason))
+            .collect()
     };
-    let data = CheckRecipesData { applicable, issues };
     Ok(Reply::new(&data, human).with_human_exit(if applicable { 0 } else { 1 }))
 }
 

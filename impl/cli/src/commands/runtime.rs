@@ -1,11 +1,13 @@
-//! Commands that run a VM or reach into a running one: up, down, wait, exec, cp, screenshot
-//! (json-v3#per-command-data; the work lives in `stoat_core::runtime`).
+//! The CLI adapters of the operations that run a VM or reach into a running one: up, down,
+//! wait, exec, cp, screenshot (`stoat_core::app::runtime`; json-v3#per-command-data). Each
+//! parses its args into a typed request and renders the answer for a human.
 
 use std::io::Write;
 
-use stoat_core::runtime::{cp, down, exec, screenshot, up, wait};
+use stoat_core::app::{runtime, vms};
+use stoat_core::runtime::{cp, wait};
 use stoat_core::{Error, Result};
-use stoat_wire::dto::{CopyDirection, ExecData, VmData};
+use stoat_wire::dto::{CopyDirection, ExecData};
 use stoat_wire::StreamBytes;
 
 use crate::ctx::Ctx;
@@ -16,25 +18,21 @@ use crate::{ExecArgs, Reply};
 /// `stage`/`log` events stream with `cmd:"up"` before the `{vm}` result, re-read last.
 pub fn up(ctx: &Ctx, args: &UpArgs) -> Result<Reply> {
     let name = required_vm("up", args.vm.as_deref())?;
-    let root = ctx.root()?;
+    ctx.root()?;
     ctx.note(&format!("starting {name}..."));
-    let vm = up::up(root, &ctx.env, name)?;
-    let stored = stoat_core::vm::load_ok(root, name)?;
+    let outcome = runtime::up(ctx, name, !args.no_apply)?;
+    let vm = &outcome.data.vm;
     let mut human = format!("{} started (ssh :{})\n", vm.name, vm.ssh_port);
-    if stored.config.mode == "disk" && !stored.config.installed {
+    if outcome.installing {
         human.push_str(&installing_note(name));
     }
-    human.push_str(&display_lines(ctx, &stored));
+    human.push_str(&display_lines(ctx, name)?);
     let mut human = human.trim_end().to_owned();
-    if args.no_apply {
-        return Ok(Reply::new(&VmData { vm }, human));
-    }
-    if let Some(applied) = super::apply::after_boot(ctx, name)? {
+    if let Some(applied) = &outcome.applied {
         human.push('\n');
-        human.push_str(&super::apply::apply_human(&applied));
+        human.push_str(&super::apply::apply_human(applied));
     }
-    let vm = stoat_core::vm::load(root, name)?.to_wire(&ctx.env);
-    Ok(Reply::new(&VmData { vm }, human))
+    Ok(Reply::new(&outcome.data, human))
 }
 
 /// What a human sees after `up` on a disk VM that boots its installer (upstream waited for
@@ -48,31 +46,31 @@ fn installing_note(name: &str) -> String {
 
 /// The `display:` lines of docs/contract.md behaviour#cli, one per line with a trailing newline. Human
 /// output only: the socket path never reaches `--json`.
-pub(crate) fn display_lines(ctx: &Ctx, stored: &stoat_core::vm::StoredVm) -> String {
-    let socket = stoat_core::qemu::VmPaths::new(&stored.dir).vnc_socket;
-    stoat_core::display::human_lines(&ctx.env, &stored.config.display, &socket)
+fn display_lines(ctx: &Ctx, name: &str) -> Result<String> {
+    Ok(vms::display_lines(ctx, name)?
         .iter()
         .map(|line| format!("{line}\n"))
-        .collect()
+        .collect())
 }
 
 /// `down <vm>`.
 pub fn down(ctx: &Ctx, vm: Option<&str>) -> Result<Reply> {
     let name = required_vm("down", vm)?;
-    let vm = down::down(ctx.root()?, &ctx.env, name)?;
+    let data = runtime::down(ctx, name)?;
+    let vm = &data.vm;
     let human = if vm.state == stoat_wire::dto::VmState::Running {
         format!("{} is still stopping", vm.name)
     } else {
         format!("{} stopped", vm.name)
     };
-    Ok(Reply::new(&VmData { vm }, human))
+    Ok(Reply::new(&data, human))
 }
 
 /// `wait <vm> --until X --timeout D`.
 pub fn wait(ctx: &Ctx, args: &WaitArgs) -> Result<Reply> {
     let name = required_vm("wait", args.vm.as_deref())?;
     let until = wait::Until::parse(&args.until)?;
-    let data = wait::wait(ctx.root()?, name, until, args.timeout, &ctx.cancel)?;
+    let data = runtime::wait(ctx, name, until, args.timeout)?;
     let human = format!("{} reached {} ({}ms)", data.vm, data.until, data.waited_ms);
     Ok(Reply::new(&data, human))
 }
@@ -80,19 +78,13 @@ pub fn wait(ctx: &Ctx, args: &WaitArgs) -> Result<Reply> {
 /// `exec <vm> <cmd>...`: under --json exit 0 whenever the command ran; in human mode the
 /// guest's bytes go to our stdout/stderr and its status becomes ours.
 pub fn exec(ctx: &Ctx, args: ExecArgs) -> Result<Reply> {
-    let out = exec::exec(ctx.root()?, &ctx.env, &args.vm, &args.command, !ctx.json)?;
+    let out = runtime::exec(ctx, &args.vm, &args.command, !ctx.json)?;
     if ctx.json {
-        let data = ExecData {
-            vm: out.vm,
-            exit_code: out.exit_code,
-            stdout: StreamBytes::from_bytes(out.stdout),
-            stderr: StreamBytes::from_bytes(out.stderr),
-        };
-        return Ok(Reply::new(&data, ""));
+        return Ok(Reply::new(&out, ""));
     }
-    let _ = std::io::stdout().write_all(&out.stdout);
+    let _ = std::io::stdout().write_all(&out.stdout.to_bytes());
     let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().write_all(&out.stderr);
+    let _ = std::io::stderr().write_all(&out.stderr.to_bytes());
     let exit_code = out.exit_code;
     let data = ExecData {
         vm: out.vm,
@@ -107,7 +99,7 @@ pub fn exec(ctx: &Ctx, args: ExecArgs) -> Result<Reply> {
 pub fn cp(ctx: &Ctx, args: &CpArgs) -> Result<Reply> {
     let request = parse_cp(args)?;
     let cwd = std::env::current_dir().map_err(|e| Error::io("read the current directory", e))?;
-    let data = cp::copy(ctx.root()?, &ctx.env, &cwd, &request)?;
+    let data = runtime::cp(ctx, &cwd, &request)?;
     let human = match data.direction {
         CopyDirection::ToGuest => format!("copied {} to {}:{}", data.local, data.vm, data.remote),
         CopyDirection::FromGuest => format!("copied {}:{} to {}", data.vm, data.remote, data.local),
@@ -117,7 +109,7 @@ pub fn cp(ctx: &Ctx, args: &CpArgs) -> Result<Reply> {
 
 /// `screenshot <vm>`.
 pub fn screenshot(ctx: &Ctx, name: &str) -> Result<Reply> {
-    let data = screenshot::screenshot(ctx.root()?, name)?;
+    let data = runtime::screenshot(ctx, name)?;
     let human = format!(
         "{} ({}x{}, {} bytes)",
         data.path, data.width, data.height, data.bytes

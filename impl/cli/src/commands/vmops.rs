@@ -1,14 +1,16 @@
-//! The commands that change VMs: create, update, rm, clone, forward. Each turns its clap args
-//! into a `stoat_core::ops` call and renders the result for a human or the wire.
+//! The CLI adapters of the operations that change VMs: create, update, rm, clone, forward.
+//! Each turns its clap args into the typed request of `stoat_core::app::vmops` and renders the
+//! answer for a human; the envelope is written by `output`.
 //!
 //! json-v3#per-command-data rows create, update, rm, clone, forward; "What --json
 //! implies" (rm never prompts under --json and never reads stdin).
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use stoat_core::ops::{self, create::CreateSpec, forward::PortPair, update::UpdateSpec};
+use stoat_core::app::vmops::{self, ForwardChange};
+use stoat_core::ops::{create::CreateSpec, update::UpdateSpec};
 use stoat_core::{Error, Result};
-use stoat_wire::dto::{AppliesAt, CloneData, ForwardData, RmData, UpdateData, Vm, VmData};
+use stoat_wire::dto::{AppliesAt, ForwardData, UpdateData, Vm};
 
 use crate::ctx::Ctx;
 use crate::grammar::{CloneArgs, CreateArgs, ForwardArgs, RmArgs, UpdateArgs};
@@ -16,7 +18,6 @@ use crate::Reply;
 
 /// `create`.
 pub fn create(ctx: &Ctx, args: CreateArgs) -> Result<Reply> {
-    let root = ctx.root()?;
     let spec = CreateSpec {
         name: args.name,
         image: args.image,
@@ -35,11 +36,9 @@ pub fn create(ctx: &Ctx, args: CreateArgs) -> Result<Reply> {
         display: args.display,
         ..CreateSpec::default()
     };
-    let stored = ops::create::create(root, &ctx.env, &spec)?;
-    stoat_core::log::append(root, "info", &format!("created vm={}", stored.name));
-    let vm = stored.to_wire(&ctx.env);
-    let human = create_human(&vm);
-    Ok(Reply::new(&VmData { vm }, human))
+    let data = vmops::create(ctx, &spec)?;
+    let human = create_human(&data.vm);
+    Ok(Reply::new(&data, human))
 }
 
 fn create_human(vm: &Vm) -> String {
@@ -88,19 +87,7 @@ pub fn update(ctx: &Ctx, args: UpdateArgs) -> Result<Reply> {
         display: args.display,
         immutable,
     };
-    if spec.is_empty() {
-        return Err(Error::Usage(format!(
-            "update: nothing to change; pass at least one of {}",
-            ops::update::UPDATE_FLAGS
-        )));
-    }
-    let root = ctx.root()?;
-    let updated = ops::update::update(root, &ctx.env, &args.vm, &spec)?;
-    let data = UpdateData {
-        vm: updated.vm.to_wire(&ctx.env),
-        changed: updated.changed,
-        applies_at: updated.applies_at,
-    };
+    let data = vmops::update(ctx, &args.vm, &spec)?;
     let human = update_human(&data);
     Ok(Reply::new(&data, human))
 }
@@ -125,21 +112,16 @@ pub fn rm(ctx: &Ctx, args: RmArgs) -> Result<Reply> {
     let name = args
         .vm
         .ok_or_else(|| Error::Usage("rm needs a VM name: stoat rm <vm> -y".into()))?;
-    let root = ctx.root()?;
-    ops::remove::check_removable(root, &name)?;
+    vmops::check_removable(ctx, &name)?;
     if !args.yes {
         confirm_delete(ctx, &name)?;
     }
-    ops::remove::remove(root, &name)?;
-    stoat_core::log::append(root, "info", &format!("deleted vm={name}"));
-    let human = format!("deleted {name}\n");
-    Ok(Reply::new(
-        &RmData {
-            name,
-            deleted: true,
-        },
-        human,
-    ))
+    let data = vmops::rm(ctx, &name)?;
+    let human = format!(
+        "deleted {name}
+"
+    );
+    Ok(Reply::new(&data, human))
 }
 
 /// Asks on stderr when a human is at a terminal; refuses otherwise. Under --json stdin is
@@ -172,46 +154,18 @@ fn confirm_delete(ctx: &Ctx, name: &str) -> Result<()> {
 
 /// `clone`.
 pub fn clone(ctx: &Ctx, args: CloneArgs) -> Result<Reply> {
-    let root = ctx.root()?;
-    let stored = ops::clone::clone(root, &ctx.env, &args.source, &args.name, &ctx.cancel)?;
-    stoat_core::log::append(
-        root,
-        "info",
-        &format!("cloned vm={} source={}", stored.name, args.source),
-    );
-    let vm = stored.to_wire(&ctx.env);
+    let data = vmops::clone(ctx, &args.source, &args.name)?;
     let human = format!(
         "cloned {} as {} (ssh port {}); port forwards are not copied\n",
-        args.source, vm.name, vm.ssh_port
+        data.source, data.vm.name, data.vm.ssh_port
     );
-    Ok(Reply::new(
-        &CloneData {
-            vm,
-            source: args.source,
-            forwards_copied: false,
-        },
-        human,
-    ))
+    Ok(Reply::new(&data, human))
 }
 
 /// `forward`: show with no pairs, set with pairs, clear with --clear.
 pub fn forward(ctx: &Ctx, args: ForwardArgs) -> Result<Reply> {
-    if args.clear && !args.pairs.is_empty() {
-        return Err(Error::Usage(
-            "forward: --clear takes no HOST:GUEST pairs".into(),
-        ));
-    }
-    let pairs: Vec<PortPair> = args
-        .pairs
-        .iter()
-        .map(|pair| ops::forward::parse_pair(pair))
-        .collect::<Result<_>>()?;
-    let root = ctx.root()?;
-    let data = if args.clear || !pairs.is_empty() {
-        ops::forward::set(root, &args.vm, &pairs)?
-    } else {
-        ops::forward::show(root, &args.vm)?
-    };
+    let change = ForwardChange::parse(&args.pairs, args.clear)?;
+    let data = vmops::forward(ctx, &args.vm, &change)?;
     let human = forward_human(&data);
     Ok(Reply::new(&data, human))
 }

@@ -1,8 +1,9 @@
-//! Read-only VM commands: ls and get.
+//! The CLI adapters of the read-only VM operations, ls and get (`stoat_core::app::vms`), and
+//! their human tables.
 
-use stoat_core::vm::{self, Loaded};
+use stoat_core::app::vms;
 use stoat_core::Result;
-use stoat_wire::dto::{GetData, Health, LsData, RecipeDetail, Vm, VmState, VmStatus};
+use stoat_wire::dto::{Vm, VmState, VmStatus};
 
 use crate::ctx::Ctx;
 use crate::grammar::LsArgs;
@@ -11,13 +12,9 @@ use crate::Reply;
 
 /// `ls`.
 pub fn ls(ctx: &Ctx, _args: &LsArgs) -> Result<Reply> {
-    let root = ctx.root()?;
-    let vms: Vec<Vm> = vm::list(root)?
-        .iter()
-        .map(|loaded| loaded.to_wire(&ctx.env))
-        .collect();
-    let human = ls_human(&vms);
-    Ok(Reply::new(&LsData { vms }, human))
+    let data = vms::ls(ctx)?;
+    let human = ls_human(&data.vms);
+    Ok(Reply::new(&data, human))
 }
 
 pub(crate) fn ls_human(vms: &[Vm]) -> String {
@@ -59,38 +56,13 @@ fn state_word(state: VmState) -> &'static str {
 
 /// `get`.
 pub fn get(ctx: &Ctx, name: &str) -> Result<Reply> {
-    let root = ctx.root()?;
-    let loaded = vm::load(root, name)?;
-    let status = vm_status(ctx, &loaded);
-    let mut human = get_human(&status);
-    if let Loaded::Ok(stored) = &loaded {
-        human.push_str(&super::runtime::display_lines(ctx, stored));
+    let data = vms::get(ctx, name)?;
+    let mut human = get_human(&data.vm);
+    for line in vms::display_lines(ctx, name)? {
+        human.push_str(&line);
+        human.push('\n');
     }
-    Ok(Reply::new(&GetData { vm: status }, human))
-}
-
-/// Returns the VMStatus of a loaded VM: its DTO plus stored recipe state.
-pub fn vm_status(ctx: &Ctx, loaded: &Loaded) -> VmStatus {
-    let vm = loaded.to_wire(&ctx.env);
-    let Loaded::Ok(stored) = loaded else {
-        return VmStatus {
-            vm,
-            health: Health::Unknown,
-            recipes_detail: Vec::new(),
-        };
-    };
-    let details: Vec<RecipeDetail> = stored
-        .config
-        .recipes
-        .iter()
-        .map(|name| stoat_core::recipe_state::detail(&stored.config, name))
-        .collect();
-    let health = stoat_core::recipe_state::aggregate_health(&details);
-    VmStatus {
-        vm,
-        health,
-        recipes_detail: details,
-    }
+    Ok(Reply::new(&data, human))
 }
 
 fn get_human(status: &VmStatus) -> String {

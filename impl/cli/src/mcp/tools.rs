@@ -1,14 +1,21 @@
 //! The MCP tool table: each tool's name, class (annotations and the agent_access it needs),
 //! input parameters (the inputSchema, `additionalProperties:false`, and their validation), and
-//! the runner that calls the SAME command function the CLI calls, so results are the contract's
-//! DTOs (docs/contract.md behaviour#mcp and "v3 seed additions").
+//! the runner that calls the same `stoat_core::app` function the CLI's command calls, so
+//! results are the contract's DTOs (docs/contract.md behaviour#mcp). The project tools still
+//! go through `commands::project`, whose fan-out has not moved into core yet.
 
 use serde_json::{json, Map, Value};
+use stoat_core::app::{self, host::PruneOptions, host::SnapshotAction, vmops::ForwardChange};
+use stoat_core::ops::{create::CreateSpec, update::UpdateSpec};
+use stoat_core::recipes::apply::ApplyRequest;
+use stoat_core::runtime::{cp::CopyRequest, wait::Until};
 use stoat_core::{Error, Result};
-use stoat_wire::dto::{ApplyResult, CopyResult, WaitResult};
+use stoat_wire::dto::{
+    AgentAccess, ApplyResult, CopyDirection, CopyResult, ForwardList, WaitResult,
+};
 
 use super::guards::{self, Class};
-use crate::commands::{host, images, project, recipes, runtime, vmops, vms};
+use crate::commands::project;
 use crate::ctx::Ctx;
 use crate::grammar;
 
@@ -576,98 +583,91 @@ fn to_value<T: serde::Serialize>(dto: &T) -> Value {
 }
 
 fn list_vms(ctx: &Ctx, _args: &Args) -> Result<Value> {
-    let mut data = vms::ls(ctx, &grammar::LsArgs { project: false })?.data;
-    if let Some(Value::Array(vms)) = data.get_mut("vms") {
-        vms.retain(|vm| vm.get("agent_access").and_then(Value::as_str) != Some("none"));
-    }
-    Ok(data)
+    let mut data = app::vms::ls(ctx)?;
+    data.vms.retain(|vm| vm.agent_access != AgentAccess::None);
+    Ok(to_value(&data))
 }
 
 fn vm_status(ctx: &Ctx, args: &Args) -> Result<Value> {
-    Ok(vms::get(ctx, &args.str("vm"))?.data)
+    Ok(to_value(&app::vms::get(ctx, &args.str("vm"))?))
 }
 
 fn list_images(ctx: &Ctx, _args: &Args) -> Result<Value> {
-    Ok(images::images(ctx)?.data)
+    Ok(to_value(&app::images::images(ctx)?))
 }
 
 fn list_recipes(ctx: &Ctx, args: &Args) -> Result<Value> {
-    let cli = grammar::RecipesArgs {
-        os: args.opt_str("os"),
-        backend: args.opt_str("backend"),
-    };
-    Ok(recipes::recipes(ctx, &cli)?.data)
+    Ok(to_value(&app::recipes::recipes(
+        ctx,
+        args.opt_str("os").as_deref(),
+    )?))
 }
 
 fn check_recipes(ctx: &Ctx, args: &Args) -> Result<Value> {
-    let cli = grammar::CheckRecipesArgs {
-        names: args.list("recipes"),
-        os: args.str("os"),
-        backend: args.opt_str("backend"),
-    };
-    Ok(recipes::check_recipes(ctx, &cli)?.data)
+    let data = app::recipes::check_recipes(
+        ctx,
+        &args.list("recipes"),
+        &args.str("os"),
+        args.opt_str("backend").as_deref(),
+    )?;
+    Ok(to_value(&data))
 }
 
 fn logs(ctx: &Ctx, args: &Args) -> Result<Value> {
-    let cli = grammar::LogsArgs {
-        vm: Some(args.str("vm")),
-        lines: args.opt_u32("n").map(i64::from).unwrap_or(50),
-        which: args.opt_str("which").unwrap_or_else(|| "console".into()),
-    };
-    Ok(host::logs(ctx, &cli)?.data)
+    let which = args.opt_str("which").unwrap_or_else(|| "console".into());
+    let lines = args.opt_u32("n").map(i64::from).unwrap_or(50);
+    let data = app::host::logs(ctx, Some(&args.str("vm")), &which, lines)?;
+    Ok(to_value(&data))
 }
 
 fn doctor(ctx: &Ctx, _args: &Args) -> Result<Value> {
-    Ok(host::doctor(ctx)?.data)
+    Ok(to_value(&app::host::doctor(ctx)?))
 }
 
 fn create(ctx: &Ctx, args: &Args) -> Result<Value> {
     guards::check_vm_name(&args.str("name"))?;
     guards::check_image_id(&args.str("image"))?;
-    let cli = grammar::CreateArgs {
+    let spec = CreateSpec {
         name: args.str("name"),
         image: args.str("image"),
         os: args.opt_str("os"),
         backend: args.opt_str("backend"),
         mode: args.opt_str("mode"),
-        ram: args.opt_u32("ram_mb"),
+        ram_mb: args.opt_u32("ram_mb"),
         cpus: args.opt_u32("cpus"),
         disk: args.opt_str("disk"),
-        share: None,
-        console_password: None,
         recipes: args.list("recipes"),
-        params: Vec::new(),
         allow_exec: args.bool_or("allow_exec", true),
         agent_access: args.opt_str("agent_access"),
-        display: None,
+        ..CreateSpec::default()
     };
-    Ok(vmops::create(ctx, cli)?.data)
+    Ok(to_value(&app::vmops::create(ctx, &spec)?))
 }
 
 fn start(ctx: &Ctx, args: &Args) -> Result<Value> {
-    let cli = grammar::UpArgs {
-        vm: Some(args.str("vm")),
-        no_apply: false,
-    };
-    Ok(runtime::up(ctx, &cli)?.data)
+    Ok(to_value(
+        &app::runtime::up(ctx, &args.str("vm"), true)?.data,
+    ))
 }
 
 fn stop(ctx: &Ctx, args: &Args) -> Result<Value> {
-    Ok(runtime::down(ctx, Some(&args.str("vm")))?.data)
+    Ok(to_value(&app::runtime::down(ctx, &args.str("vm"))?))
 }
 
-/// Runs `apply` through the CLI's dispatch, then answers the VM's stored recipe state.
+/// Applies the VM's recipes, then answers its stored recipe state.
 fn apply_recipes(ctx: &Ctx, args: &Args) -> Result<Value> {
     let name = args.str("vm");
-    let cli = grammar::ApplyArgs {
-        vm: Some(name.clone()),
-        only: args.list("only"),
-        dry_run: false,
+    let request = ApplyRequest {
+        only: args
+            .list("only")
+            .iter()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect(),
         params: Vec::new(),
     };
-    crate::commands::dispatch(ctx, grammar::Command::Apply(cli))?;
-    let loaded = stoat_core::vm::load(ctx.root()?, &name)?;
-    let status = vms::vm_status(ctx, &loaded);
+    app::runtime::apply(ctx, &name, &request)?;
+    let status = app::vms::get(ctx, &name)?.vm;
     Ok(to_value(&ApplyResult {
         vm: status.vm.name,
         recipes_detail: status.recipes_detail,
@@ -675,72 +675,55 @@ fn apply_recipes(ctx: &Ctx, args: &Args) -> Result<Value> {
 }
 
 fn update(ctx: &Ctx, args: &Args) -> Result<Value> {
-    let cli = grammar::UpdateArgs {
-        vm: args.str("vm"),
-        ram: args.opt_u32("ram_mb"),
+    let spec = UpdateSpec {
+        ram_mb: args.opt_u32("ram_mb"),
         cpus: args.opt_u32("cpus"),
         ssh_port: args.opt_u32("ssh_port").and_then(|p| u16::try_from(p).ok()),
         disk: args.opt_str("disk"),
-        share: None,
         recipes: args.opt_list("recipes").map(|names| names.join(",")),
-        agent_access: None,
-        allow_exec: None,
-        display: None,
-        os: None,
-        backend: None,
-        mode: None,
-        image: None,
+        ..UpdateSpec::default()
     };
-    Ok(vmops::update(ctx, cli)?.data)
+    Ok(to_value(&app::vmops::update(ctx, &args.str("vm"), &spec)?))
 }
 
 fn clone(ctx: &Ctx, args: &Args) -> Result<Value> {
     guards::check_vm_name(&args.str("name"))?;
-    let cli = grammar::CloneArgs {
-        source: args.str("source"),
-        name: args.str("name"),
-    };
-    Ok(vmops::clone(ctx, cli)?.data)
-}
-
-fn snapshot_args(args: &Args, restore: bool) -> grammar::SnapshotArgs {
-    grammar::SnapshotArgs {
-        vm: args.str("vm"),
-        tag: Some(args.str("tag")),
-        restore,
-        delete: false,
-    }
+    let data = app::vmops::clone(ctx, &args.str("source"), &args.str("name"))?;
+    Ok(to_value(&data))
 }
 
 fn snapshot(ctx: &Ctx, args: &Args) -> Result<Value> {
-    Ok(host::snapshot(ctx, &snapshot_args(args, false))?.data)
+    let data =
+        app::host::snapshot_act(ctx, &args.str("vm"), &args.str("tag"), SnapshotAction::Save)?;
+    Ok(to_value(&data))
 }
 
 fn restore(ctx: &Ctx, args: &Args) -> Result<Value> {
-    Ok(host::snapshot(ctx, &snapshot_args(args, true))?.data)
+    let data = app::host::snapshot_act(
+        ctx,
+        &args.str("vm"),
+        &args.str("tag"),
+        SnapshotAction::Restore,
+    )?;
+    Ok(to_value(&data))
 }
 
 fn forward(ctx: &Ctx, args: &Args) -> Result<Value> {
-    let cli = grammar::ForwardArgs {
-        vm: args.str("vm"),
-        pairs: args.list("pairs"),
-        clear: args.bool_or("clear", false),
-    };
-    let data = vmops::forward(ctx, cli)?.data;
+    let change = ForwardChange::parse(&args.list("pairs"), args.bool_or("clear", false))?;
+    let data = app::vmops::forward(ctx, &args.str("vm"), &change)?;
     // ForwardList: the forwards after the call, nothing else.
-    Ok(json!({ "forwards": data["forwards"].clone() }))
+    Ok(to_value(&ForwardList {
+        forwards: data.forwards,
+    }))
 }
 
 /// `wait`: a timeout is an answer (`healthy:false`), not an error.
 fn wait(ctx: &Ctx, args: &Args) -> Result<Value> {
     let seconds = args.opt_u32("timeout_seconds").unwrap_or(120);
-    let cli = grammar::WaitArgs {
-        vm: Some(args.str("vm")),
-        until: args.opt_str("until").unwrap_or_else(|| "reachable".into()),
-        timeout: std::time::Duration::from_secs(u64::from(seconds)),
-    };
-    let healthy = match runtime::wait(ctx, &cli) {
-        Ok(reply) => reply.data["reached"].as_bool().unwrap_or(false),
+    let until = Until::parse(&args.opt_str("until").unwrap_or_else(|| "reachable".into()))?;
+    let timeout = std::time::Duration::from_secs(u64::from(seconds));
+    let healthy = match app::runtime::wait(ctx, &args.str("vm"), until, timeout) {
+        Ok(data) => data.reached,
         Err(Error::Timeout(_)) => false,
         Err(other) => return Err(other),
     };
@@ -748,29 +731,21 @@ fn wait(ctx: &Ctx, args: &Args) -> Result<Value> {
 }
 
 fn destroy(ctx: &Ctx, args: &Args) -> Result<Value> {
-    let cli = grammar::RmArgs {
-        vm: Some(args.str("vm")),
-        yes: true,
-    };
-    Ok(vmops::rm(ctx, cli)?.data)
+    Ok(to_value(&app::vmops::rm(ctx, &args.str("vm"))?))
 }
 
 fn prune(ctx: &Ctx, args: &Args) -> Result<Value> {
-    let cli = grammar::PruneArgs {
+    let options = PruneOptions {
         apply: args.bool_or("apply", false),
         broken: args.bool_or("broken", false),
         images: args.bool_or("images", false),
     };
-    Ok(host::prune(ctx, &cli)?.data)
+    Ok(to_value(&app::host::prune(ctx, options)?))
 }
 
 fn exec(ctx: &Ctx, args: &Args) -> Result<Value> {
-    let cli = crate::ExecArgs {
-        vm: args.str("vm"),
-        command: args.list("command"),
-        quiet: true,
-    };
-    Ok(runtime::exec(ctx, cli)?.data)
+    let data = app::runtime::exec(ctx, &args.str("vm"), &args.list("command"), false)?;
+    Ok(to_value(&data))
 }
 
 fn copy_to(ctx: &Ctx, args: &Args) -> Result<Value> {
@@ -781,8 +756,8 @@ fn copy_from(ctx: &Ctx, args: &Args) -> Result<Value> {
     copy(ctx, args, false)
 }
 
-/// Both copy tools: confine the host path, copy with the CLI's cp, and check that cp used
-/// exactly the authorised path.
+/// Both copy tools: confine the host path, copy, and check that the copy used exactly the
+/// authorised path.
 fn copy(ctx: &Ctx, args: &Args, to_remote: bool) -> Result<Value> {
     let name = args.str("vm");
     let local = guards::confine_host_path(&ctx.env, ctx.root()?, &name, &args.str("local"))?;
@@ -796,23 +771,26 @@ fn copy(ctx: &Ctx, args: &Args, to_remote: bool) -> Result<Value> {
             args.str("local")
         )));
     }
-    let cli = grammar::CpArgs {
-        src: None,
-        dst: None,
-        vm: Some(name.clone()),
-        direction: Some(if to_remote { "to" } else { "from" }.into()),
-        local: Some(local_text.clone()),
-        remote: Some(args.str("remote")),
+    let request = CopyRequest {
+        vm: name.clone(),
+        direction: if to_remote {
+            CopyDirection::ToGuest
+        } else {
+            CopyDirection::FromGuest
+        },
+        local: local_text.clone(),
+        remote: args.str("remote"),
     };
-    let data = runtime::cp(ctx, &cli)?.data;
-    if data["local"].as_str() != Some(local_text.as_str()) {
+    let cwd = std::env::current_dir().map_err(|e| Error::io("read the current directory", e))?;
+    let data = app::runtime::cp(ctx, &cwd, &request)?;
+    if data.local != local_text {
         return Err(Error::Internal(format!(
             "cp copied {} instead of the authorised {local_text}",
-            data["local"]
+            data.local
         )));
     }
     Ok(to_value(&CopyResult {
-        vm: data["vm"].as_str().unwrap_or(&name).to_owned(),
+        vm: data.vm,
         local: local_text,
         remote: args.str("remote"),
         to_remote,

@@ -1,0 +1,160 @@
+//! Owns [`Profile`]: what an implementer declares, in a TOML file (`run --profile FILE`),
+//! about the knobs the contract does not name: the variable that moves the data root, how
+//! the SUT is pointed at an image catalog the suite serves, and extra environment. Without
+//! a profile the suite assumes the reference's knobs and probes, check by check, whether
+//! the SUT honours them (a knob that is not honoured makes the check SKIP, naming it).
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::HarnessError;
+
+/// The reference's data-root variable (not named by the contract).
+pub const DEFAULT_DATA_ROOT_VAR: &str = "STOAT_HOME";
+/// The reference's catalog variable (not named by the contract).
+pub const DEFAULT_CATALOG_VAR: &str = "STOAT_CATALOG";
+/// One image of the reference's catalog format.
+pub const DEFAULT_CATALOG_ENTRY: &str = "[[image]]\nid = \"{id}\"\nos = \"{os}\"\nvariant = \"{variant}\"\nbackend = \"{backend}\"\nurl = \"{url}\"\nchecksum_url = \"{checksum_url}\"\nbytes = {bytes}\n\n";
+
+/// A SUT profile. Every field is optional; `Profile::default()` is the reference's knobs.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// The variable naming the data root; `""` when the implementation has none (its data
+    /// root is then `$HOME/.stoat`, where the contract's examples place it).
+    #[serde(default = "default_data_root_var")]
+    pub data_root_var: String,
+    /// Extra environment for every invocation (after the suite's own).
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// How to point the SUT at the suite's image catalog.
+    #[serde(default)]
+    pub catalog: CatalogKnob,
+}
+
+/// How the SUT reads an image catalog the suite writes: `env` names the variable holding
+/// the file's path; the file is `header`, one `entry` per image, then `footer`, with the
+/// placeholders `{id} {os} {variant} {backend} {url} {checksum_url} {sha256} {bytes} {file}`.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CatalogKnob {
+    #[serde(default = "default_catalog_var")]
+    pub env: String,
+    #[serde(default)]
+    pub header: String,
+    #[serde(default = "default_catalog_entry")]
+    pub entry: String,
+    #[serde(default)]
+    pub footer: String,
+}
+
+/// One image of the catalog the suite serves.
+pub struct CatalogImage<'a> {
+    pub id: &'a str,
+    pub os: &'a str,
+    pub variant: &'a str,
+    pub backend: &'a str,
+    pub url: &'a str,
+    pub checksum_url: &'a str,
+    pub sha256: &'a str,
+    pub bytes: usize,
+    pub file: &'a str,
+}
+
+fn default_data_root_var() -> String {
+    DEFAULT_DATA_ROOT_VAR.to_string()
+}
+
+fn default_catalog_var() -> String {
+    DEFAULT_CATALOG_VAR.to_string()
+}
+
+fn default_catalog_entry() -> String {
+    DEFAULT_CATALOG_ENTRY.to_string()
+}
+
+impl Default for CatalogKnob {
+    fn default() -> Self {
+        CatalogKnob {
+            env: default_catalog_var(),
+            header: String::new(),
+            entry: default_catalog_entry(),
+            footer: String::new(),
+        }
+    }
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Profile {
+            data_root_var: default_data_root_var(),
+            env: Default::default(),
+            catalog: CatalogKnob::default(),
+        }
+    }
+}
+
+impl Profile {
+    pub fn load(path: &Path) -> Result<Self, HarnessError> {
+        let text = std::fs::read_to_string(path).map_err(|e| HarnessError::io(path, e))?;
+        toml::from_str(&text).map_err(|e| HarnessError::BadInput {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
+}
+
+impl CatalogKnob {
+    /// The catalog file's text for these images.
+    pub fn render(&self, images: &[CatalogImage<'_>]) -> String {
+        let mut out = self.header.clone();
+        for image in images {
+            out.push_str(
+                &self
+                    .entry
+                    .replace("{id}", image.id)
+                    .replace("{os}", image.os)
+                    .replace("{variant}", image.variant)
+                    .replace("{backend}", image.backend)
+                    .replace("{url}", image.url)
+                    .replace("{checksum_url}", image.checksum_url)
+                    .replace("{sha256}", image.sha256)
+                    .replace("{bytes}", &image.bytes.to_string())
+                    .replace("{file}", image.file),
+            );
+        }
+        out.push_str(&self.footer);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_profile_is_the_reference_and_fields_override() {
+        let empty: Profile = toml::from_str("").expect("empty");
+        assert_eq!(empty, Profile::default());
+        let custom: Profile = toml::from_str(
+            "data_root_var = \"\"\n[env]\nX = \"1\"\n[catalog]\nenv = \"MY_CATALOG\"\nheader = \"[\"\nentry = \"{id}={url},\"\nfooter = \"]\"\n",
+        )
+        .expect("custom");
+        assert_eq!(custom.data_root_var, "");
+        assert_eq!(custom.env.get("X").map(String::as_str), Some("1"));
+        let image = CatalogImage {
+            id: "tiny",
+            os: "debian",
+            variant: "test",
+            backend: "cloudinit",
+            url: "http://h/tiny.img",
+            checksum_url: "http://h/SHA256SUMS",
+            sha256: "ab",
+            bytes: 3,
+            file: "tiny.img",
+        };
+        assert_eq!(custom.catalog.render(&[image]), "[tiny=http://h/tiny.img,]");
+        assert!(toml::from_str::<Profile>("nonsense = 1").is_err());
+    }
+}

@@ -1,0 +1,76 @@
+//! Host-side operations: ssh-command, logs, doctor, prune, snapshot, capabilities
+//! (json-v3#per-command-data, json-v3#capabilities). The work is in [`crate::host`].
+
+use std::path::Path;
+
+use stoat_wire::dto::{
+    CapabilityReport, DoctorData, LogsData, PruneData, SnapshotActData, SnapshotListData,
+    SshCommandData,
+};
+
+use super::Session;
+use crate::host::{capabilities, doctor, logs, prune, snapshot, ssh_argv};
+use crate::{keys, vm, Result};
+
+pub use crate::host::prune::PruneOptions;
+pub use crate::host::snapshot::Action as SnapshotAction;
+
+/// `ssh-command <vm>`: the argv to run yourself; it does not check that the VM runs.
+pub fn ssh_command(s: &Session, name: &str) -> Result<SshCommandData> {
+    let root = s.root()?;
+    let stored = vm::load_ok(root, name)?;
+    let key = keys::ensure(root, &s.env)?;
+    Ok(SshCommandData {
+        argv: ssh_argv::ssh_argv(&key, &stored),
+    })
+}
+
+/// `logs <vm> --which W -n N`, or stoat's own log with no VM.
+pub fn logs(s: &Session, name: Option<&str>, which: &str, lines: i64) -> Result<LogsData> {
+    let root = s.root()?;
+    match name {
+        Some(name) => logs::vm_log(root, name, which, lines),
+        None => logs::stoat_log(root, lines),
+    }
+}
+
+/// `doctor`: an unhealthy host is an answer (`healthy:false`), not an error.
+pub fn doctor(s: &Session) -> Result<DoctorData> {
+    doctor::run(&s.env, s.root()?)
+}
+
+/// `prune`: a dry run unless `options.apply`.
+pub fn prune(s: &Session, options: PruneOptions) -> Result<PruneData> {
+    prune::prune(s.root()?, options)
+}
+
+/// `snapshot <vm>` with no tag: the VM's snapshots.
+pub fn snapshot_list(s: &Session, name: &str) -> Result<SnapshotListData> {
+    snapshot::list(s.root()?, &s.env, name)
+}
+
+/// `snapshot <vm> <tag> [--restore|--delete]`.
+pub fn snapshot_act(
+    s: &Session,
+    name: &str,
+    tag: &str,
+    action: SnapshotAction,
+) -> Result<SnapshotActData> {
+    snapshot::act(s.root()?, &s.env, name, tag, action)
+}
+
+/// `capabilities [VM]`: reads host checks and stored metadata; never starts or touches a VM.
+pub fn capabilities(
+    s: &Session,
+    cwd: Option<&Path>,
+    target: Option<&str>,
+    stoat_version: &str,
+) -> Result<CapabilityReport> {
+    capabilities::report(&capabilities::Request {
+        env: &s.env,
+        root: s.root()?,
+        cwd,
+        target,
+        stoat_version,
+    })
+}

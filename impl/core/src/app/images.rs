@@ -1,0 +1,28 @@
+//! Images: the `images` listing and `pull` (json-v3#per-command-data, json-v3#streaming:
+//! `progress` events go to the session's sink). The work is in [`crate::images`].
+
+use stoat_wire::dto::{ImagesData, PullData};
+
+use super::Session;
+use crate::images::{catalog, local, pull};
+use crate::Result;
+
+/// `images`: the catalog and the local files.
+pub fn images(s: &Session) -> Result<ImagesData> {
+    let catalog = catalog::load(&s.env)?;
+    Ok(ImagesData {
+        images: local::list(s.root()?, &catalog)?,
+    })
+}
+
+/// `pull <id>`.
+pub fn pull(s: &Session, id: &str) -> Result<PullData> {
+    let catalog = catalog::load(&s.env)?;
+    let stall = pull::stall_window(&s.env)?;
+    let cx = pull::PullContext {
+        sink: s.events(),
+        cancel: &s.cancel,
+        stall,
+    };
+    pull::pull(s.root()?, &catalog, id, &cx)
+}

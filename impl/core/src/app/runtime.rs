@@ -1,0 +1,91 @@
+//! The operations that run a VM or reach into a running one: up (with its apply after boot),
+//! down, wait, exec, cp, screenshot, apply (json-v3#per-command-data, json-v3#streaming). The
+//! work is in [`crate::runtime`] and [`crate::recipes::apply`].
+
+use std::path::Path;
+use std::time::Duration;
+
+use stoat_wire::dto::{
+    ApplyData, ApplyDryRunData, CpData, ExecData, ScreenshotData, VmData, WaitData,
+};
+use stoat_wire::StreamBytes;
+
+use super::Session;
+use crate::recipes::apply::{self, ApplyRequest};
+use crate::runtime::{cp, down, exec, screenshot, up, wait};
+use crate::{vm, Result};
+
+/// What `up` did: the VM re-read after everything, and the apply it ran after boot, if any.
+pub struct UpOutcome {
+    pub data: VmData,
+    pub applied: Option<ApplyData>,
+    /// A disk VM booting its installer (it powers off when the install is done).
+    pub installing: bool,
+}
+
+/// `up <vm>`: boot, then (when `apply_after_boot`) apply the VM's recipes, streaming their
+/// `stage`/`log` events; the VM is re-read last, so its state is authoritative.
+pub fn up(s: &Session, name: &str, apply_after_boot: bool) -> Result<UpOutcome> {
+    let root = s.root()?;
+    let booted = up::up(root, &s.env, name)?;
+    let stored = vm::load_ok(root, name)?;
+    let installing = stored.config.mode == "disk" && !stored.config.installed;
+    if !apply_after_boot {
+        return Ok(UpOutcome {
+            data: VmData { vm: booted },
+            applied: None,
+            installing,
+        });
+    }
+    let applied = apply::after_boot(root, &s.env, name, s.events(), &s.cancel)?;
+    let vm = vm::load(root, name)?.to_wire(&s.env);
+    Ok(UpOutcome {
+        data: VmData { vm },
+        applied,
+        installing,
+    })
+}
+
+/// `down <vm>`.
+pub fn down(s: &Session, name: &str) -> Result<VmData> {
+    Ok(VmData {
+        vm: down::down(s.root()?, &s.env, name)?,
+    })
+}
+
+/// `wait <vm> --until X --timeout D`.
+pub fn wait(s: &Session, name: &str, until: wait::Until, timeout: Duration) -> Result<WaitData> {
+    wait::wait(s.root()?, name, until, timeout, &s.cancel)
+}
+
+/// `exec <vm> <cmd>...`: the guest's status and both streams, bytes kept exactly
+/// (json-v3#exec-bytes). `pass_stdin` hands stoat's stdin to the guest.
+pub fn exec(s: &Session, name: &str, command: &[String], pass_stdin: bool) -> Result<ExecData> {
+    let out = exec::exec(s.root()?, &s.env, name, command, pass_stdin)?;
+    Ok(ExecData {
+        vm: out.vm,
+        exit_code: out.exit_code,
+        stdout: StreamBytes::from_bytes(out.stdout),
+        stderr: StreamBytes::from_bytes(out.stderr),
+    })
+}
+
+/// `cp`: a relative local path is resolved against `cwd`.
+pub fn cp(s: &Session, cwd: &Path, request: &cp::CopyRequest) -> Result<CpData> {
+    cp::copy(s.root()?, &s.env, cwd, request)
+}
+
+/// `screenshot <vm>`.
+pub fn screenshot(s: &Session, name: &str) -> Result<ScreenshotData> {
+    screenshot::screenshot(s.root()?, name)
+}
+
+/// `apply <vm>`: runs the planned recipes, streaming `stage`/`log` events.
+pub fn apply(s: &Session, name: &str, request: &ApplyRequest) -> Result<ApplyData> {
+    apply::apply(s.root()?, &s.env, name, request, s.events(), &s.cancel)
+}
+
+/// `apply <vm> --dry-run`: the plan, computed host-side; runs nothing.
+pub fn apply_dry_run(s: &Session, name: &str, request: &ApplyRequest) -> Result<ApplyDryRunData> {
+    apply::dry_run(s.root()?, name, request)
+}
