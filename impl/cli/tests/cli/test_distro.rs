@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::{JsonRun, TestEnv};
-use crate::test_runtime::{timed, RealGuard};
+use crate::test_runtime::{free_port, timed, RealGuard};
 
 /// The first-boot recipe and the one applied later over ssh.
 const FIRST: &str = "firstboot";
@@ -196,6 +196,9 @@ fn distro_lifecycle_on_a_debian_cloud_image() {
         create.stdout
     );
     let _guard = RealGuard(env.root().join("deb"));
+    // Away from the 2200+ range that the fake tier's listeners use on a shared host.
+    let port = free_port().to_string();
+    env.json(&["update", "deb", "--ssh-port", &port]);
 
     // ---- first boot: cloud-init does everything the seed asks.
     let up = timed("distro up (first boot)", || env.json(&["up", "deb"]));
@@ -345,6 +348,8 @@ fn distro_lifecycle_on_a_debian_cloud_image() {
     assert!(how.ends_with(": powered off"), "{how}");
 
     // ---- second boot: same instance, so cloud-init's per-instance work is skipped.
+    let port = free_port().to_string();
+    env.json(&["update", "deb", "--ssh-port", &port]);
     timed("distro up (second boot)", || {
         env.json(&["up", "deb"]).data().clone()
     });
@@ -390,6 +395,8 @@ fn distro_a_broken_seed_field_fails_the_cloud_init_check() {
     ])
     .data();
     let _guard = RealGuard(env.root().join("bad"));
+    let port = free_port().to_string();
+    env.json(&["update", "bad", "--ssh-port", &port]);
     // A QEMU that fails at once: up makes the disk and the seed, then stops.
     let stub = env.bin().join("qemu-system-x86_64");
     std::fs::write(&stub, "#!/bin/sh\nexit 1\n").unwrap();
