@@ -278,3 +278,320 @@ fn a_mistyped_console_password_is_never_echoed() {
     assert!(!String::from_utf8_lossy(&human.stdout).contains("8675309"));
     assert!(!String::from_utf8_lossy(&human.stderr).contains("8675309"));
 }
+
+// ---------------------------------------------------------------- untrusted images
+
+fn qemu_img(args: &[&str]) {
+    let out = std::process::Command::new("qemu-img")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `create` of each image must fail with `invalid_spec` and write nothing.
+fn refused(env: &TestEnv, image: &Path, why: &str) {
+    let image_arg = image.display().to_string();
+    let run = env.json(&["create", "u", "--image", &image_arg]);
+    let message = run.error("invalid_spec");
+    assert!(!message.contains('\n'), "{message}");
+    assert!(!env.root().join("u").exists(), "{why}: nothing written");
+    assert!(
+        !env.root().join("shared/u").exists(),
+        "{why}: nothing written"
+    );
+}
+
+#[test]
+fn an_untrusted_image_cannot_reach_host_files() {
+    let env = TestEnv::new();
+    let dir = env.tmp().join("byo");
+    let elsewhere = env.tmp().join("elsewhere");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let host_file = elsewhere.join("secret.txt");
+    std::fs::write(&host_file, "host secret\n").unwrap();
+    let s = |p: &Path| p.display().to_string();
+
+    // A qcow2 whose backing file is a host file, read raw.
+    let evil = dir.join("evil-cloudimg.qcow2");
+    qemu_img(&[
+        "create",
+        "-q",
+        "-f",
+        "qcow2",
+        "-b",
+        &s(&host_file),
+        "-F",
+        "raw",
+        &s(&evil),
+        "1M",
+    ]);
+    refused(&env, &evil, "raw host file as backing");
+    // A qcow2 backed by a qcow2 in another directory.
+    let other_base = elsewhere.join("base.qcow2");
+    qemu_img(&["create", "-q", "-f", "qcow2", &s(&other_base), "16M"]);
+    let outside = dir.join("outside-cloudimg.qcow2");
+    qemu_img(&[
+        "create",
+        "-q",
+        "-f",
+        "qcow2",
+        "-b",
+        &s(&other_base),
+        "-F",
+        "qcow2",
+        &s(&outside),
+    ]);
+    refused(&env, &outside, "backing outside the image's directory");
+    // A qcow2 backed by a raw file in its own directory.
+    let raw_base = dir.join("raw-base.img");
+    std::fs::write(&raw_base, vec![0u8; 1 << 20]).unwrap();
+    let raw_backed = dir.join("rawbacked-cloudimg.qcow2");
+    qemu_img(&[
+        "create",
+        "-q",
+        "-f",
+        "qcow2",
+        "-b",
+        &s(&raw_base),
+        "-F",
+        "raw",
+        &s(&raw_backed),
+    ]);
+    refused(&env, &raw_backed, "non-qcow2 backing");
+    // A raw disk image can never boot as a cloud image (its overlay is qcow2 over qcow2).
+    refused(&env, &raw_base, "raw cloud image");
+    // A qcow2 named like an ISO, which QEMU would have probed as qcow2.
+    let fake_iso = dir.join("alpine-virt-evil.iso");
+    std::fs::copy(&evil, &fake_iso).unwrap();
+    refused(&env, &fake_iso, "qcow2 posing as an ISO");
+
+    // A chain that stays in its own directory, all qcow2, is fine.
+    let base = dir.join("base.qcow2");
+    qemu_img(&["create", "-q", "-f", "qcow2", &s(&base), "16M"]);
+    let good = dir.join("good-cloudimg.qcow2");
+    qemu_img(&[
+        "create",
+        "-q",
+        "-f",
+        "qcow2",
+        "-b",
+        &s(&base),
+        "-F",
+        "qcow2",
+        &s(&good),
+    ]);
+    let good_arg = s(&good);
+    env.json(&["create", "ok", "--image", &good_arg]).data();
+}
+
+#[test]
+fn qemu_is_always_told_each_drive_format() {
+    let env = TestEnv::new();
+    crate::test_runtime::stub(&env, "qemu-system-x86_64", crate::test_runtime::FAKE_QEMU);
+    let _reaper = crate::test_runtime::Reaper::watch(&env, &["c", "d"]);
+    let base = env.tmp().join("base.qcow2");
+    qemu_img(&[
+        "create",
+        "-q",
+        "-f",
+        "qcow2",
+        &base.display().to_string(),
+        "16M",
+    ]);
+    let base_arg = base.display().to_string();
+    env.json(&["create", "c", "--image", &base_arg]).data();
+    create_disk(&env, "d");
+    env.seed_boot_files("d");
+    for vm in ["c", "d"] {
+        env.json(&["up", vm]).data();
+        let argv = std::fs::read_to_string(env.root().join(vm).join("qemu.argv")).unwrap();
+        let argv: Vec<&str> = argv.lines().collect();
+        assert!(
+            !argv.contains(&"-cdrom") && !argv.contains(&"-hda"),
+            "{argv:?}"
+        );
+        let drives: Vec<&str> = argv
+            .windows(2)
+            .filter(|w| w[0] == "-drive")
+            .map(|w| w[1])
+            .collect();
+        assert!(drives.len() >= 2, "{vm}: {drives:?}");
+        for drive in drives {
+            assert!(drive.contains(",format="), "{vm}: probed format: {drive}");
+        }
+        env.json(&["down", vm]).data();
+    }
+}
+
+// ---------------------------------------------------------------- robust listing
+
+#[test]
+fn one_unreadable_entry_lists_as_broken_and_the_rest_still_lists() {
+    let env = TestEnv::new();
+    create_disk(&env, "good");
+    // vm.toml is a directory.
+    std::fs::create_dir_all(env.root().join("dirvm/vm.toml")).unwrap();
+    // vm.toml is endless.
+    std::fs::create_dir_all(env.root().join("zero")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", env.root().join("zero/vm.toml")).unwrap();
+    let run = env.json(&["ls"]);
+    let vms = run.data()["vms"].as_array().unwrap().clone();
+    let state = |name: &str| {
+        vms.iter()
+            .find(|v| v["name"] == name)
+            .unwrap_or_else(|| panic!("{name} missing: {vms:?}"))
+            .clone()
+    };
+    assert_eq!(state("good")["state"], "stopped");
+    for name in ["dirvm", "zero"] {
+        let vm = state(name);
+        assert_eq!(vm["state"], "broken", "{vm}");
+        assert!(vm["error"].as_str().unwrap().contains("vm.toml"), "{vm}");
+    }
+    let prune = env.json(&["prune", "--broken"]);
+    let items = prune.data()["items"].to_string();
+    assert!(items.contains("dirvm") && items.contains("zero"), "{items}");
+    assert!(!items.contains("good"), "{items}");
+    let answers = crate::test_mcp::calls(&env, &[], &[("list_vms", serde_json::json!({}))]);
+    let listed = crate::test_mcp::ok(&answers[0]).to_string();
+    assert!(
+        listed.contains("good") && listed.contains("dirvm"),
+        "{listed}"
+    );
+}
+
+// ---------------------------------------------------------------- kills at any point
+
+/// Runs stoat with `STOAT_FAULT=point`; asserts it died there (SIGKILL, no exit status).
+fn killed_at(env: &TestEnv, point: &str, args: &[&str]) {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let out = env.cmd(&all).env("STOAT_FAULT", point).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        None,
+        "{args:?} never reached fault point {point}: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// Leftover temporary files and staging entries anywhere under the root.
+fn leftovers(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.path();
+            if name.starts_with(".vm.toml.") || dir.ends_with(".staging") {
+                found.push(path.clone());
+            }
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// After a kill: the name is either a complete, healthy VM or not there at all, everywhere.
+fn done_or_not_done(env: &TestEnv, name: &str, has_disk: bool) -> bool {
+    let listed = env.json(&["ls"]).data()["vms"].clone();
+    for vm in listed.as_array().unwrap() {
+        assert_ne!(vm["state"], "broken", "a kill left a broken VM: {vm}");
+    }
+    let in_list = listed.as_array().unwrap().iter().any(|v| v["name"] == name);
+    let get = env.json(&["get", name]);
+    if in_list {
+        get.data();
+        if has_disk {
+            assert!(
+                qemu_io(&disk(env, name), "read 0 64k"),
+                "{name}'s disk is whole"
+            );
+        }
+    } else {
+        get.error("not_found");
+    }
+    in_list
+}
+
+#[test]
+fn a_kill_at_any_point_leaves_each_command_done_or_not_done() {
+    let creates: &[&str] = &[
+        "create",
+        "n",
+        "--image",
+        "alpine-virt",
+        "--mode",
+        "disk",
+        "--disk",
+        "64M",
+    ];
+    let clones: &[&str] = &["clone", "src", "n"];
+    let cases: &[(&[&str], &str)] = &[
+        (creates, "staged"),
+        (creates, "filled"),
+        (creates, "commit"),
+        (creates, "temp-written"),
+        (clones, "staged"),
+        (clones, "filled"),
+        (clones, "commit"),
+        (clones, "temp-written"),
+    ];
+    for (args, point) in cases {
+        let env = TestEnv::new();
+        create_disk(&env, "src");
+        killed_at(&env, point, args);
+        let done = done_or_not_done(&env, "n", true);
+        assert!(!done, "{args:?} killed at {point} is not done");
+        assert!(done_or_not_done(&env, "src", true));
+        // The next command cleans up and the name is free.
+        env.json(args).data();
+        assert!(
+            leftovers(&env.root()).is_empty(),
+            "{:?}",
+            leftovers(&env.root())
+        );
+        assert!(done_or_not_done(&env, "n", true));
+    }
+    // rm: killed once the VM has left its name, it is gone; the leftover goes next time.
+    let env = TestEnv::new();
+    create_disk(&env, "src");
+    create_disk(&env, "other");
+    killed_at(&env, "removed", &["rm", "src", "-y"]);
+    assert!(!done_or_not_done(&env, "src", true));
+    assert!(done_or_not_done(&env, "other", true));
+    env.json(&["rm", "other", "-y"]).data();
+    assert!(
+        leftovers(&env.root()).is_empty(),
+        "{:?}",
+        leftovers(&env.root())
+    );
+    create_disk(&env, "src");
+    assert!(
+        std::fs::read_dir(env.root().join("shared/src"))
+            .unwrap()
+            .next()
+            .is_none(),
+        "a new VM never inherits an old share"
+    );
+    // update: killed before its vm.toml lands, the old record stands whole.
+    let env = TestEnv::new();
+    create_disk(&env, "src");
+    killed_at(&env, "temp-written", &["update", "src", "--ram", "512"]);
+    assert!(done_or_not_done(&env, "src", true));
+    assert_eq!(env.json(&["get", "src"]).data()["vm"]["ram_mb"], 4096);
+    env.json(&["update", "src", "--cpus", "2"]).data();
+    assert!(
+        leftovers(&env.root()).is_empty(),
+        "{:?}",
+        leftovers(&env.root())
+    );
+}
