@@ -6,6 +6,7 @@
 //! REAL tier (`real_guest_lifecycle`, ignored unless asked for): boots the conformance test
 //! guest STOAT_REAL_GUEST names.
 
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -681,12 +682,35 @@ fn real_guest_lifecycle() {
         ),
     );
     let _guard = RealGuard(env.root().join("t1"));
-    let up = timed("up", || env.json(&["up", "t1"]));
-    assert_eq!(up.data()["vm"]["state"], "running");
-    let wait = timed("wait reachable", || {
-        env.json(&["wait", "t1", "--until", "reachable", "--timeout", "120s"])
-    });
+    // The README's first lines, verbatim: `up` returns once ssh answers, so exec just works.
+    let up = timed("up (waits for ssh)", || env.run(&["up", "t1"]));
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let uname = env.run(&["exec", "t1", "--", "uname", "-a"]);
+    assert_eq!(
+        uname.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&uname.stderr)
+    );
+    assert!(
+        uname.stdout.starts_with(b"Linux "),
+        "{}",
+        String::from_utf8_lossy(&uname.stdout)
+    );
+    let wait = env.json(&["wait", "t1", "--until", "reachable", "--timeout", "5s"]);
     assert_eq!(wait.data()["reached"], true);
+    // A word that is not UTF-8 reaches the guest byte for byte.
+    let raw = env
+        .cmd(&["--json", "exec", "t1", "printf", "%s"])
+        .arg(std::ffi::OsStr::from_bytes(b"\xff\xfeok"))
+        .output()
+        .unwrap();
+    let raw = crate::common::JsonRun::check(raw);
+    assert_eq!(raw.data()["stdout_base64"], "//5vaw==");
 
     let echo = timed("exec echo", || {
         env.json_raw(&["--json", "exec", "t1", "echo", "hello world"])
