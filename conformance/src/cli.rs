@@ -210,7 +210,15 @@ enum ReportFormat {
 #[derive(Args, Debug)]
 struct ReportArgs {
     /// A saved JSON report (with --compare: the BEFORE report).
-    report: PathBuf,
+    #[arg(required_unless_present = "matrix")]
+    report: Option<PathBuf>,
+    /// Several implementations' reports side by side: prints the markdown table; with
+    /// --out DIR also writes DIR/matrix.html, DIR/matrix.md and DIR/<name>.svg badges.
+    #[arg(long, num_args = 1.., value_name = "REPORT.json", conflicts_with_all = ["report", "compare"])]
+    matrix: Vec<PathBuf>,
+    /// With --matrix: the directory to write the page, the table and the badges into.
+    #[arg(long, value_name = "DIR", requires = "matrix")]
+    out: Option<PathBuf>,
     /// Compare with this AFTER report; prints markdown, exits 1 when something newly fails.
     #[arg(long, value_name = "AFTER.json")]
     compare: Option<PathBuf>,
@@ -502,7 +510,23 @@ fn check_command(args: CheckArgs) -> Result<u8, HarnessError> {
 }
 
 fn report_command(args: ReportArgs) -> Result<u8, HarnessError> {
-    let before = report::Report::load(&args.report)?;
+    if !args.matrix.is_empty() {
+        let names = report::matrix::names(&args.matrix);
+        let reports = names
+            .into_iter()
+            .zip(&args.matrix)
+            .map(|(name, path)| Ok((name, report::Report::load(path)?)))
+            .collect::<Result<Vec<_>, HarnessError>>()?;
+        if let Some(dir) = &args.out {
+            report::matrix::write(dir, &reports).map_err(|e| HarnessError::io(dir, e))?;
+        }
+        print!("{}", report::matrix::markdown(&reports));
+        return Ok(exit::PASS);
+    }
+    let Some(path) = &args.report else {
+        return Ok(exit::USAGE);
+    };
+    let before = report::Report::load(path)?;
     if let Some(after_path) = &args.compare {
         let after = report::Report::load(after_path)?;
         print!("{}", report::compare::compare(&before, &after));

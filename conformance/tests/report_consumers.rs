@@ -520,3 +520,209 @@ fn junit_validates_and_two_parsers_read_it() {
     assert!(xml.contains("timestamp=\"2026-01-02T03:04:05\""), "{xml}");
     assert!(xml.contains("time=\"1.234\""), "{xml}");
 }
+
+/// Runs tests/consumers/html-check.js on pages (one browser for all): one JSON object per
+/// page and width (1280, 375); screenshots go to `shots`.
+fn html_check(consumers: &Path, shots: &Path, pages: &[PathBuf]) -> Vec<Value> {
+    let output = Command::new("node")
+        .arg(format!("{CONSUMERS}/html-check.js"))
+        .arg(consumers.join("node"))
+        .arg(shots)
+        .args(pages)
+        .output()
+        .expect("node");
+    assert!(
+        output.status.success(),
+        "html-check: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect()
+}
+
+fn assert_fits(pages: usize, seen: &[Value]) {
+    assert_eq!(seen.len(), 2 * pages, "two widths per page: {seen:?}");
+    for width in seen {
+        let name = &width["page"];
+        assert_eq!(width["viewport_meta"], json!(true), "{name}: {width}");
+        assert_eq!(width["offenders"], json!([]), "{name}: {width}");
+        assert!(
+            width["scroll_width"].as_u64() <= width["client_width"].as_u64(),
+            "{name}: horizontal overflow {width}"
+        );
+    }
+}
+
+#[test]
+fn html_fits_a_phone_and_a_desktop_with_failures_first() {
+    let Some(consumers) = consumers_dir("html_fits_a_phone_and_a_desktop_with_failures_first")
+    else {
+        return;
+    };
+    // Screenshots stay next to the runs for a person to look at.
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-consumers-html");
+    let _ = std::fs::remove_dir_all(&shots);
+    std::fs::create_dir_all(&shots).expect("dir");
+    let mut pages = Vec::new();
+    for (name, json_path) in reports() {
+        let report: Value =
+            serde_json::from_str(&std::fs::read_to_string(json_path).expect("read")).expect("json");
+        let page = shots.join(format!("{name}.html"));
+        render(json_path, "html", &[], &page);
+        let html = std::fs::read_to_string(&page).expect("html");
+        assert!(!html.contains('\u{1b}'), "{name}: raw ESC in the page");
+        let failures = html
+            .find("<h2 id=\"failures\">")
+            .expect("a failures section");
+        let matrix = html
+            .find("<h2>Check matrix</h2>")
+            .expect("the check matrix");
+        let checks = html.find("<h2>Checks</h2>").expect("the rows");
+        assert!(
+            failures < matrix && matrix < checks,
+            "{name}: failures come first"
+        );
+        let rows = rows(&report);
+        for (id, status) in &rows {
+            assert!(
+                html.contains(&format!("<tr id=\"{id}\">")),
+                "{name}: no row for {id}"
+            );
+            if is_bad(status) {
+                assert!(
+                    html.contains(&format!("href=\"#{id}\"")),
+                    "{name}: no link to {id}"
+                );
+            }
+        }
+        // In the rows, every failing one comes before every passing one.
+        let position = |id: &str| html.find(&format!("<tr id=\"{id}\">")).expect("row");
+        let last_bad = rows
+            .iter()
+            .filter(|(_, s)| is_bad(s))
+            .map(|(id, _)| position(id))
+            .max();
+        let first_pass = rows
+            .iter()
+            .filter(|(_, s)| s == "passed")
+            .map(|(id, _)| position(id))
+            .min();
+        if let (Some(bad), Some(pass)) = (last_bad, first_pass) {
+            assert!(bad < pass, "{name}: a pass is listed before a failure");
+        }
+        if report["smoke_failed"] == json!(true) {
+            assert!(html.contains("Smoke stage failed"), "{name}");
+            let reason = report["smoke"]["findings"][0]["message"]
+                .as_str()
+                .expect("finding");
+            let shown = reason.replace('<', "&lt;").replace('>', "&gt;");
+            assert!(
+                html.contains(&shown),
+                "{name}: the smoke failure's reason is shown"
+            );
+        }
+        if name == "every-status" {
+            assert!(
+                html.contains("\\u{1b}[31m"),
+                "{name}: control bytes shown escaped"
+            );
+        }
+        pages.push(page);
+    }
+    assert_fits(pages.len(), &html_check(&consumers, &shots, &pages));
+}
+
+#[test]
+fn several_implementations_side_by_side() {
+    let Some(consumers) = consumers_dir("several_implementations_side_by_side") else {
+        return;
+    };
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-consumers-matrix");
+    let _ = std::fs::remove_dir_all(&dir);
+    let reports = reports();
+    let paths: Vec<&PathBuf> = reports
+        .iter()
+        .filter(|(n, _)| ["clean", "mutant", "smoke"].contains(&n.as_str()))
+        .map(|(_, p)| p)
+        .collect();
+    let output = suite()
+        .args(["report", "--matrix"])
+        .args(&paths)
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .expect("matrix");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let markdown = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("matrix.md")).expect("md"),
+        markdown
+    );
+    for path in &paths {
+        let report: Value =
+            serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json");
+        let name = path
+            .file_stem()
+            .expect("stem")
+            .to_string_lossy()
+            .into_owned();
+        let rows = rows(&report);
+        let judged = rows.iter().filter(|(_, s)| s != "skipped").count();
+        let passed = rows
+            .iter()
+            .filter(|(_, s)| s == "passed" || s == "warned")
+            .count();
+        let version = report["info"]["sut_version"].as_str().expect("version");
+        let line = markdown
+            .lines()
+            .find(|l| l.starts_with(&format!("| {name} |")))
+            .unwrap_or_else(|| panic!("no line for {name} in {markdown}"));
+        assert!(
+            line.contains(version) && line.ends_with(&format!("| {passed}/{judged} |")),
+            "{line}"
+        );
+        let badge = std::fs::read_to_string(dir.join(format!("{name}.svg"))).expect("badge");
+        assert!(
+            badge.starts_with("<svg") && badge.contains(&format!(">{passed}/{judged}<")),
+            "{badge}"
+        );
+    }
+    // One row per check, one column per implementation; the smoke row first.
+    let table: Vec<&str> = markdown.lines().filter(|l| l.starts_with("| `")).collect();
+    assert!(table[0].starts_with("| `SMOKE.version` |"), "{markdown}");
+    assert!(
+        table.iter().all(|l| l.matches(" |").count() == 4),
+        "{markdown}"
+    );
+    // The page fits a phone: the wide grid scrolls inside its own box.
+    let seen = html_check(&consumers, &dir, &[dir.join("matrix.html")]);
+    assert_fits(1, &seen);
+    // The badges are well-formed XML for a real parser.
+    for path in &paths {
+        let name = path
+            .file_stem()
+            .expect("stem")
+            .to_string_lossy()
+            .into_owned();
+        let check = Command::new(consumers.join("venv/bin/python"))
+            .args([
+                "-c",
+                "import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])",
+            ])
+            .arg(dir.join(format!("{name}.svg")))
+            .output()
+            .expect("python");
+        assert!(
+            check.status.success(),
+            "{name}.svg: {}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+    }
+}

@@ -1,71 +1,111 @@
 //! Owns the HTML report: ONE self-contained page (inline CSS, no script, no external asset)
-//! with the run's facts, the check matrix (area × tier, counts by status) and a row per
-//! check whose findings and invocations unfold with `<details>`.
+//! that reads on a phone as well as on a desktop. Top to bottom: the run's facts and verdict
+//! (a failed smoke stage with its reason), a summary table of counts linking to the rows, the
+//! failures (first finding, link to the row), the check matrix (area × tier, counts by
+//! status), then every row, failures first, whose findings and invocations unfold with
+//! `<details>`. Long lines wrap or scroll inside their own box; the SUT's control bytes are
+//! shown escaped.
+//!
+//! Also the page of several implementations side by side ([`matrix_page`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::{closing_line, Report};
+use super::{closing_line, first_finding, is_bad, text, Report};
 use crate::run::events::{CheckResult, Status};
 
-const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
+const STYLE: &str = "*{box-sizing:border-box}
+body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;padding:1em;max-width:80em;color:#222;overflow-wrap:break-word}
+h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;margin:1.2em 0 .4em}
+.scroll{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f3f3f3}.passed{background:#d9f2d9}.failed,.crashed,.stale_baseline,.errored{background:#f7d4d4}
-.warned{background:#fcefc7}.skipped{background:#eee;color:#666}.expected_failure{background:#e4dcf5}
-pre{white-space:pre-wrap;word-break:break-all;background:#f8f8f8;padding:4px;margin:2px 0;max-height:20em;overflow:auto}
-code{font-size:12px}summary{cursor:pointer}";
+.warned{background:#fcefc7}.skipped{background:#eee;color:#555}.expected_failure{background:#e4dcf5}
+.verdict{font-size:1.1em;padding:.5em .8em;border-radius:4px}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f8f8f8;padding:4px;margin:2px 0;max-height:20em;overflow:auto;max-width:100%}
+code{font-size:.85em;overflow-wrap:anywhere}summary{cursor:pointer}
+.st,th{white-space:nowrap;overflow-wrap:normal}td{overflow-wrap:anywhere}
+@media (max-width:40em){body{padding:.5em;font-size:14px}td,th{padding:2px 4px}.wide{display:none}}";
+
+fn head(out: &mut String, title: &str) {
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{}</title><style>{STYLE}</style></head><body>\n",
+        escape(title)
+    );
+}
 
 /// Renders the whole page.
 pub fn render(report: &Report) -> String {
+    let rows = report.rows();
+    let rows: Vec<&CheckResult> = rows.iter().map(|r| r.as_ref()).collect();
     let mut out = String::new();
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>stoat-conformance report</title><style>{STYLE}</style></head><body>\n"
-    );
+    head(&mut out, "stoat-conformance report");
     let _ = writeln!(out, "<h1>stoat-conformance report</h1>");
     if let Some(info) = &report.info {
         let _ = writeln!(
             out,
-            "<p>Suite {} judging contract {} against <code>{}</code> (version {}), seed {}, {} jobs, tiers {}.</p>",
+            "<p>Suite {} judging contract {} against <code>{}</code> (version {}), seed {}, {} jobs, tiers {}{}.</p>",
             escape(&info.suite_version),
             info.contract,
             escape(&info.sut),
             escape(info.sut_version.as_deref().unwrap_or("unknown")),
             info.seed,
             info.jobs,
-            escape(&info.tiers.join(", "))
+            escape(&info.tiers.join(", ")),
+            report
+                .started
+                .as_deref()
+                .map(|t| format!(", started {}", escape(t)))
+                .unwrap_or_default()
         );
     }
-    if report.smoke_failed {
-        let _ = writeln!(out, "<p class=\"failed\"><b>Smoke stage failed</b>: the SUT does not answer <code>--json version</code> in contract 3; no check ran.</p>");
-    }
     let summary = &report.summary;
+    let bad = rows.iter().any(|r| is_bad(r.status));
     let _ = writeln!(
         out,
-        "<p><b>{}</b> &mdash; {} invocations, {} ms in the SUT of {} ms.</p>",
+        "<p class=\"verdict {}\"><b>{}</b> &mdash; {} invocations, {} ms in the SUT of {} ms.</p>",
+        if bad { "failed" } else { "passed" },
         escape(&closing_line(summary)),
         summary.invocations,
         summary.sut_ms,
         summary.duration_ms
     );
-    matrix(&mut out, &report.checks);
-    checks_table(&mut out, &report.checks);
+    if report.smoke_failed {
+        let findings: Vec<String> = report
+            .smoke
+            .iter()
+            .flat_map(|s| &s.findings)
+            .map(|f| format!("<li>{}: {}</li>", escape(&f.pointer), escape(&f.message)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "<div class=\"verdict failed\"><b>Smoke stage failed</b>: the SUT does not answer <code>--json version</code> in contract, so no other check ran. Why:<ul>{}</ul></div>",
+            findings.join("")
+        );
+    }
+    counts(&mut out, &rows);
+    failures(&mut out, &rows);
+    matrix(&mut out, &rows);
+    checks_table(&mut out, &rows);
     out.push_str("</body></html>\n");
     out
 }
 
 const STATUSES: &[Status] = &[
-    Status::Passed,
     Status::Failed,
     Status::Crashed,
-    Status::Warned,
-    Status::Skipped,
-    Status::ExpectedFailure,
     Status::StaleBaseline,
     Status::Errored,
+    Status::Warned,
+    Status::ExpectedFailure,
+    Status::Skipped,
+    Status::Passed,
 ];
 
-fn status_class(status: Status) -> &'static str {
+pub(crate) fn status_class(status: Status) -> &'static str {
     match status {
         Status::Passed => "passed",
         Status::Failed => "failed",
@@ -78,10 +118,66 @@ fn status_class(status: Status) -> &'static str {
     }
 }
 
+/// Failures first, then warnings, expected failures, skips, passes; catalog order within.
+fn display_rank(status: Status) -> usize {
+    STATUSES.iter().position(|s| *s == status).unwrap_or(0)
+}
+
+/// One line per status present, with its count and a link to its first row.
+fn counts(out: &mut String, rows: &[&CheckResult]) {
+    out.push_str("<h2>Summary</h2>\n<div class=\"scroll\"><table><tr><th>status</th><th>checks</th><th>first</th></tr>\n");
+    for status in STATUSES {
+        let picked: Vec<&&CheckResult> = rows.iter().filter(|r| r.status == *status).collect();
+        let Some(first) = picked.first() else {
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"st {}\">{}</td><td>{}</td><td><a href=\"#{}\"><code>{}</code></a></td></tr>",
+            status_class(*status),
+            status.label(),
+            picked.len(),
+            escape(&first.id),
+            escape(&first.id)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "<tr><th>total</th><th>{}</th><th></th></tr></table></div>",
+        rows.len()
+    );
+}
+
+fn failures(out: &mut String, rows: &[&CheckResult]) {
+    let bad: Vec<&&CheckResult> = rows.iter().filter(|r| is_bad(r.status)).collect();
+    if bad.is_empty() {
+        out.push_str("<h2 id=\"failures\">Failures</h2>\n<p>None.</p>\n");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<h2 id=\"failures\">Failures ({})</h2>\n<div class=\"scroll\"><table><tr><th>status</th><th>check</th><th>first finding</th></tr>",
+        bad.len()
+    );
+    for row in bad {
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"st {}\">{}</td><td><a href=\"#{}\"><code>{}</code></a></td><td>{}</td></tr>",
+            status_class(row.status),
+            row.status.label(),
+            escape(&row.id),
+            escape(&row.id),
+            escape(&first_finding(row).unwrap_or_default())
+        );
+    }
+    out.push_str("</table></div>\n");
+}
+
 /// Area (the id's prefix) × tier, each cell counting checks by status.
-fn matrix(out: &mut String, checks: &[CheckResult]) {
+fn matrix(out: &mut String, checks: &[&CheckResult]) {
     let mut cells: BTreeMap<(&str, &str), BTreeMap<Status, usize>> = BTreeMap::new();
     let mut tiers: Vec<&str> = Vec::new();
+    let mut areas: Vec<&str> = Vec::new();
     for check in checks {
         let area = check.id.split('.').next().unwrap_or("");
         *cells
@@ -92,11 +188,12 @@ fn matrix(out: &mut String, checks: &[CheckResult]) {
         if !tiers.contains(&check.tier.as_str()) {
             tiers.push(check.tier.as_str());
         }
+        if !areas.contains(&area) {
+            areas.push(area);
+        }
     }
     tiers.sort_by_key(|t| ["pure", "fake", "real"].iter().position(|x| x == t));
-    let mut areas: Vec<&str> = cells.keys().map(|(a, _)| *a).collect();
-    areas.dedup();
-    out.push_str("<h2>Check matrix</h2>\n<table><tr><th>area</th>");
+    out.push_str("<h2>Check matrix</h2>\n<div class=\"scroll\"><table><tr><th>area</th>");
     for tier in &tiers {
         let _ = write!(out, "<th>{}</th>", escape(tier));
     }
@@ -107,10 +204,10 @@ fn matrix(out: &mut String, checks: &[CheckResult]) {
             match cells.get(&(area, *tier)) {
                 None => out.push_str("<td></td>"),
                 Some(counts) => {
+                    // The first status in display order is the worst present.
                     let worst = STATUSES
                         .iter()
-                        .filter(|s| counts.contains_key(s))
-                        .max_by_key(|s| severity(**s))
+                        .find(|s| counts.contains_key(s))
                         .copied()
                         .unwrap_or(Status::Passed);
                     let text: Vec<String> = STATUSES
@@ -128,43 +225,36 @@ fn matrix(out: &mut String, checks: &[CheckResult]) {
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</table>\n");
+    out.push_str("</table></div>\n");
 }
 
-fn severity(status: Status) -> u8 {
-    match status {
-        Status::Passed => 0,
-        Status::Skipped => 1,
-        Status::ExpectedFailure => 2,
-        Status::Warned => 3,
-        Status::StaleBaseline => 4,
-        Status::Errored => 5,
-        Status::Failed => 6,
-        Status::Crashed => 7,
-    }
-}
-
-fn checks_table(out: &mut String, checks: &[CheckResult]) {
-    out.push_str("<h2>Checks</h2>\n<table><tr><th>status</th><th>id</th><th>level</th><th>tier</th><th>section</th><th>what it checks, and what was found</th></tr>\n");
-    for check in checks {
+fn checks_table(out: &mut String, checks: &[&CheckResult]) {
+    let mut ordered: Vec<&&CheckResult> = checks.iter().collect();
+    // A stable sort keeps catalog order within a status.
+    ordered.sort_by_key(|c| display_rank(c.status));
+    out.push_str("<h2>Checks</h2>\n<div class=\"scroll\"><table class=\"rows\"><tr><th>status</th><th>check</th><th class=\"wide\">level</th><th class=\"wide\">tier</th><th class=\"wide\">section</th></tr>\n");
+    for check in ordered {
         let _ = write!(
             out,
-            "<tr id=\"{id}\"><td class=\"{class}\">{label}</td><td><code>{id}</code></td><td>{level}</td><td>{tier}</td><td>{spec}</td><td>{title}",
+            "<tr id=\"{id}\"><td class=\"st {class}\">{label}</td><td><code>{id}</code><br>{title}",
             id = escape(&check.id),
             class = status_class(check.status),
             label = check.status.label(),
-            level = check.level.as_str(),
-            tier = escape(&check.tier),
-            spec = escape(&check.spec_ref),
             title = escape(&check.title),
         );
         if let Some(reason) = &check.reason {
             let _ = write!(out, "<br><i>{}</i>", escape(reason));
         }
         evidence(out, check);
-        out.push_str("</td></tr>\n");
+        let _ = writeln!(
+            out,
+            "</td><td class=\"wide\">{}</td><td class=\"wide\">{}</td><td class=\"wide\">{}</td></tr>",
+            check.level.as_str(),
+            escape(&check.tier),
+            escape(&check.spec_ref)
+        );
     }
-    out.push_str("</table>\n");
+    out.push_str("</table></div>\n");
 }
 
 fn evidence(out: &mut String, check: &CheckResult) {
@@ -180,10 +270,11 @@ fn evidence(out: &mut String, check: &CheckResult) {
     for finding in &check.findings {
         let _ = write!(
             out,
-            "<li>{} <code>{}</code> {}</li>",
+            "<li>{} <code>{}</code> {} [{}]</li>",
             finding.level.as_str(),
             escape(&finding.pointer),
-            escape(&finding.message)
+            escape(&finding.message),
+            escape(&finding.spec_ref)
         );
     }
     out.push_str("</ul>");
@@ -207,20 +298,59 @@ fn evidence(out: &mut String, check: &CheckResult) {
     out.push_str("</details>");
 }
 
-/// Escapes text for HTML element content and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
+/// Several implementations side by side: one column per report (with its SUT, version and
+/// edition, and `passed/total`), one row per check id any of them ran.
+pub fn matrix_page(reports: &[(String, Report)]) -> String {
+    let mut out = String::new();
+    head(&mut out, "stoat-conformance: implementations side by side");
+    out.push_str("<h1>Implementations side by side</h1>\n");
+    let grid = super::matrix::Grid::new(reports);
+    out.push_str("<div class=\"scroll\"><table><tr><th>check</th>");
+    for column in &grid.columns {
+        let _ = write!(
+            out,
+            "<th>{}<br><small>version {}, contract {}</small><br>{}/{} passed</th>",
+            escape(&column.name),
+            escape(&column.version),
+            escape(&column.edition),
+            column.passed,
+            column.total
+        );
+    }
+    out.push_str("</tr>\n");
+    for (id, cells) in &grid.rows {
+        let _ = write!(out, "<tr><td><code>{}</code></td>", escape(id));
+        for cell in cells {
+            match cell {
+                Some((status, finding)) => {
+                    let _ = write!(
+                        out,
+                        "<td class=\"st {}\" title=\"{}\">{}</td>",
+                        status_class(*status),
+                        escape(finding.as_deref().unwrap_or("")),
+                        status.label()
+                    );
+                }
+                None => out.push_str("<td>&ndash;</td>"),
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table></div>\n</body></html>\n");
+    out
+}
+
+/// Escapes text for HTML element content and attribute values; control characters (an
+/// ANSI escape from a broken SUT) are shown as escapes, never passed on.
+pub fn escape(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    for c in text::multi_line(raw).chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
-            // Control characters (an ANSI escape from a broken SUT) are shown, never passed on.
-            c if c.is_control() && c != '\n' && c != '\t' => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
             c => out.push(c),
         }
     }

@@ -10,6 +10,7 @@ pub mod human;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod matrix;
 pub mod tap;
 pub mod text;
 

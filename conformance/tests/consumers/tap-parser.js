@@ -3,7 +3,7 @@
 'use strict';
 const path = require('node:path');
 const fs = require('node:fs');
-const { Parser } = require(path.join(process.argv[2], 'node_modules', 'tap-parser'));
+const { Parser } = require(path.join(path.resolve(process.argv[2]), 'node_modules', 'tap-parser'));
 const messages = {};
 const parser = new Parser();
 parser.on('assert', point => {

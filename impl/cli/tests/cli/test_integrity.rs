@@ -93,3 +93,188 @@ fn a_clone_shares_nothing_writable_with_its_source() {
     assert!(qemu_io(&disk(&env, "copy"), "read -P 0x11 0 1M"));
     assert_eq!(mode(&disk(&env, "copy")), 0o600);
 }
+
+// ---------------------------------------------------------------- secrets and permissions
+
+/// Runs stoat (with `--json`) under `umask`, as the test's own user; checks the contract.
+fn json_with_umask(env: &TestEnv, args: &[&str], umask: u32) -> crate::common::JsonRun {
+    use std::os::unix::process::CommandExt;
+    let cmd = env.cmd(args);
+    let mut child = std::process::Command::new(cmd.get_program());
+    child.args(cmd.get_args()).arg("--json").env_clear();
+    for (key, value) in cmd.get_envs() {
+        if let Some(value) = value {
+            child.env(key, value);
+        }
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        child.current_dir(dir);
+    }
+    // SAFETY: umask is async-signal-safe.
+    unsafe {
+        child.pre_exec(move || {
+            libc::umask(umask as libc::mode_t);
+            Ok(())
+        });
+    }
+    crate::common::JsonRun::check(child.output().unwrap())
+}
+
+/// A second, unprivileged local user, made on first use when the tests run as root.
+fn other_user() -> Option<&'static str> {
+    const NAME: &str = "stoat-other";
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 {
+        return None;
+    }
+    let exists = std::process::Command::new("id")
+        .arg(NAME)
+        .output()
+        .ok()?
+        .status
+        .success();
+    if !exists {
+        let made = std::process::Command::new("useradd")
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                NAME,
+            ])
+            .status()
+            .expect("useradd runs");
+        // A parallel test may have made it first.
+        assert!(
+            made.success()
+                || std::process::Command::new("id")
+                    .arg(NAME)
+                    .status()
+                    .unwrap()
+                    .success()
+        );
+    }
+    Some(NAME)
+}
+
+/// Whether `user` can read `path` (a file: its bytes; a directory: its listing).
+fn readable_by(user: &str, path: &Path) -> bool {
+    let tool = if path.is_dir() { "ls" } else { "cat" };
+    std::process::Command::new("runuser")
+        .args(["-u", user, "--", tool])
+        .arg(path)
+        .output()
+        .expect("runuser runs")
+        .status
+        .success()
+}
+
+#[test]
+fn secrets_are_owner_only_whatever_the_umask() {
+    let env = TestEnv::new();
+    // Only stoat's own modes may stand between another user and the data root.
+    for dir in [env.root().parent().unwrap(), &env.home()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::remove_dir(env.root()).unwrap();
+    crate::test_runtime::stub(&env, "qemu-system-x86_64", crate::test_runtime::FAKE_QEMU);
+    let _reaper = crate::test_runtime::Reaper::watch(&env, &["c"]);
+    let base = env.tmp().join("base.qcow2");
+    assert!(std::process::Command::new("qemu-img")
+        .args(["create", "-q", "-f", "qcow2"])
+        .arg(&base)
+        .arg("32M")
+        .status()
+        .unwrap()
+        .success());
+    let base_arg = base.display().to_string();
+    json_with_umask(
+        &env,
+        &[
+            "create",
+            "c",
+            "--image",
+            &base_arg,
+            "--console-password",
+            crate::common::PLANTED_PASSWORD,
+        ],
+        0,
+    )
+    .data();
+    json_with_umask(&env, &["up", "c"], 0).data();
+    json_with_umask(&env, &["down", "c"], 0).data();
+    plant_image(&env, ALPINE_VIRT);
+    json_with_umask(
+        &env,
+        &[
+            "create",
+            "d",
+            "--image",
+            "alpine-virt",
+            "--mode",
+            "disk",
+            "--disk",
+            "64M",
+        ],
+        0,
+    )
+    .data();
+    json_with_umask(&env, &["clone", "d", "d2"], 0).data();
+    json_with_umask(&env, &["clone", "c", "c2"], 0).data();
+
+    let root = env.root();
+    assert_eq!(mode(&root), 0o700, "the data root");
+    let secrets = [
+        root.join("c/vm.toml"),
+        root.join("c/disk.qcow2"),
+        root.join("c/ovl/seed.iso"),
+        root.join("c2/disk.qcow2"),
+        root.join("d/vm.toml"),
+        root.join("d/disk.qcow2"),
+        root.join("d2/disk.qcow2"),
+        root.join("id_stoat"),
+    ];
+    for file in &secrets {
+        assert_eq!(mode(file), 0o600, "{}", file.display());
+    }
+    for dir in ["c", "c/ovl", "d", "d2"] {
+        assert_eq!(mode(&root.join(dir)) & 0o077, 0, "{dir}/");
+    }
+    match other_user() {
+        Some(user) => {
+            assert!(
+                !readable_by(user, &root),
+                "another user lists the data root"
+            );
+            // Even with the root opened up, each file keeps its own guard.
+            std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+            for dir in ["c", "c/ovl", "d", "d2", "c2"] {
+                std::fs::set_permissions(root.join(dir), std::fs::Permissions::from_mode(0o755))
+                    .unwrap();
+            }
+            for file in &secrets {
+                assert!(!readable_by(user, file), "{user} reads {}", file.display());
+            }
+        }
+        None => {
+            eprintln!("not root: the second-user half of this test needs useradd; modes checked")
+        }
+    }
+}
+
+#[test]
+fn a_mistyped_console_password_is_never_echoed() {
+    let env = TestEnv::new();
+    env.write_vm(
+        "w",
+        "name = \"w\"\nmode = \"cloud\"\nconsole_password = 8675309\nsshport = 2222\n",
+    );
+    for args in [&["ls"][..], &["get", "w"][..]] {
+        let run = env.json(args);
+        assert!(!run.stdout.contains("8675309"), "{}", run.stdout);
+        assert!(run.stdout.contains("broken"), "{}", run.stdout);
+    }
+    let human = env.run(&["ls"]);
+    assert!(!String::from_utf8_lossy(&human.stdout).contains("8675309"));
+    assert!(!String::from_utf8_lossy(&human.stderr).contains("8675309"));
+}

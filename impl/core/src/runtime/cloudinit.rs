@@ -73,6 +73,7 @@ fn make_disk(env: &Env, stored: &StoredVm, disk: &Path) -> Result<()> {
                 .arg(&stored.config.disk),
         )
     })
+    .and_then(|()| crate::ops::make_private(&partial))
     .and_then(|()| {
         std::fs::rename(&partial, disk)
             .map_err(|e| Error::io(format!("rename {}", disk.display()), e))
@@ -94,6 +95,11 @@ fn write_seed(
 ) -> Result<()> {
     let seed_dir = stored.dir.join("ovl").join("seed");
     std::fs::create_dir_all(&seed_dir).map_err(|e| Error::io("create the seed directory", e))?;
+    for dir in [&seed_dir, &stored.dir.join("ovl")] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| Error::io("make the seed directory owner-only", e))?;
+    }
     let user_data = user_data_with(stored, pubkey, recipes);
     write_private(&seed_dir.join("user-data"), user_data.as_bytes())?;
     let meta = format!(
@@ -118,6 +124,8 @@ fn write_seed(
             message: format!("made no seed ISO at {}", iso.display()),
         });
     }
+    // The seed holds the console password and recipe secrets: owner-only, whatever the umask.
+    crate::ops::make_private(iso)?;
     Ok(())
 }
 

@@ -132,7 +132,8 @@ impl VmConfig {
 
 /// Returns a one-line description of a TOML error: `line L, column C: message`.
 pub fn describe_toml_error(text: &str, err: &toml::de::Error) -> String {
-    let message = err.message().trim();
+    let message = redact_values(err.message());
+    let message = message.as_str();
     match err.span() {
         Some(span) => {
             let before = &text[..span.start.min(text.len())];
@@ -144,9 +145,40 @@ pub fn describe_toml_error(text: &str, err: &toml::de::Error) -> String {
     }
 }
 
+/// A parser message on one line, with the quoted value (`` `...` ``) of an "invalid type" or
+/// "invalid value" message taken out: the value may be a console password written with the
+/// wrong type. Field names in other messages stay (they say what to fix).
+fn redact_values(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let has_value = message.trim_start().starts_with("invalid");
+    let mut quoted = false;
+    for c in message.chars() {
+        match c {
+            '`' if has_value => {
+                quoted = !quoted;
+                if !quoted {
+                    out.push_str("(value not shown)");
+                }
+            }
+            _ if quoted => {}
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mistyped_secret_is_not_echoed() {
+        let err = VmConfig::parse("console_password = 8675309\n").unwrap_err();
+        assert!(!err.contains("8675309"), "{err}");
+        assert!(!err.contains('\n'), "{err}");
+        assert!(err.contains("line 1"), "{err}");
+    }
 
     #[test]
     fn absent_allow_exec_reads_true_and_maps_to_manage() {
