@@ -176,8 +176,88 @@ pub const OPERATORS: &[Operator] = &[
         caught_by: &["SANDBOX.no-writes-outside"],
     },
     Operator {
+        name: "leak-password-base64",
+        breaks: "the console password base64-encoded in a VM object",
+        caught_by: &["LEAK.console-password"],
+    },
+    Operator {
+        name: "leak-password-escaped",
+        breaks: "the console password JSON-escaped (\\uXXXX) in a VM object",
+        caught_by: &["LEAK.console-password"],
+    },
+    Operator {
+        name: "leak-password-url",
+        breaks: "the console password URL-encoded in a VM object",
+        caught_by: &["LEAK.console-password"],
+    },
+    Operator {
+        name: "leak-path-in-message",
+        breaks: "the data root named in an error message",
+        caught_by: &["LEAK.host-path-in-message"],
+    },
+    Operator {
+        name: "update-unnamed",
+        breaks: "update also changing cpus, a field that was not passed (and not reporting it)",
+        caught_by: &["STATE.update-unnamed-unchanged"],
+    },
+    Operator {
+        name: "restore-noop",
+        breaks: "snapshot --restore answering ok and restoring nothing",
+        caught_by: &["STATE.snapshot-restore-restores"],
+    },
+    Operator {
+        name: "stream-buffered",
+        breaks: "events held back until the process exits",
+        caught_by: &["STREAM.events-before-exit"],
+    },
+    Operator {
+        name: "stdout-held-open",
+        breaks: "a child left holding stdout open after the process exits",
+        caught_by: &["STREAM.eof-at-exit"],
+    },
+    Operator {
+        name: "progress-kib",
+        breaks: "progress done/total in KiB instead of bytes",
+        caught_by: &["PULL.progress-bytes"],
+    },
+    Operator {
+        name: "waited-us",
+        breaks: "wait's waited_ms in microseconds",
+        caught_by: &["WAIT.waited-ms-wall"],
+    },
+    Operator {
+        name: "clone-forwards-contradict",
+        breaks: "clone storing the source's forwards while answering forwards_copied:false",
+        caught_by: &["CLONE.forwards-agree"],
+    },
+    Operator {
+        name: "ls-prefield-deny",
+        breaks: "ls giving a VM that predates allow_exec allow_exec:false",
+        caught_by: &["LS.allow-exec-prefield"],
+    },
+    Operator {
         name: "unknown-event",
         breaks: "nothing: an unknown event type must be tolerated",
+        caught_by: &[],
+    },
+    Operator {
+        name: "unknown-event-first",
+        breaks: "nothing: an unknown event type may come anywhere before the result",
+        caught_by: &[],
+    },
+    Operator {
+        name: "extra-field-deep",
+        breaks: "nothing: an extra member in every object at every depth is allowed",
+        caught_by: &[],
+    },
+    Operator {
+        name: "field-order",
+        breaks: "nothing: a consumer may not rely on field order",
+        caught_by: &[],
+    },
+    Operator {
+        name: "json-escape-all",
+        breaks: "nothing: every string character written as a \\uXXXX escape is valid JSON",
         caught_by: &[],
     },
     Operator {
@@ -212,7 +292,31 @@ pub fn triggers(op: &str) -> &'static [&'static str] {
         "event-without-data" | "ok-on-event" => {
             &["PULL.progress-monotonic", "APPLY.streams-stage-log"]
         }
-        "unknown-event" | "extra-field" | "stderr-noise" => &[
+        "leak-password-base64" | "leak-password-escaped" | "leak-password-url" => {
+            &["GET.vm-status", "LS.lists-fixture"]
+        }
+        "leak-path-in-message" => &["GET.not-found"],
+        "update-unnamed" => &["STATE.update-unnamed-unchanged"],
+        "restore-noop" => &["STATE.snapshot-restore-restores"],
+        "stream-buffered" => &["STREAM.events-before-exit"],
+        "stdout-held-open" => &["STREAM.eof-at-exit"],
+        "progress-kib" => &["PULL.progress-bytes"],
+        "waited-us" => &["WAIT.waited-ms-wall"],
+        "clone-forwards-contradict" => &["CLONE.forwards-agree"],
+        "ls-prefield-deny" => &["LS.allow-exec-prefield"],
+        "unknown-event"
+        | "extra-field"
+        | "stderr-noise"
+        | "unknown-event-first"
+        | "extra-field-deep"
+        | "field-order"
+        | "json-escape-all" => &[
+            "GET.forwards-shape",
+            "FORWARD.set-stopped",
+            "APPLY.dry-run-plan",
+            "APPLY.streams-stage-log",
+            "STREAM.events-before-exit",
+            "LEAK.sweep",
             "LS.lists-fixture",
             "GET.vm-status",
             "GET.not-found",
@@ -230,11 +334,18 @@ pub fn find(name: &str) -> Option<&'static Operator> {
 }
 
 /// Runs `sut` with the operator applied; returns the exit status to use.
+///
+/// Lines before the result are passed on as the SUT writes them (rewritten one by one), so
+/// only `stream-buffered` turns a stream into "silent until exit"; the result line and what
+/// follows it are held until the SUT exits, then rewritten as a whole.
 pub fn run(op: &Operator, sut: &[String]) -> i32 {
     let Some((program, leading)) = sut.split_first() else {
         eprintln!("mutate: no SUT given");
         return 2;
     };
+    if let Some(code) = answer_without_sut(op, leading) {
+        return code;
+    }
     let forwarded = transform_argv(op, leading.to_vec());
     let mut stdin_bytes = None;
     if op.name == "read-stdin" {
@@ -262,14 +373,56 @@ pub fn run(op: &Operator, sut: &[String]) -> i32 {
     if let (Some(bytes), Some(mut stdin)) = (stdin_bytes, child.stdin.take()) {
         let _ = stdin.write_all(&bytes);
     }
-    let mut stdout = Vec::new();
-    if let Some(mut out) = child.stdout.take() {
-        let _ = out.read_to_end(&mut stdout);
+    let mut held: Vec<u8> = Vec::new();
+    let mut first = true;
+    if let Some(out) = child.stdout.take() {
+        let mut reader = std::io::BufReader::new(out);
+        let mut stdout = std::io::stdout();
+        loop {
+            let mut raw = Vec::new();
+            match std::io::BufRead::read_until(&mut reader, b'\n', &mut raw) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let body = raw.strip_suffix(b"\n").unwrap_or(&raw);
+            let line = String::from_utf8_lossy(body).into_owned();
+            // Only in front of a JSON stream: human output is not the contract's.
+            let cmd = serde_json::from_str::<Value>(&line)
+                .ok()
+                .and_then(|v| v.get("cmd").and_then(Value::as_str).map(str::to_string));
+            if let (true, "unknown-event-first", Some(cmd)) = (first, op.name, cmd) {
+                let unknown = json!({"v": 3, "type": "heartbeat", "cmd": cmd, "data": {}});
+                let _ = writeln!(stdout, "{unknown}");
+            }
+            first = false;
+            let streaming =
+                held.is_empty() && op.name != "stream-buffered" && !is_event(&line, "result");
+            if streaming {
+                let _ = stdout.write_all(&rewrite_bytes(op, &raw));
+                let _ = stdout.flush();
+            } else {
+                held.extend_from_slice(&raw);
+            }
+        }
     }
     let code = child.wait().ok().and_then(|s| s.code()).unwrap_or(1);
-    let (stdout, code) = transform_output(op, stdout, code);
-    let _ = std::io::stdout().write_all(&stdout);
+    let (tail, code) = transform_output(op, held, code);
+    let out = rewrite_bytes(op, &tail);
+    if op.name == "clone-forwards-contradict" {
+        copy_forwards_behind_the_answer(&String::from_utf8_lossy(&out));
+    }
+    let _ = std::io::stdout().write_all(&out);
     let _ = std::io::stdout().flush();
+    if op.name == "stdout-held-open"
+        && result_cmd(&String::from_utf8_lossy(&out)).as_deref() == Some("up")
+    {
+        // A child that inherits stdout and outlives us, as a daemon that kept it would.
+        let _ = Command::new("/bin/sleep")
+            .arg("6")
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+    }
     if op.name == "write-home" {
         if let Some(home) = std::env::var_os("HOME") {
             let _ = std::fs::write(std::path::Path::new(&home).join(".stoat-mutant"), b"x");
@@ -281,8 +434,194 @@ pub fn run(op: &Operator, sut: &[String]) -> i32 {
     code
 }
 
+/// The positional arguments after the subcommand `name` (flags and their values skipped
+/// only when they are `--flag=value` or bare switches this kit knows).
+fn positionals_after<'a>(args: &'a [String], name: &str) -> Option<Vec<&'a str>> {
+    let start = args.iter().position(|a| a == name)?;
+    Some(
+        args[start + 1..]
+            .iter()
+            .map(String::as_str)
+            .filter(|a| !a.starts_with('-'))
+            .collect(),
+    )
+}
+
+/// Operators that answer for the SUT without running it (a command that does nothing).
+fn answer_without_sut(op: &Operator, args: &[String]) -> Option<i32> {
+    if op.name != "restore-noop" || !args.iter().any(|a| a == "--restore") {
+        return None;
+    }
+    let operands = positionals_after(args, "snapshot")?;
+    let (vm, tag) = (operands.first()?, operands.get(1)?);
+    let line = json!({"v": 3, "type": "result", "cmd": "snapshot", "ok": true,
+        "data": {"vm": vm, "tag": tag, "action": "restore"}});
+    println!("{line}");
+    Some(0)
+}
+
+/// `clone-forwards-contradict`: after a clone that answered forwards_copied:false, give the
+/// clone the source's stored forwards anyway (copied between the two vm.toml files).
+fn copy_forwards_behind_the_answer(out: &str) {
+    let Some(result) = out
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<Value>(l).ok())
+    else {
+        return;
+    };
+    if result.get("cmd") != Some(&json!("clone")) || result.get("ok") != Some(&json!(true)) {
+        return;
+    }
+    let (Some(source), Some(clone), Some(root)) = (
+        result.pointer("/data/source").and_then(Value::as_str),
+        result.pointer("/data/vm/name").and_then(Value::as_str),
+        std::env::var_os("STOAT_HOME"),
+    ) else {
+        return;
+    };
+    let root = std::path::Path::new(&root);
+    let read = |name: &str| -> Option<toml::Table> {
+        std::fs::read_to_string(root.join(name).join("vm.toml"))
+            .ok()?
+            .parse()
+            .ok()
+    };
+    let (Some(from), Some(mut to)) = (read(source), read(clone)) else {
+        return;
+    };
+    if let Some(forwards) = from.get("forwards") {
+        to.insert("forwards".into(), forwards.clone());
+        let _ = std::fs::write(root.join(clone).join("vm.toml"), to.to_string());
+    }
+}
+
+fn result_cmd(out: &str) -> Option<String> {
+    out.lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<Value>(l).ok())
+        .and_then(|v| v.get("cmd").and_then(Value::as_str).map(str::to_string))
+}
+
+/// Rewrites the JSON lines of `bytes`; anything else (human output, exact guest bytes)
+/// passes through byte for byte, its final newline or lack of one included.
+fn rewrite_bytes(op: &Operator, bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for segment in bytes.split_inclusive(|b| *b == b'\n') {
+        let (body, newline) = match segment.strip_suffix(b"\n") {
+            Some(body) => (body, true),
+            None => (segment, false),
+        };
+        if serde_json::from_slice::<Value>(body).is_err() {
+            out.extend_from_slice(segment);
+            continue;
+        }
+        let rewritten = rewrite_line(op, &String::from_utf8_lossy(body)).join("\n");
+        out.extend_from_slice(rewritten.as_bytes());
+        if newline {
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+/// Rewrites one line on its way out (event lines as they stream, the rest at exit).
+fn rewrite_line(op: &Operator, line: &str) -> Vec<String> {
+    let Ok(mut value) = serde_json::from_str::<Value>(line) else {
+        return vec![line.to_string()];
+    };
+    let kind = value
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    match op.name {
+        "v-2" => value["v"] = json!(2),
+        "event-without-data" if matches!(kind.as_str(), "progress" | "stage" | "log") => {
+            if let Some(map) = value.as_object_mut() {
+                map.remove("data");
+            }
+        }
+        "progress-repeat" if kind == "progress" => return vec![line.to_string(), line.to_string()],
+        "progress-kib" if kind == "progress" => {
+            for field in ["done", "total"] {
+                if let Some(bytes) = value
+                    .pointer(&format!("/data/{field}"))
+                    .and_then(Value::as_u64)
+                {
+                    value["data"][field] = json!(bytes / 1024);
+                }
+            }
+        }
+        "extra-field-deep" => add_member_everywhere(&mut value),
+        "field-order" => return vec![render(&value, true, false)],
+        "json-escape-all" => return vec![render(&value, false, true)],
+        _ => return vec![line.to_string()],
+    }
+    vec![value.to_string()]
+}
+
+fn add_member_everywhere(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (_, child) in map.iter_mut() {
+                add_member_everywhere(child);
+            }
+            map.insert("x_future_member".into(), json!({"added": true}));
+        }
+        Value::Array(items) => items.iter_mut().for_each(add_member_everywhere),
+        _ => {}
+    }
+}
+
+/// Serializes `value` with object members in reverse order and/or every string character
+/// as a `\\uXXXX` escape: both are the same JSON to any conforming parser.
+fn render(value: &Value, reverse: bool, escape_all: bool) -> String {
+    let string = |text: &str| -> String {
+        if !escape_all {
+            return Value::String(text.to_string()).to_string();
+        }
+        let mut out = String::from("\"");
+        for unit in text.encode_utf16() {
+            out.push_str(&format!("\\u{unit:04x}"));
+        }
+        out.push('"');
+        out
+    };
+    match value {
+        Value::String(text) => string(text),
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(|v| render(v, reverse, escape_all))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        Value::Object(map) => {
+            let mut members: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{}:{}", string(k), render(v, reverse, escape_all)))
+                .collect();
+            if reverse {
+                members.reverse();
+            }
+            format!("{{{}}}", members.join(","))
+        }
+        other => other.to_string(),
+    }
+}
+
 /// The SUT's leading args are the wrapped SUT's args; the rest of argv comes after `--`.
 fn transform_argv(op: &Operator, args: Vec<String>) -> Vec<String> {
+    if op.name == "update-unnamed"
+        && args.iter().any(|a| a == "update")
+        && !args.iter().any(|a| a.starts_with("--cpus"))
+    {
+        let mut args = args;
+        args.extend(["--cpus".to_string(), "3".to_string()]);
+        return args;
+    }
     if op.name != "json-eaten-after-exec" {
         return args;
     }
@@ -433,14 +772,6 @@ fn transform_output(op: &Operator, stdout: Vec<u8>, code: i32) -> (Vec<u8>, i32)
             }
             lines[result_index] = result.to_string();
         }
-        "v-2" => {
-            for line in lines.iter_mut() {
-                if let Ok(mut value) = serde_json::from_str::<Value>(line) {
-                    value["v"] = json!(2);
-                    *line = value.to_string();
-                }
-            }
-        }
         "wrong-cmd" => {
             result["cmd"] = json!(format!("x{cmd}"));
             lines[result_index] = result.to_string();
@@ -450,26 +781,65 @@ fn transform_output(op: &Operator, stdout: Vec<u8>, code: i32) -> (Vec<u8>, i32)
         {
             code = 1
         }
-        "progress-repeat" => {
-            if let Some(index) = lines.iter().rposition(|l| is_event(l, "progress")) {
-                let copy = lines[index].clone();
-                lines.insert(index + 1, copy);
+        "leak-password-base64" | "leak-password-url" | "leak-password-escaped" => {
+            if let Some(password) = planted_password() {
+                let encoded = match op.name {
+                    "leak-password-base64" => base64::engine::general_purpose::STANDARD
+                        .encode(format!("console={password}")),
+                    "leak-password-url" => password
+                        .bytes()
+                        .map(|b| format!("%{b:02X}"))
+                        .collect::<String>(),
+                    _ => "@@ESCAPED@@".to_string(),
+                };
+                if let Some(target) = payload_object(&mut result) {
+                    target.insert("note".into(), json!(encoded));
+                }
+                let escaped: String = password
+                    .encode_utf16()
+                    .map(|u| format!("\\u{u:04x}"))
+                    .collect();
+                lines[result_index] = result.to_string().replace("@@ESCAPED@@", &escaped);
             }
         }
-        "event-without-data" => {
-            for line in lines.iter_mut() {
-                if ["progress", "stage", "log"]
-                    .iter()
-                    .any(|kind| is_event(line, kind))
-                {
-                    if let Ok(mut value) = serde_json::from_str::<Value>(line) {
-                        if let Some(map) = value.as_object_mut() {
-                            map.remove("data");
-                        }
-                        *line = value.to_string();
+        "leak-path-in-message" if ok == Some(false) => {
+            let root = std::env::var("STOAT_HOME").unwrap_or_default();
+            if let Some(Value::String(message)) = result.pointer_mut("/error/message") {
+                message.push_str(&format!(" (under {root}/work)"));
+            }
+            lines[result_index] = result.to_string();
+        }
+        "update-unnamed" if cmd == "update" => {
+            if let Some(Value::Array(changed)) = result.pointer_mut("/data/changed") {
+                changed.retain(|c| c != "cpus");
+            }
+            lines[result_index] = result.to_string();
+        }
+        "waited-us" if cmd == "wait" => {
+            if let Some(ms) = result.pointer("/data/waited_ms").and_then(Value::as_u64) {
+                result["data"]["waited_ms"] = json!(ms * 1000 + 1000);
+            }
+            lines[result_index] = result.to_string();
+        }
+        "ls-prefield-deny" if cmd == "ls" => {
+            let root = std::env::var_os("STOAT_HOME").unwrap_or_default();
+            if let Some(Value::Array(vms)) = result.pointer_mut("/data/vms") {
+                for vm in vms {
+                    let name = vm
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string();
+                    let stored = std::fs::read_to_string(
+                        std::path::Path::new(&root).join(&name).join("vm.toml"),
+                    )
+                    .unwrap_or_default();
+                    if !name.is_empty() && !stored.contains("allow_exec") {
+                        vm["allow_exec"] = json!(false);
                     }
                 }
             }
+            lines[result_index] = result.to_string();
         }
         "unknown-event" => lines.insert(
             result_index,

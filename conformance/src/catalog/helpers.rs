@@ -37,14 +37,34 @@ pub fn get_vm(
     Ok(case.expect_ok(&ran).and_then(|d| d.get("vm")).cloned())
 }
 
+/// Whether `actual` carries everything `expected` names (extra object members allowed).
+pub fn holds(actual: &Value, expected: &Value) -> bool {
+    match (actual, expected) {
+        (Value::Object(actual), Value::Object(expected)) => expected
+            .iter()
+            .all(|(key, want)| actual.get(key).is_some_and(|got| holds(got, want))),
+        (Value::Array(actual), Value::Array(expected)) => {
+            actual.len() == expected.len()
+                && actual
+                    .iter()
+                    .zip(expected)
+                    .all(|(got, want)| holds(got, want))
+        }
+        _ => actual == expected,
+    }
+}
+
 pub fn str_at<'v>(value: &'v Value, pointer: &str) -> Option<&'v str> {
     value.pointer(pointer).and_then(Value::as_str)
 }
 
-/// Asserts `value[pointer] == expected`, recording a finding otherwise.
+/// Asserts `value[pointer]` holds `expected`, recording a finding otherwise. Objects are
+/// compared by the members `expected` names, at any depth: the contract lets a producer add
+/// fields ("the absence of fields it does not know" is not promised), so an extra member is
+/// never a finding. Arrays must match element by element, scalars exactly.
 pub fn expect_eq(case: &mut Case<'_>, value: &Value, pointer: &str, expected: &Value) -> bool {
     let actual = value.pointer(pointer);
-    if actual == Some(expected) {
+    if actual.is_some_and(|actual| holds(actual, expected)) {
         return true;
     }
     case.fail(

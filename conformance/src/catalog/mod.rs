@@ -9,10 +9,14 @@ mod exec;
 mod helpers;
 mod leaks;
 mod lifecycle;
+mod live;
 mod oracle_rules;
+mod project;
 mod pull;
 mod real;
 pub use real::GUEST_IMAGE;
+mod state;
+mod streaming;
 mod vms;
 
 use std::sync::OnceLock;
@@ -179,6 +183,10 @@ pub fn all() -> &'static [CheckDef] {
             apply::CHECKS,
             real::CHECKS,
             leaks::CHECKS,
+            state::CHECKS,
+            streaming::CHECKS,
+            project::CHECKS,
+            project::SCENARIOS,
         ] {
             out.extend_from_slice(part);
         }

@@ -66,7 +66,7 @@ pub(super) const CHECKS: &[CheckDef] = &[
     rule("LEAK.host-path-in-message", Should, "json-v3#absent", "None reach the wire.",
         "error.message does not name the data root, HOME or TMPDIR", &["leaks", "errors"]),
     rule("LEAK.console-password", Must, "json-v3#absent", "it must never reach a wire format.",
-        "the planted console password (and the key console_password) never appears, base64 payloads decoded", &["leaks"]),
+        "the planted console password (and the key console_password) never appears in any form a consumer decodes: raw, JSON-unescaped strings and keys, URL-decoded, base64 anywhere (either alphabet, any alignment)", &["leaks"]),
     rule("EXEC.stream-exclusive", Must, "json-v3#exec-bytes", "The plain field is omitted when its base64 counterpart is present, and vice versa.",
         "an exec stream is never both plain and *_base64", &["exec"]),
     from_design(rule("EXEC.empty-is-string", Must, "design#decisions", "always emit `stdout`/`stderr`, `\"\"` when empty, unless the `*_base64` twin is present",

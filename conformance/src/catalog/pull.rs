@@ -38,7 +38,9 @@ pub(super) const CHECKS: &[CheckDef] = &[
 
 /// A sandbox whose catalog (through the profile's knob) names the loopback server's
 /// images; `None`, with the check skipped, when the SUT's `images` does not list them.
-fn with_catalog(case: &mut Case<'_>) -> Result<Option<(Sandbox, ImageFiles)>, HarnessError> {
+pub(super) fn with_catalog(
+    case: &mut Case<'_>,
+) -> Result<Option<(Sandbox, ImageFiles)>, HarnessError> {
     let files = ImageFiles::start(case.seed())?;
     catalog_sandbox(case, files)
 }

@@ -21,29 +21,30 @@ pub(crate) fn check(stdout: &[u8], context: &Context, sink: &mut Sink) -> Stream
     let mut lines = Vec::new();
     let text_lines = split_lines(stdout);
     sink.touch("ENV.json-lines");
+    // Not-JSON lines are held until the result is known: before a project fan-out's
+    // ProjectRun the contract tolerates prose (its one stated exception).
+    let mut not_json: Vec<(usize, String)> = Vec::new();
     for (index, raw) in text_lines.iter().enumerate() {
         let parsed = match serde_json::from_slice::<Value>(raw) {
             Ok(value @ Value::Object(_)) => Some(value),
             Ok(other) => {
-                sink.find(
-                    "ENV.json-lines",
-                    at(index, ""),
+                not_json.push((
+                    index,
                     format!(
                         "line is JSON but not an object: {}",
                         excerpt(&other.to_string())
                     ),
-                );
+                ));
                 None
             }
             Err(error) => {
-                sink.find(
-                    "ENV.json-lines",
-                    at(index, ""),
+                not_json.push((
+                    index,
                     format!(
                         "line is not JSON ({error}): {}",
                         excerpt(&String::from_utf8_lossy(raw))
                     ),
-                );
+                ));
                 None
             }
         };
@@ -106,8 +107,36 @@ pub(crate) fn check(stdout: &[u8], context: &Context, sink: &mut Sink) -> Stream
             check_result(*index, value, context, sink);
         }
     }
+    let fanout = result
+        .as_ref()
+        .is_some_and(|(index, value)| is_fanout_run(value) && *index + 1 == text_lines.len());
+    for (index, message) in not_json {
+        if fanout {
+            sink.find(FANOUT_PURE, at(index, ""), message);
+        } else {
+            sink.find("ENV.json-lines", at(index, ""), message);
+        }
+    }
+    if fanout {
+        sink.touch(FANOUT_PURE);
+    }
     check_cmd_consistent(&lines, result.as_ref(), sink);
     Stream { lines, result }
+}
+
+/// The design rule that keeps a fan-out's stream JSON lines although the contract lets it
+/// write prose.
+pub(crate) const FANOUT_PURE: &str = "PROJECT.fanout-json-lines";
+
+/// A project-scope `up`, `down` or `apply` answering a ProjectRun: the one place the contract
+/// tolerates "human progress lines before the final ProjectRun result".
+fn is_fanout_run(result: &Value) -> bool {
+    let cmd = result.get("cmd").and_then(Value::as_str).unwrap_or("");
+    matches!(cmd, "up" | "down" | "apply")
+        && result
+            .pointer("/data/project")
+            .is_some_and(Value::is_string)
+        && result.pointer("/data/vms").is_some_and(Value::is_array)
 }
 
 /// Splits stdout into lines; a final newline ends the last line rather than starting one.

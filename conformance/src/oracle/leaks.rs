@@ -101,12 +101,17 @@ pub(crate) fn check(
         sink.touch("LEAK.console-password");
         let raw = String::from_utf8_lossy(stdout);
         for secret in &canaries.secrets {
-            if !secret.value.is_empty() && raw.contains(&secret.value) {
-                sink.find(
-                    "LEAK.console-password",
-                    "stdout",
-                    format!("stdout contains the {} verbatim", secret.label),
-                );
+            if secret.value.is_empty() {
+                continue;
+            }
+            for (form, text) in decoded_forms(&raw) {
+                if text.contains(&secret.value) {
+                    sink.find(
+                        "LEAK.console-password",
+                        "stdout",
+                        format!("stdout contains the {} ({form})", secret.label),
+                    );
+                }
             }
         }
     }
@@ -128,45 +133,54 @@ pub(crate) fn check(
                     "the key console_password appears".to_string(),
                 ));
             }
-            let Some(text) = value.as_str() else { return };
-            let decoded = decode_if_base64(key, text);
-            let candidates: Vec<&str> = std::iter::once(text).chain(decoded.as_deref()).collect();
-            for candidate in candidates {
-                for secret in &canaries.secrets {
-                    if !secret.value.is_empty()
-                        && candidate.contains(&secret.value)
-                        && candidate != text
-                    {
-                        hits.push((
-                            "LEAK.console-password",
-                            path.to_string(),
-                            format!("the {} appears (base64-decoded)", secret.label),
-                        ));
+            // A key is text a consumer sees too.
+            let texts: Vec<(&str, &str)> = key
+                .map(|k| ("key", k))
+                .into_iter()
+                .chain(value.as_str().map(|v| ("value", v)))
+                .collect();
+            for (what, text) in texts {
+                for (form, candidate) in decoded_forms(text) {
+                    for secret in &canaries.secrets {
+                        if !secret.value.is_empty() && candidate.contains(&secret.value) {
+                            hits.push((
+                                "LEAK.console-password",
+                                path.to_string(),
+                                format!(
+                                    "the {} appears in a JSON string {what} ({form})",
+                                    secret.label
+                                ),
+                            ));
+                        }
                     }
-                }
-                for canary in &canaries.paths {
-                    if canary.value.is_empty() || !candidate.contains(&canary.value) {
+                    if what == "key" {
                         continue;
                     }
-                    if path == "/error/message" {
-                        hits.push((
-                            "LEAK.host-path-in-message",
-                            path.to_string(),
-                            format!("error.message names the {} path", canary.label),
-                        ));
-                    } else if !path_allowed_in(edition, &cmd, path) {
-                        hits.push((
-                            "LEAK.host-path",
-                            path.to_string(),
-                            format!(
-                                "the {} path appears where the contract allows no host path",
-                                canary.label
-                            ),
-                        ));
+                    for canary in &canaries.paths {
+                        if canary.value.is_empty() || !candidate.contains(&canary.value) {
+                            continue;
+                        }
+                        if path == "/error/message" {
+                            hits.push((
+                                "LEAK.host-path-in-message",
+                                path.to_string(),
+                                format!("error.message names the {} path ({form})", canary.label),
+                            ));
+                        } else if !path_allowed_in(edition, &cmd, path) {
+                            hits.push((
+                                "LEAK.host-path",
+                                path.to_string(),
+                                format!(
+                                    "the {} path appears where the contract allows no host path ({form})",
+                                    canary.label
+                                ),
+                            ));
+                        }
                     }
                 }
             }
         });
+        hits.dedup();
         for (id, path, message) in hits {
             sink.find(id, at(index, &path), message);
         }
@@ -190,14 +204,112 @@ pub(crate) fn check(
     }
 }
 
-fn decode_if_base64(key: Option<&str>, text: &str) -> Option<String> {
-    if !key.is_some_and(|k| k.ends_with("_base64")) {
-        return None;
+/// Every form of `text` a consumer could decode and read: the text itself (a JSON string
+/// after unescaping), its URL-decoding, and the base64 decoding of every base64-looking run
+/// in it (standard or URL-safe alphabet, any alignment), so an encoded secret is found too.
+pub(crate) fn decoded_forms(text: &str) -> Vec<(&'static str, String)> {
+    let mut forms = vec![("as decoded JSON", text.to_string())];
+    if text.contains('%') {
+        let decoded = percent_decode(text);
+        if decoded != text {
+            forms.push(("URL-decoded", decoded));
+        }
     }
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text)
-        .ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+    for run in base64_runs(text) {
+        for decoded in base64_decodings(run) {
+            forms.push(("base64-decoded", decoded));
+        }
+    }
+    forms
+}
+
+/// Maximal runs of base64 alphabet characters long enough to hold a short secret.
+fn base64_runs(text: &str) -> Vec<&str> {
+    const MIN: usize = 8;
+    let is_b64 = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '-' | '_' | '=');
+    let mut runs = Vec::new();
+    let mut start = None;
+    for (offset, c) in text
+        .char_indices()
+        .chain(std::iter::once((text.len(), ' ')))
+    {
+        match (is_b64(c) && offset < text.len(), start) {
+            (true, None) => start = Some(offset),
+            (false, Some(begin)) => {
+                if offset - begin >= MIN {
+                    runs.push(&text[begin..offset]);
+                }
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    runs
+}
+
+/// The run decoded at each of the four alignments, in both alphabets.
+fn base64_decodings(run: &str) -> Vec<String> {
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    let config = GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+        .with_decode_allow_trailing_bits(true);
+    let engines = [
+        GeneralPurpose::new(&base64::alphabet::STANDARD, config),
+        GeneralPurpose::new(&base64::alphabet::URL_SAFE, config),
+    ];
+    let body = run.trim_end_matches('=');
+    let mut out = Vec::new();
+    for skip in 0..4.min(body.len()) {
+        let part = &body[skip..];
+        let usable = part.len() - part.len() % 4;
+        let part = if part.len() % 4 == 1 {
+            &part[..usable]
+        } else {
+            part
+        };
+        for engine in &engines {
+            if let Ok(bytes) = engine.decode(part) {
+                out.push(String::from_utf8_lossy(&bytes).into_owned());
+            }
+        }
+    }
+    out
+}
+
+/// `%XX` escapes (and `+` for a space, as in a form) decoded; bad escapes kept as they are.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        match bytes[index] {
+            b'%' => {
+                let hex = bytes
+                    .get(index + 1..index + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(byte) => {
+                        out.push(byte);
+                        index += 3;
+                    }
+                    None => {
+                        out.push(b'%');
+                        index += 1;
+                    }
+                }
+            }
+            b'+' => {
+                out.push(b' ');
+                index += 1;
+            }
+            byte => {
+                out.push(byte);
+                index += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
@@ -212,5 +324,67 @@ mod tests {
         assert!(path_allowed("cp", "/data/local"));
         assert!(!path_allowed("ls", "/data/local"));
         assert!(path_allowed("ls", "/data/vms/0/share"));
+    }
+
+    fn found(text: &str, secret: &str) -> bool {
+        decoded_forms(text).iter().any(|(_, t)| t.contains(secret))
+    }
+
+    #[test]
+    fn secrets_are_found_in_every_encoding() {
+        let secret = "cpw-0123456789abcdef";
+        let std = base64::engine::general_purpose::STANDARD;
+        let url = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        assert!(found(&format!("x {secret} y"), secret));
+        assert!(found(&std.encode(secret), secret));
+        assert!(found(
+            &format!("blob:{}", std.encode(format!("pw={secret};"))),
+            secret
+        ));
+        assert!(found(
+            &format!("a{}", std.encode(format!("..{secret}"))),
+            secret
+        ));
+        assert!(found(&url.encode(format!("\u{ff}\u{fe}{secret}")), secret));
+        assert!(found("u=cpw%2D0123456789%61bcdef", secret));
+        assert!(!found(
+            "nothing here at all, base64 or otherwise: aGVsbG8gd29ybGQ=",
+            secret
+        ));
+    }
+
+    #[test]
+    fn json_escaped_secret_is_found_after_unescaping() {
+        let secret = "cpw-0123456789abcdef";
+        let escaped: String = secret
+            .chars()
+            .map(|c| format!("\\u{:04x}", c as u32))
+            .collect();
+        let line = format!("{{\"v\":3,\"type\":\"result\",\"cmd\":\"get\",\"ok\":true,\"data\":{{\"vm\":{{\"note\":\"{escaped}\"}}}}}}");
+        assert!(!line.contains(secret));
+        let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let stream = Stream {
+            lines: vec![Some(value.clone())],
+            result: Some((0, value)),
+        };
+        let canaries = Canaries {
+            paths: Vec::new(),
+            secrets: vec![Canary {
+                label: "console password".into(),
+                value: secret.into(),
+            }],
+        };
+        let mut sink = Sink {
+            findings: Vec::new(),
+            exercised: Default::default(),
+        };
+        check(&stream, line.as_bytes(), &canaries, Edition::V3, &mut sink);
+        assert!(
+            sink.findings
+                .iter()
+                .any(|f| f.check_id == "LEAK.console-password"),
+            "{:?}",
+            sink.findings
+        );
     }
 }

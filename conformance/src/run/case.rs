@@ -210,6 +210,16 @@ impl<'a> Case<'a> {
         })
     }
 
+    /// The system under test (for the invocations a scenario watches while they run).
+    pub fn sut(&self) -> &Sut {
+        &self.env.sut
+    }
+
+    /// The run's per-invocation timeout.
+    pub fn timeout(&self) -> Duration {
+        self.env.timeout
+    }
+
     /// A sandbox with these options and the SUT profile's data-root variable and environment.
     pub fn sandbox_from(&self, options: SandboxOptions) -> Result<Sandbox, HarnessError> {
         Sandbox::new(SandboxOptions {

@@ -1,21 +1,21 @@
 //! What every command gets: the core [`Session`] (environment, cancel flag, data root, event
 //! sink) and the output mode. Commands reach the session through `Deref`.
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
 use stoat_core::app::Session;
+use stoat_core::project::fanout;
 use stoat_core::{Cancel, Env, EventSink};
-use stoat_wire::dto::{LogData, ProgressData, StageData};
+use stoat_wire::dto::{LogData, ProgressData, ProjectRunVm, StageData};
 use stoat_wire::{EventType, Stream};
 
 use crate::progress::HumanProgress;
 
 /// The context of one invocation.
 pub struct Ctx {
-    pub json: bool,
-    pub quiet: bool,
+    json: bool,
+    quiet: bool,
     session: Session,
     sink: Arc<Sink>,
 }
@@ -50,16 +50,20 @@ impl Ctx {
         }
     }
 
-    /// Returns this context with project discovery starting at `dir`.
-    pub fn with_work_dir(mut self, dir: PathBuf) -> Ctx {
-        self.session = self.session.with_work_dir(dir);
-        self
+    /// Whether the guest of `exec` gets stoat's stdin: only a human's (json-v3#json-implies).
+    pub fn hands_stdin_to_guest(&self) -> bool {
+        !self.json
     }
 
-    /// Writes a non-terminal event line under --json; nothing otherwise.
-    pub fn json_event<T: serde::Serialize>(&self, kind: EventType, data: &T) {
-        if let Some(stream) = &self.sink.stream {
-            let _ = stream.event(kind, data);
+    /// Why a confirmation cannot be asked for, or `None` when a human at a terminal can be
+    /// asked. Under --json stdin is never read (json-v3#json-implies).
+    pub fn prompt_refusal(&self) -> Option<&'static str> {
+        if self.json {
+            Some("pass -y to confirm")
+        } else if self.quiet || !std::io::stdin().is_terminal() {
+            Some("not asking without a terminal; pass -y to confirm")
+        } else {
+            None
         }
     }
 
@@ -103,6 +107,26 @@ impl EventSink for Sink {
                 let _ = writeln!(std::io::stderr(), "==> {}", data.recipe);
             }
             None => {}
+        }
+    }
+
+    fn vm(&self, event: &ProjectRunVm) {
+        if let Some(stream) = &self.stream {
+            let _ = stream.event(EventType::Vm, event);
+            return;
+        }
+        let text = match (event.status.as_str(), &event.error) {
+            (fanout::STARTED, _) => format!("==> {} ({})", event.key, event.name),
+            (_, Some(error)) => format!("    {}: {error}", event.name),
+            ("skipped", _) => format!("    {}: skipped", event.name),
+            _ => return,
+        };
+        self.note(&text);
+    }
+
+    fn note(&self, text: &str) {
+        if self.stream.is_none() && !self.quiet {
+            let _ = writeln!(std::io::stderr(), "{text}");
         }
     }
 

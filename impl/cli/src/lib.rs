@@ -1,7 +1,7 @@
 //! The `stoat` binary: scan `--json`, parse, dispatch to a command, and answer, in prose or
 //! in contract v3 JSON lines.
 //!
-//! The exit status is decided in exactly one place ([`output::finish`]). Under `--json` every
+//! The exit status is decided in exactly one place ([`output::Output::finish`]). Under `--json` every
 //! path ends with exactly one result line: usage errors, SIGINT/SIGTERM (`canceled`) and
 //! panics (`internal`) included.
 
@@ -84,12 +84,8 @@ fn run(
     let parsed = match parse(args) {
         Ok(parsed) => parsed,
         Err(message) => {
-            return output::finish(
-                emitter,
-                first_token,
-                Err(stoat_core::Error::Usage(message)),
-                json,
-            )
+            return output::Output::new(emitter)
+                .finish(first_token, Err(stoat_core::Error::Usage(message)))
         }
     };
     let (cmd, quiet) = match &parsed {
@@ -116,10 +112,13 @@ fn run(
     let result = match parsed {
         Parsed::Help(usage) => Ok(commands::info::help(usage)),
         Parsed::Exec(exec) => commands::runtime::exec(&ctx, exec),
-        Parsed::Command(command) => commands::dispatch(&ctx, command),
+        Parsed::Command(command) => match json.then(|| commands::refused_under_json(&command)) {
+            Some(Some(refusal)) => Err(refusal),
+            _ => commands::dispatch(&ctx, command),
+        },
     };
     ctx.finish_progress();
-    output::finish(emitter, cmd, result, json)
+    output::Output::new(emitter).finish(cmd, result)
 }
 
 fn parse(args: &[String]) -> Result<Parsed, String> {

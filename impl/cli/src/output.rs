@@ -1,5 +1,6 @@
-//! Answering: the one place that writes the result (JSON) or the prose (human) and decides
-//! the exit status.
+//! Answering: [`Output`], the one place that writes the result (the JSON result line, or the
+//! prose and the guest's bytes for a human) and decides the exit status. Commands return a
+//! [`Reply`] and never look at the mode.
 //!
 //! Exit codes: 0 success, 1 runtime failure, 2 usage. Under --json, exec exits 0 whenever the
 //! guest command ran and doctor exits 0 with healthy:false (the reply says so through
@@ -15,8 +16,16 @@ use stoat_wire::{Emitter, ErrorCode};
 pub struct Reply {
     pub data: serde_json::Value,
     pub human: String,
+    /// The guest's own bytes, passed through untouched in human mode (`exec`).
+    pub guest: Option<GuestOutput>,
     /// Exit status in human mode (exec passes the guest's status; doctor 1 when unhealthy).
     pub human_exit: i32,
+}
+
+/// What a guest command wrote, for a human's terminal.
+pub struct GuestOutput {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
 }
 
 impl Reply {
@@ -27,8 +36,15 @@ impl Reply {
         Reply {
             data,
             human: human.into(),
+            guest: None,
             human_exit: 0,
         }
+    }
+
+    /// Sets the guest's bytes a human sees instead of prose.
+    pub fn with_guest_output(mut self, guest: GuestOutput) -> Reply {
+        self.guest = Some(guest);
+        self
     }
 
     /// Sets the human-mode exit status.
@@ -38,30 +54,44 @@ impl Reply {
     }
 }
 
-/// Writes the answer and returns the exit status.
-pub fn finish(
-    emitter: Option<Emitter>,
-    cmd: &str,
-    result: Result<Reply, Error>,
-    json: bool,
-) -> i32 {
-    let exit = match &result {
-        Ok(reply) if json => {
-            let _ = reply;
-            0
-        }
-        Ok(reply) => reply.human_exit,
-        Err(err) if err.code() == ErrorCode::Usage => 2,
-        Err(_) => 1,
+/// Where the answer goes: the result line of the envelope, or a human's terminal.
+pub enum Output {
+    Json(Emitter),
+    Human,
+}
+
+impl Output {
+    /// The output of an invocation: JSON lines when `--json` gave an emitter.
+    pub fn new(emitter: Option<Emitter>) -> Output {
+        emitter.map_or(Output::Human, Output::Json)
+    }
+
+    /// Writes the answer and returns the exit status.
+    pub fn finish(self, cmd: &str, result: Result<Reply, Error>) -> i32 {
+        finish(self, cmd, result)
+    }
+}
+
+fn finish(output: Output, cmd: &str, result: Result<Reply, Error>) -> i32 {
+    let exit = match (&output, &result) {
+        (Output::Json(_), Ok(_)) => 0,
+        (Output::Human, Ok(reply)) => reply.human_exit,
+        (_, Err(err)) if err.code() == ErrorCode::Usage => 2,
+        (_, Err(_)) => 1,
     };
-    match (emitter, result) {
-        (Some(emitter), Ok(reply)) => {
+    match (output, result) {
+        (Output::Json(emitter), Ok(reply)) => {
             let _ = emitter.finish(Ok(&reply.data));
         }
-        (Some(emitter), Err(err)) => {
+        (Output::Json(emitter), Err(err)) => {
             let _ = emitter.finish::<()>(Err(&err.to_wire()));
         }
-        (None, Ok(reply)) => {
+        (Output::Human, Ok(reply)) => {
+            if let Some(guest) = &reply.guest {
+                let _ = std::io::stdout().write_all(&guest.stdout);
+                let _ = std::io::stdout().flush();
+                let _ = std::io::stderr().write_all(&guest.stderr);
+            }
             if !reply.human.is_empty() {
                 let mut out = std::io::stdout().lock();
                 let _ = out.write_all(reply.human.as_bytes());
@@ -71,10 +101,10 @@ pub fn finish(
                 let _ = out.flush();
             }
         }
-        (None, Err(err)) if err.code() == ErrorCode::Usage => {
+        (Output::Human, Err(err)) if err.code() == ErrorCode::Usage => {
             eprintln!("stoat: {err}\nrun `stoat help` for usage");
         }
-        (None, Err(err)) => {
+        (Output::Human, Err(err)) => {
             eprintln!("stoat: {cmd}: {err}");
             if let Error::ImageNotDownloaded { id } = &err {
                 eprintln!("hint: stoat pull {id}");

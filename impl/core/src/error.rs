@@ -106,6 +106,9 @@ pub enum Error {
     Tool { tool: String, message: String },
     #[error("internal: {0}")]
     Internal(String),
+    /// A QEMU or QMP failure, kept whole as the source; [`Error::code`] reads its kind.
+    #[error("{}", qemu_message(.0))]
+    Qemu(#[source] crate::qemu::QemuError),
 }
 
 /// The result of a stoat operation.
@@ -153,6 +156,7 @@ impl Error {
             Error::LockOutOfDate(_) => ErrorCode::LockOutOfDate,
             Error::HostUnsupported(_) => ErrorCode::HostUnsupported,
             Error::Io { .. } | Error::Tool { .. } | Error::Internal(_) => ErrorCode::Internal,
+            Error::Qemu(qemu) => qemu_code(qemu),
         }
     }
 
@@ -184,24 +188,46 @@ impl<T> IoContext<T> for std::io::Result<T> {
     }
 }
 
-/// THE one mapping from QEMU failures to stoat failures (and so to contract codes).
+/// A QEMU failure's place in the one table: its kind picks the contract code.
+fn qemu_code(error: &crate::qemu::QemuError) -> ErrorCode {
+    use crate::qemu::QemuError as Q;
+    match error {
+        Q::QemuMissing { .. } => ErrorCode::QemuMissing,
+        Q::KvmUnusable { .. } => ErrorCode::KvmUnusable,
+        Q::QemuStartFailed { .. } => ErrorCode::QemuStartFailed,
+        Q::UnknownAccel { .. } | Q::InvalidOptionValue { .. } => ErrorCode::InvalidSpec,
+        Q::MonitorUnreachable { .. } => ErrorCode::MonitorUnreachable,
+        Q::MonitorRejected { .. } => ErrorCode::MonitorRejected,
+        Q::MonitorTimeout { .. } => ErrorCode::Timeout,
+        Q::MonitorProtocol { .. } | Q::Io { .. } => ErrorCode::Internal,
+    }
+}
+
+/// The message of a QEMU failure, prefixed like the other errors of its code.
+fn qemu_message(error: &crate::qemu::QemuError) -> String {
+    use crate::qemu::QemuError as Q;
+    match error {
+        Q::QemuMissing { .. } => format!("qemu missing: {error}"),
+        Q::KvmUnusable { .. } => format!("kvm unusable: {error}"),
+        Q::QemuStartFailed {
+            stderr,
+            hint: Some(hint),
+        } => format!("qemu failed to start: {stderr} ({hint})"),
+        Q::QemuStartFailed { stderr, hint: None } => format!("qemu failed to start: {stderr}"),
+        Q::UnknownAccel { .. } | Q::InvalidOptionValue { .. } => format!("invalid spec: {error}"),
+        Q::MonitorUnreachable { .. } => format!("qemu monitor unreachable: {error}"),
+        Q::MonitorRejected { .. } => format!("qemu monitor rejected the command: {error}"),
+        Q::MonitorTimeout { .. } => format!("timeout: {error}"),
+        Q::MonitorProtocol { .. } | Q::Io { .. } => format!("internal: {error}"),
+    }
+}
+
+/// QEMU failures keep their kind and detail as the error's source (I/O stays I/O).
 impl From<crate::qemu::QemuError> for Error {
     fn from(error: crate::qemu::QemuError) -> Error {
-        use crate::qemu::QemuError as Q;
-        let message = error.to_string();
         match error {
-            Q::QemuMissing { .. } => Error::QemuMissing(message),
-            Q::KvmUnusable { .. } => Error::KvmUnusable(message),
-            Q::QemuStartFailed { stderr, hint } => Error::QemuStartFailed(match hint {
-                Some(hint) => format!("{stderr} ({hint})"),
-                None => stderr,
-            }),
-            Q::UnknownAccel { .. } | Q::InvalidOptionValue { .. } => Error::InvalidSpec(message),
-            Q::MonitorUnreachable { .. } => Error::MonitorUnreachable(message),
-            Q::MonitorRejected { .. } => Error::MonitorRejected(message),
-            Q::MonitorTimeout { .. } => Error::Timeout(message),
-            Q::MonitorProtocol { .. } => Error::Internal(message),
-            Q::Io { context, source } => Error::Io { context, source },
+            crate::qemu::QemuError::Io { context, source } => Error::Io { context, source },
+            other => Error::Qemu(other),
         }
     }
 }

@@ -4,13 +4,17 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use stoat_wire::dto::{LogData, ProgressData, StageData};
+use stoat_wire::dto::{LogData, ProgressData, ProjectRunVm, StageData};
 
 /// Receives non-terminal events; the CLI turns them into lines or prose.
 pub trait EventSink: Send + Sync {
     fn progress(&self, data: &ProgressData);
     fn stage(&self, data: &StageData);
     fn log(&self, data: &LogData);
+    /// One VM of a project fan-out starting or ending (a `vm` event).
+    fn vm(&self, _data: &ProjectRunVm) {}
+    /// A remark for a human watching (never part of the wire).
+    fn note(&self, _text: &str) {}
 }
 
 /// A sink that drops everything.

@@ -1,4 +1,5 @@
-//! `mcp`: with no subcommand, serve MCP over stdio (never under --json: MCP owns stdout);
+//! `mcp`: with no subcommand, serve MCP over stdio (refused under --json by
+//! `commands::refused_under_json`: MCP owns stdout);
 //! `mcp doctor` and `mcp install <client>` (json-v3#per-command-data).
 
 use stoat_core::{Error, Result};
@@ -12,9 +13,6 @@ use crate::{human, Reply};
 /// `mcp [doctor | install <client>]`.
 pub fn mcp(ctx: &Ctx, args: &McpArgs) -> Result<Reply> {
     match &args.action {
-        None if ctx.json => Err(Error::Usage(
-            "`stoat mcp` speaks MCP (JSON-RPC) on stdin/stdout, not JSON lines; run it without --json".into(),
-        )),
         None => {
             server::serve(ctx.env.clone(), ctx.cancel.clone())?;
             Ok(Reply::new(&serde_json::json!({}), ""))

@@ -17,6 +17,20 @@ use crate::ctx::Ctx;
 use crate::grammar::{Command, RecipeCommand};
 use crate::Reply;
 
+/// The commands that cannot answer in JSON lines, refused under --json before they run:
+/// `ssh` replaces the process (json-v3#ssh-refused) and a bare `mcp` owns stdout.
+pub fn refused_under_json(command: &Command) -> Option<Error> {
+    match command {
+        Command::Ssh(_) => Some(Error::Usage(
+            "ssh replaces the stoat process, so it cannot answer in JSON; use `stoat exec <vm> <cmd>` or `stoat ssh-command <vm>`".into(),
+        )),
+        Command::Mcp(args) if args.action.is_none() => Some(Error::Usage(
+            "`stoat mcp` speaks MCP (JSON-RPC) on stdin/stdout, not JSON lines; run it without --json".into(),
+        )),
+        _ => None,
+    }
+}
+
 /// Runs one parsed command.
 pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Reply> {
     match command {
@@ -47,9 +61,6 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Reply> {
         Command::Forward(args) => vmops::forward(ctx, args),
         Command::Images => images::images(ctx),
         Command::Pull(args) => images::pull(ctx, &args.id),
-        Command::Ssh(_) if ctx.json => Err(Error::Usage(
-            "ssh replaces the stoat process, so it cannot answer in JSON; use `stoat exec <vm> <cmd>` or `stoat ssh-command <vm>`".into(),
-        )),
         Command::Ssh(args) => host::ssh(ctx, &args.vm),
         Command::SshCommand(args) => host::ssh_command(ctx, &args.vm),
         Command::Logs(args) => host::logs(ctx, &args),

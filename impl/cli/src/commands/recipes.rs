@@ -97,7 +97,7 @@ pub fn recipe(ctx: &Ctx, command: &RecipeCommand) -> Result<Reply> {
 /// directory (`not_found` when there is none).
 fn store(ctx: &Ctx, project: bool) -> Result<Store> {
     if project {
-        Ok(Store::project(super::project::required(ctx)?))
+        Ok(Store::project(stoat_core::app::project::required(ctx)?))
     } else {
         Ok(Store::global(ctx.root()?))
     }

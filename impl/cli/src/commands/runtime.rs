@@ -2,16 +2,14 @@
 //! wait, exec, cp, screenshot (`stoat_core::app::runtime`; json-v3#per-command-data). Each
 //! parses its args into a typed request and renders the answer for a human.
 
-use std::io::Write;
-
 use stoat_core::app::{runtime, vms};
 use stoat_core::runtime::{cp, wait};
 use stoat_core::{Error, Result};
-use stoat_wire::dto::{CopyDirection, ExecData};
-use stoat_wire::StreamBytes;
+use stoat_wire::dto::CopyDirection;
 
 use crate::ctx::Ctx;
 use crate::grammar::{CpArgs, UpArgs, WaitArgs};
+use crate::output::GuestOutput;
 use crate::{ExecArgs, Reply};
 
 /// `up <vm> [--no-apply]`: boot, then (unless `--no-apply`) apply the VM's recipes, whose
@@ -78,21 +76,15 @@ pub fn wait(ctx: &Ctx, args: &WaitArgs) -> Result<Reply> {
 /// `exec <vm> <cmd>...`: under --json exit 0 whenever the command ran; in human mode the
 /// guest's bytes go to our stdout/stderr and its status becomes ours.
 pub fn exec(ctx: &Ctx, args: ExecArgs) -> Result<Reply> {
-    let out = runtime::exec(ctx, &args.vm, &args.command, !ctx.json)?;
-    if ctx.json {
-        return Ok(Reply::new(&out, ""));
-    }
-    let _ = std::io::stdout().write_all(&out.stdout.to_bytes());
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().write_all(&out.stderr.to_bytes());
-    let exit_code = out.exit_code;
-    let data = ExecData {
-        vm: out.vm,
-        exit_code,
-        stdout: StreamBytes::Text(String::new()),
-        stderr: StreamBytes::Text(String::new()),
+    let out = runtime::exec(ctx, &args.vm, &args.command, ctx.hands_stdin_to_guest())?;
+    let guest = GuestOutput {
+        stdout: out.stdout.to_bytes(),
+        stderr: out.stderr.to_bytes(),
     };
-    Ok(Reply::new(&data, "").with_human_exit(exit_code))
+    let exit_code = out.exit_code;
+    Ok(Reply::new(&out, "")
+        .with_guest_output(guest)
+        .with_human_exit(exit_code))
 }
 
 /// `cp <vm>:<remote> <local>`, `cp <local> <vm>:<remote>`, or the flag form.

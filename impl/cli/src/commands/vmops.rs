@@ -5,7 +5,7 @@
 //! json-v3#per-command-data rows create, update, rm, clone, forward; "What --json
 //! implies" (rm never prompts under --json and never reads stdin).
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{BufRead, Write};
 
 use stoat_core::app::vmops::{self, ForwardChange};
 use stoat_core::ops::{create::CreateSpec, update::UpdateSpec};
@@ -132,11 +132,8 @@ fn confirm_delete(ctx: &Ctx, name: &str) -> Result<()> {
             "rm {name} deletes the VM and its disk; {why}"
         )))
     };
-    if ctx.json {
-        return refuse("pass -y to confirm");
-    }
-    if ctx.quiet || !std::io::stdin().is_terminal() {
-        return refuse("not asking without a terminal; pass -y to confirm");
+    if let Some(why) = ctx.prompt_refusal() {
+        return refuse(why);
     }
     let mut stderr = std::io::stderr();
     let _ = write!(stderr, "delete VM {name}? [y/N] ");

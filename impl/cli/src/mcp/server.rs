@@ -18,10 +18,30 @@ use stoat_core::{Cancel, Env, Error, Result};
 use super::guards;
 use super::rate::RateLimiter;
 use super::tools::{self, Args, Tool};
-use crate::ctx::Ctx;
+use stoat_core::app::Session;
 
-/// The protocol versions this server speaks, newest first.
-pub const PROTOCOL_VERSIONS: &[&str] = &["2025-06-18", "2025-03-26", "2024-11-05"];
+/// The protocol revisions this server speaks, oldest first. Every ordering question goes
+/// through this list: revisions are names, not numbers, so they are never compared as strings.
+pub const PROTOCOL_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// The newest revision spoken here: the answer to a client asking for one we do not know.
+fn newest_protocol() -> &'static str {
+    PROTOCOL_VERSIONS[PROTOCOL_VERSIONS.len() - 1]
+}
+
+/// Whether `have` is `wanted` or a later revision (an unknown `have` is older than all).
+fn at_least(have: &str, wanted: &str) -> bool {
+    let position = |v: &str| PROTOCOL_VERSIONS.iter().position(|known| *known == v);
+    match (position(have), position(wanted)) {
+        (Some(have), Some(wanted)) => have >= wanted,
+        _ => false,
+    }
+}
+
+/// JSON-RPC batches: 2025-03-26 added them and 2025-06-18 removed them again.
+fn allows_batches(revision: &str) -> bool {
+    !at_least(revision, "2025-06-18")
+}
 
 /// The longest message read; a longer line is answered with a parse error and skipped.
 const MAX_LINE: u64 = 16 * 1024 * 1024;
@@ -61,7 +81,7 @@ impl Server {
             env,
             cancel,
             limiter,
-            protocol: PROTOCOL_VERSIONS[0],
+            protocol: newest_protocol(),
         })
     }
 
@@ -76,6 +96,16 @@ impl Server {
             Err(e) => Some(error_response(
                 Value::Null,
                 rpc_error(PARSE_ERROR, format!("parse error: {e}")),
+            )),
+            Ok(Value::Array(_)) if !allows_batches(self.protocol) => Some(error_response(
+                Value::Null,
+                rpc_error(
+                    INVALID_REQUEST,
+                    format!(
+                        "protocol revision {} has no JSON-RPC batches; send one message per line",
+                        self.protocol
+                    ),
+                ),
             )),
             Ok(Value::Array(batch)) if batch.is_empty() => Some(error_response(
                 Value::Null,
@@ -178,7 +208,7 @@ impl Server {
             .iter()
             .find(|v| **v == requested)
             .copied()
-            .unwrap_or(PROTOCOL_VERSIONS[0]);
+            .unwrap_or_else(newest_protocol);
         Ok(json!({
             "protocolVersion": self.protocol,
             "capabilities": {"tools": {"listChanged": false}},
@@ -230,14 +260,7 @@ impl Server {
         guards::refuse_forbidden(tool.name, tool.forbidden, &arguments)?;
         tool.validate(&arguments)?;
         let args = Args(arguments);
-        let mut ctx = Ctx::new(
-            true,
-            true,
-            self.env.clone(),
-            self.cancel.clone(),
-            None,
-            "mcp",
-        );
+        let mut ctx = Session::quiet(self.env.clone(), self.cancel.clone(), "mcp");
         if let Some(dir) = args.opt_str("dir") {
             ctx = ctx.with_work_dir(guards::project_dir(&dir)?);
         }
@@ -262,7 +285,7 @@ impl Server {
             "isError": is_error,
         });
         // structuredContent arrived with 2025-06-18; older clients get the text alone.
-        if self.protocol >= "2025-06-18" {
+        if at_least(self.protocol, "2025-06-18") {
             result["structuredContent"] = data;
         }
         result
@@ -380,7 +403,9 @@ mod tests {
             ("2025-03-26", "2025-03-26"),
             ("2024-11-05", "2024-11-05"),
             ("2025-06-18", "2025-06-18"),
-            ("1999-01-01", "2025-06-18"),
+            ("2025-11-25", "2025-11-25"),
+            ("1999-01-01", "2025-11-25"),
+            ("9999-99-99", "2025-11-25"),
         ] {
             let reply = ask(
                 &mut s,
@@ -466,8 +491,37 @@ mod tests {
     }
 
     #[test]
+    fn revisions_are_ordered_by_the_list_not_by_their_text() {
+        assert!(at_least("2025-11-25", "2025-06-18"));
+        assert!(!at_least("2025-03-26", "2025-06-18"));
+        assert!(
+            !at_least("zzzz", "2024-11-05"),
+            "an unknown revision is not newer"
+        );
+        assert!(allows_batches("2025-03-26"));
+        assert!(!allows_batches("2025-06-18"));
+        assert!(!allows_batches("2025-11-25"));
+    }
+
+    #[test]
+    fn batches_are_refused_where_the_revision_has_none() {
+        let (_t, mut s) = server();
+        let batch = r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#;
+        assert_eq!(ask(&mut s, batch)["error"]["code"], INVALID_REQUEST);
+        ask(
+            &mut s,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        );
+        assert_eq!(ask(&mut s, batch)["error"]["code"], INVALID_REQUEST);
+    }
+
+    #[test]
     fn batches_answer_each_request() {
         let (_t, mut s) = server();
+        ask(
+            &mut s,
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        );
         let reply = ask(
             &mut s,
             r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":2,"method":"nope"}]"#,

@@ -1,11 +1,13 @@
 //! The MCP tool table: each tool's name, class (annotations and the agent_access it needs),
 //! input parameters (the inputSchema, `additionalProperties:false`, and their validation), and
 //! the runner that calls the same `stoat_core::app` function the CLI's command calls, so
-//! results are the contract's DTOs (docs/contract.md behaviour#mcp). The project tools still
-//! go through `commands::project`, whose fan-out has not moved into core yet.
+//! results are the contract's DTOs (docs/contract.md behaviour#mcp). Tools never call the
+//! CLI's commands.
 
 use serde_json::{json, Map, Value};
-use stoat_core::app::{self, host::PruneOptions, host::SnapshotAction, vmops::ForwardChange};
+use stoat_core::app::{
+    self, host::PruneOptions, host::SnapshotAction, vmops::ForwardChange, Session,
+};
 use stoat_core::ops::{create::CreateSpec, update::UpdateSpec};
 use stoat_core::recipes::apply::ApplyRequest;
 use stoat_core::runtime::{cp::CopyRequest, wait::Until};
@@ -15,9 +17,7 @@ use stoat_wire::dto::{
 };
 
 use super::guards::{self, Class};
-use crate::commands::project;
-use crate::ctx::Ctx;
-use crate::grammar;
+use stoat_core::project::Project;
 
 /// The type of one parameter.
 #[derive(Debug, Clone, Copy)]
@@ -59,7 +59,7 @@ const fn opt(name: &'static str, kind: Kind, description: &'static str) -> Param
 }
 
 /// Runs a tool once its arguments passed the guards.
-pub type Runner = fn(&Ctx, &Args) -> Result<Value>;
+pub type Runner = fn(&Session, &Args) -> Result<Value>;
 
 /// One MCP tool.
 pub struct Tool {
@@ -76,6 +76,18 @@ pub struct Tool {
 }
 
 const VM: Param = req("vm", Kind::Str, "the VM's name");
+
+/// The changing tools whose repetition with the same arguments changes nothing more (the
+/// read-only ones are idempotent by definition).
+const IDEMPOTENT: &[&str] = &[
+    "stop",
+    "update",
+    "forward",
+    "restore",
+    "wait",
+    "project_down",
+    "project_wait",
+];
 const BYTE_SIZE: &str = "a size such as 20G";
 
 /// Every tool, in the order tools/list shows them.
@@ -260,8 +272,8 @@ pub static TOOLS: &[Tool] = &[
     Tool {
         name: "restore",
         title: "Restore a snapshot",
-        description: "Restore a VM to a saved snapshot.",
-        class: Class::Mutating,
+        description: "Restore a VM to a saved snapshot (its current disk state is lost).",
+        class: Class::Destructive,
         params: &[VM, req("tag", Kind::Str, "snapshot tag")],
         vm_param: Some("vm"),
         forbidden: &[],
@@ -457,6 +469,7 @@ impl Tool {
                 "title": self.title,
                 "readOnlyHint": read_only,
                 "destructiveHint": destructive,
+                "idempotentHint": read_only || IDEMPOTENT.contains(&self.name),
                 "openWorldHint": open_world,
             },
         })
@@ -582,28 +595,28 @@ fn to_value<T: serde::Serialize>(dto: &T) -> Value {
     serde_json::to_value(dto).unwrap_or_else(|e| panic!("wire DTOs always serialise: {e}"))
 }
 
-fn list_vms(ctx: &Ctx, _args: &Args) -> Result<Value> {
+fn list_vms(ctx: &Session, _args: &Args) -> Result<Value> {
     let mut data = app::vms::ls(ctx)?;
     data.vms.retain(|vm| vm.agent_access != AgentAccess::None);
     Ok(to_value(&data))
 }
 
-fn vm_status(ctx: &Ctx, args: &Args) -> Result<Value> {
+fn vm_status(ctx: &Session, args: &Args) -> Result<Value> {
     Ok(to_value(&app::vms::get(ctx, &args.str("vm"))?))
 }
 
-fn list_images(ctx: &Ctx, _args: &Args) -> Result<Value> {
+fn list_images(ctx: &Session, _args: &Args) -> Result<Value> {
     Ok(to_value(&app::images::images(ctx)?))
 }
 
-fn list_recipes(ctx: &Ctx, args: &Args) -> Result<Value> {
+fn list_recipes(ctx: &Session, args: &Args) -> Result<Value> {
     Ok(to_value(&app::recipes::recipes(
         ctx,
         args.opt_str("os").as_deref(),
     )?))
 }
 
-fn check_recipes(ctx: &Ctx, args: &Args) -> Result<Value> {
+fn check_recipes(ctx: &Session, args: &Args) -> Result<Value> {
     let data = app::recipes::check_recipes(
         ctx,
         &args.list("recipes"),
@@ -613,18 +626,18 @@ fn check_recipes(ctx: &Ctx, args: &Args) -> Result<Value> {
     Ok(to_value(&data))
 }
 
-fn logs(ctx: &Ctx, args: &Args) -> Result<Value> {
+fn logs(ctx: &Session, args: &Args) -> Result<Value> {
     let which = args.opt_str("which").unwrap_or_else(|| "console".into());
     let lines = args.opt_u32("n").map(i64::from).unwrap_or(50);
     let data = app::host::logs(ctx, Some(&args.str("vm")), &which, lines)?;
     Ok(to_value(&data))
 }
 
-fn doctor(ctx: &Ctx, _args: &Args) -> Result<Value> {
+fn doctor(ctx: &Session, _args: &Args) -> Result<Value> {
     Ok(to_value(&app::host::doctor(ctx)?))
 }
 
-fn create(ctx: &Ctx, args: &Args) -> Result<Value> {
+fn create(ctx: &Session, args: &Args) -> Result<Value> {
     guards::check_vm_name(&args.str("name"))?;
     guards::check_image_id(&args.str("image"))?;
     let spec = CreateSpec {
@@ -644,18 +657,18 @@ fn create(ctx: &Ctx, args: &Args) -> Result<Value> {
     Ok(to_value(&app::vmops::create(ctx, &spec)?))
 }
 
-fn start(ctx: &Ctx, args: &Args) -> Result<Value> {
+fn start(ctx: &Session, args: &Args) -> Result<Value> {
     Ok(to_value(
         &app::runtime::up(ctx, &args.str("vm"), true)?.data,
     ))
 }
 
-fn stop(ctx: &Ctx, args: &Args) -> Result<Value> {
+fn stop(ctx: &Session, args: &Args) -> Result<Value> {
     Ok(to_value(&app::runtime::down(ctx, &args.str("vm"))?))
 }
 
 /// Applies the VM's recipes, then answers its stored recipe state.
-fn apply_recipes(ctx: &Ctx, args: &Args) -> Result<Value> {
+fn apply_recipes(ctx: &Session, args: &Args) -> Result<Value> {
     let name = args.str("vm");
     let request = ApplyRequest {
         only: args
@@ -674,7 +687,7 @@ fn apply_recipes(ctx: &Ctx, args: &Args) -> Result<Value> {
     }))
 }
 
-fn update(ctx: &Ctx, args: &Args) -> Result<Value> {
+fn update(ctx: &Session, args: &Args) -> Result<Value> {
     let spec = UpdateSpec {
         ram_mb: args.opt_u32("ram_mb"),
         cpus: args.opt_u32("cpus"),
@@ -686,19 +699,19 @@ fn update(ctx: &Ctx, args: &Args) -> Result<Value> {
     Ok(to_value(&app::vmops::update(ctx, &args.str("vm"), &spec)?))
 }
 
-fn clone(ctx: &Ctx, args: &Args) -> Result<Value> {
+fn clone(ctx: &Session, args: &Args) -> Result<Value> {
     guards::check_vm_name(&args.str("name"))?;
     let data = app::vmops::clone(ctx, &args.str("source"), &args.str("name"))?;
     Ok(to_value(&data))
 }
 
-fn snapshot(ctx: &Ctx, args: &Args) -> Result<Value> {
+fn snapshot(ctx: &Session, args: &Args) -> Result<Value> {
     let data =
         app::host::snapshot_act(ctx, &args.str("vm"), &args.str("tag"), SnapshotAction::Save)?;
     Ok(to_value(&data))
 }
 
-fn restore(ctx: &Ctx, args: &Args) -> Result<Value> {
+fn restore(ctx: &Session, args: &Args) -> Result<Value> {
     let data = app::host::snapshot_act(
         ctx,
         &args.str("vm"),
@@ -708,7 +721,7 @@ fn restore(ctx: &Ctx, args: &Args) -> Result<Value> {
     Ok(to_value(&data))
 }
 
-fn forward(ctx: &Ctx, args: &Args) -> Result<Value> {
+fn forward(ctx: &Session, args: &Args) -> Result<Value> {
     let change = ForwardChange::parse(&args.list("pairs"), args.bool_or("clear", false))?;
     let data = app::vmops::forward(ctx, &args.str("vm"), &change)?;
     // ForwardList: the forwards after the call, nothing else.
@@ -718,7 +731,7 @@ fn forward(ctx: &Ctx, args: &Args) -> Result<Value> {
 }
 
 /// `wait`: a timeout is an answer (`healthy:false`), not an error.
-fn wait(ctx: &Ctx, args: &Args) -> Result<Value> {
+fn wait(ctx: &Session, args: &Args) -> Result<Value> {
     let seconds = args.opt_u32("timeout_seconds").unwrap_or(120);
     let until = Until::parse(&args.opt_str("until").unwrap_or_else(|| "reachable".into()))?;
     let timeout = std::time::Duration::from_secs(u64::from(seconds));
@@ -730,11 +743,11 @@ fn wait(ctx: &Ctx, args: &Args) -> Result<Value> {
     Ok(to_value(&WaitResult { healthy }))
 }
 
-fn destroy(ctx: &Ctx, args: &Args) -> Result<Value> {
+fn destroy(ctx: &Session, args: &Args) -> Result<Value> {
     Ok(to_value(&app::vmops::rm(ctx, &args.str("vm"))?))
 }
 
-fn prune(ctx: &Ctx, args: &Args) -> Result<Value> {
+fn prune(ctx: &Session, args: &Args) -> Result<Value> {
     let options = PruneOptions {
         apply: args.bool_or("apply", false),
         broken: args.bool_or("broken", false),
@@ -743,22 +756,22 @@ fn prune(ctx: &Ctx, args: &Args) -> Result<Value> {
     Ok(to_value(&app::host::prune(ctx, options)?))
 }
 
-fn exec(ctx: &Ctx, args: &Args) -> Result<Value> {
+fn exec(ctx: &Session, args: &Args) -> Result<Value> {
     let data = app::runtime::exec(ctx, &args.str("vm"), &args.list("command"), false)?;
     Ok(to_value(&data))
 }
 
-fn copy_to(ctx: &Ctx, args: &Args) -> Result<Value> {
+fn copy_to(ctx: &Session, args: &Args) -> Result<Value> {
     copy(ctx, args, true)
 }
 
-fn copy_from(ctx: &Ctx, args: &Args) -> Result<Value> {
+fn copy_from(ctx: &Session, args: &Args) -> Result<Value> {
     copy(ctx, args, false)
 }
 
 /// Both copy tools: confine the host path, copy, and check that the copy used exactly the
 /// authorised path.
-fn copy(ctx: &Ctx, args: &Args, to_remote: bool) -> Result<Value> {
+fn copy(ctx: &Session, args: &Args, to_remote: bool) -> Result<Value> {
     let name = args.str("vm");
     let local = guards::confine_host_path(&ctx.env, ctx.root()?, &name, &args.str("local"))?;
     let local_text = local
@@ -799,8 +812,8 @@ fn copy(ctx: &Ctx, args: &Args, to_remote: bool) -> Result<Value> {
 
 /// Loads the project a project tool acts on and checks the caller's access to every VM it
 /// declares that exists: a project tool must not reach a VM its own tool would be refused.
-fn project_with_access(ctx: &Ctx, tool: &str, class: Class) -> Result<()> {
-    let project = project::required(ctx)?;
+fn project_with_access(ctx: &Session, tool: &str, class: Class) -> Result<Project> {
+    let project = app::project::required(ctx)?;
     let root = ctx.root()?;
     for decl in &project.vms {
         match guards::access_of(root, &decl.name) {
@@ -809,43 +822,38 @@ fn project_with_access(ctx: &Ctx, tool: &str, class: Class) -> Result<()> {
             Err(e) => return Err(e),
         }
     }
-    Ok(())
+    Ok(project)
 }
 
-fn project_status(ctx: &Ctx, _args: &Args) -> Result<Value> {
-    project_with_access(ctx, "project_status", Class::ReadOnly)?;
-    Ok(project::status(ctx)?.data)
+fn project_status(ctx: &Session, _args: &Args) -> Result<Value> {
+    let project = project_with_access(ctx, "project_status", Class::ReadOnly)?;
+    Ok(to_value(&app::project::status(ctx, &project)?))
 }
-fn project_up(ctx: &Ctx, _args: &Args) -> Result<Value> {
-    project_with_access(ctx, "project_up", Class::Mutating)?;
-    let args = grammar::UpArgs {
-        vm: None,
-        no_apply: false,
-    };
-    Ok(project::up(ctx, args)?.data)
+fn project_up(ctx: &Session, _args: &Args) -> Result<Value> {
+    let project = project_with_access(ctx, "project_up", Class::Mutating)?;
+    Ok(to_value(&app::project::up(ctx, &project, true)?))
 }
-fn project_down(ctx: &Ctx, _args: &Args) -> Result<Value> {
-    project_with_access(ctx, "project_down", Class::Mutating)?;
-    Ok(project::down(ctx, grammar::OptVmArg { vm: None })?.data)
+fn project_down(ctx: &Session, _args: &Args) -> Result<Value> {
+    let project = project_with_access(ctx, "project_down", Class::Mutating)?;
+    Ok(to_value(&app::project::down(ctx, &project)?))
 }
-fn project_apply(ctx: &Ctx, _args: &Args) -> Result<Value> {
-    project_with_access(ctx, "project_apply", Class::Mutating)?;
-    let args = grammar::ApplyArgs {
-        vm: None,
+fn project_apply(ctx: &Session, _args: &Args) -> Result<Value> {
+    let project = project_with_access(ctx, "project_apply", Class::Mutating)?;
+    let request = ApplyRequest {
         only: Vec::new(),
-        dry_run: false,
         params: Vec::new(),
     };
-    Ok(project::apply(ctx, args)?.data)
+    Ok(to_value(&app::project::apply(ctx, &project, &request)?))
 }
-fn project_wait(ctx: &Ctx, _args: &Args) -> Result<Value> {
-    project_with_access(ctx, "project_wait", Class::Mutating)?;
-    let args = grammar::WaitArgs {
-        vm: None,
-        until: "reachable".into(),
-        timeout: std::time::Duration::from_secs(120),
-    };
-    Ok(project::wait(ctx, args)?.data)
+fn project_wait(ctx: &Session, _args: &Args) -> Result<Value> {
+    let project = project_with_access(ctx, "project_wait", Class::Mutating)?;
+    let timeout = std::time::Duration::from_secs(120);
+    Ok(to_value(&app::project::wait(
+        ctx,
+        &project,
+        "reachable",
+        timeout,
+    )?))
 }
 
 #[cfg(test)]
@@ -902,7 +910,12 @@ mod tests {
                 tool.name
             );
             assert_eq!(d["inputSchema"]["type"], "object");
-            for hint in ["readOnlyHint", "destructiveHint", "openWorldHint"] {
+            for hint in [
+                "readOnlyHint",
+                "destructiveHint",
+                "idempotentHint",
+                "openWorldHint",
+            ] {
                 assert!(d["annotations"][hint].is_boolean(), "{} {hint}", tool.name);
             }
             if let Some(vm) = tool.vm_param {
@@ -920,6 +933,13 @@ mod tests {
         assert_eq!(
             find("list_vms").unwrap().describe()["annotations"]["readOnlyHint"],
             true
+        );
+        let restore = find("restore").unwrap().describe();
+        assert_eq!(restore["annotations"]["destructiveHint"], true);
+        assert_eq!(restore["annotations"]["idempotentHint"], true);
+        assert_eq!(
+            find("exec").unwrap().describe()["annotations"]["idempotentHint"],
+            false
         );
     }
 

@@ -55,7 +55,7 @@ async def main(binary):
             init = await session.initialize()
             version = field(init, "protocol_version", "protocolVersion")
             server = field(init, "server_info", "serverInfo")
-            check(version in ("2025-06-18", "2025-03-26", "2024-11-05"), f"negotiated protocol {version}")
+            check(version in ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"), f"negotiated protocol {version}")
             check(server.name == "stoat", "server is stoat")
 
             listed = await session.list_tools()

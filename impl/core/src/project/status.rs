@@ -99,7 +99,7 @@ fn declared_vm_status(
             let image_matches = image_matches(root, env, decl, &stored.config);
             match compare(decl, &stored.config, running, image_matches) {
                 Ok(drift) => row.drift = drift,
-                Err(message) => row.error = Some(message),
+                Err(mismatch) => row.error = Some(mismatch.message().to_owned()),
             }
         }
     }
@@ -143,18 +143,36 @@ pub fn image_matches(
     })
 }
 
+/// Why a VM cannot be made to match its declaration; the message names the field first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mismatch {
+    /// An immutable field (image, os, backend, mode) differs.
+    Immutable(String),
+    /// The declared disk is smaller than the VM's, or the VM has no disk.
+    Disk(String),
+}
+
+impl Mismatch {
+    /// The one-line explanation.
+    pub fn message(&self) -> &str {
+        match self {
+            Mismatch::Immutable(message) | Mismatch::Disk(message) => message,
+        }
+    }
+}
+
 /// The drift of one VM, or the immutable mismatch that stops the comparison.
 pub fn compare(
     decl: &Declaration,
     config: &VmConfig,
     running: bool,
     image_matches: Option<bool>,
-) -> std::result::Result<Vec<Drift>, String> {
+) -> std::result::Result<Vec<Drift>, Mismatch> {
     if image_matches == Some(false) {
-        return Err(format!(
+        return Err(Mismatch::Immutable(format!(
             "image: the declaration names {} but {} was made from another image; an image cannot change, so remove the VM (stoat rm {} -y) to remake it",
             decl.image, decl.name, decl.name
-        ));
+        )));
     }
     for (field, declared, actual) in [
         ("os", &decl.os, &config.os),
@@ -162,10 +180,10 @@ pub fn compare(
         ("mode", &decl.mode, &config.mode),
     ] {
         if let Some(declared) = declared.as_ref().filter(|d| *d != actual) {
-            return Err(format!(
+            return Err(Mismatch::Immutable(format!(
                 "{field}: declared {declared} but {} is {actual}; it cannot change after create",
                 decl.name
-            ));
+            )));
         }
     }
     check_disk(decl, config)?;
@@ -214,12 +232,15 @@ pub fn compare(
 }
 
 /// A disk can only grow, and a live VM has none.
-fn check_disk(decl: &Declaration, config: &VmConfig) -> std::result::Result<(), String> {
+fn check_disk(decl: &Declaration, config: &VmConfig) -> std::result::Result<(), Mismatch> {
     let Some(declared) = &decl.disk else {
         return Ok(());
     };
     if config.mode == "live" {
-        return Err(format!("disk: {} is a live VM and has no disk", decl.name));
+        return Err(Mismatch::Disk(format!(
+            "disk: {} is a live VM and has no disk",
+            decl.name
+        )));
     }
     let (Ok(wanted), Ok(current)) = (
         crate::size::parse_size(declared),
@@ -228,10 +249,10 @@ fn check_disk(decl: &Declaration, config: &VmConfig) -> std::result::Result<(), 
         return Ok(());
     };
     if wanted < current {
-        return Err(format!(
+        return Err(Mismatch::Disk(format!(
             "disk: declared {declared} but {}'s disk is {}; a disk can only grow",
             decl.name, config.disk
-        ));
+        )));
     }
     Ok(())
 }
@@ -333,20 +354,27 @@ mod tests {
             ..decl()
         };
         let err = compare(&d, &config(), false, Some(false)).unwrap_err();
-        assert!(err.starts_with("image:"), "{err}");
+        assert!(
+            matches!(&err, Mismatch::Immutable(m) if m.starts_with("image:")),
+            "{err:?}"
+        );
         let d = Declaration {
             cpus: Some(8),
             disk: Some("4G".into()),
             ..decl()
         };
         let err = compare(&d, &config(), false, Some(true)).unwrap_err();
-        assert!(err.contains("only grow"), "{err}");
+        assert!(
+            matches!(&err, Mismatch::Disk(m) if m.contains("only grow")),
+            "{err:?}"
+        );
         let d = Declaration {
             os: Some("alpine".into()),
             ..decl()
         };
         assert!(compare(&d, &config(), false, None)
             .unwrap_err()
+            .message()
             .starts_with("os:"));
         let d = Declaration {
             cpus: Some(8),
