@@ -7,7 +7,7 @@ CARGO ?= cargo
 STOAT := $(CURDIR)/target/debug/stoat
 CONFORMANCE := $(CURDIR)/target/debug/stoat-conformance
 
-.PHONY: setup host-deps guest mcp-client report-consumers toolchain build lint test test-fast conformance golden fuzz bench docs clean
+.PHONY: setup host-deps guest mcp-client report-consumers toolchain build dist lint test test-fast conformance golden fuzz bench docs clean
 
 ## setup: host packages (QEMU 10 from bookworm-backports, xorriso, ssh), the test guest,
 ## the report consumers and the toolchain components `make lint` uses
@@ -30,6 +30,10 @@ mcp-client:
 ## chromium, under target/report-consumers (tests/report_consumers.rs and the HTML screenshots)
 report-consumers:
 	conformance/tests/consumers/setup.sh
+
+## dist: the suite's release tarball (stoat-conformance + stoat-fake) and its sha256 in target/dist
+dist:
+	ci-kit/dist.sh target/dist
 
 ## build: every binary (stoat, stoat-conformance, stoat-fake)
 build:

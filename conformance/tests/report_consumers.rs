@@ -122,11 +122,30 @@ fn rows(report: &Value) -> Vec<(String, String)> {
     let order = catalog_order();
     checks.sort_by_key(|(id, _)| order.iter().position(|o| o == id).unwrap_or(usize::MAX));
     rows.extend(checks);
+    // A run that judged nothing it was asked to ends with a failing verdict row.
+    if report["summary"]["vacuous"]
+        .as_array()
+        .is_some_and(|v| !v.is_empty())
+    {
+        rows.push(("RUN.judged-something".to_string(), "failed".to_string()));
+    }
     rows
 }
 
 /// The message a consumer must read for a row: the first finding, else the reason.
 fn first_finding(report: &Value, id: &str) -> Option<String> {
+    if id == "RUN.judged-something" {
+        let reasons: Vec<&str> = report["summary"]["vacuous"]
+            .as_array()
+            .expect("vacuous")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        return Some(visible(&format!(
+            "judged nothing it was asked to: {}",
+            reasons.join("; ")
+        )));
+    }
     let check = if id == "SMOKE.version" && report["smoke_failed"] == json!(true) {
         &report["smoke"]
     } else {
@@ -282,7 +301,20 @@ fn real_reports(dir: &Path) -> Vec<(String, PathBuf)> {
         statuses.contains(&"expected_failure".to_string())
             && statuses.contains(&"stale_baseline".to_string())
     );
-    let mut names = vec!["clean", "mutant", "smoke", "baseline"]
+    // Only oracle rules of a tier that runs no scenario: nothing is judged, the run fails.
+    let vacuous = run(
+        dir,
+        "vacuous",
+        &["--tier", "pure", "--id", "EXEC.*"],
+        &[fixture],
+    );
+    assert!(
+        vacuous["summary"]["vacuous"]
+            .as_array()
+            .is_some_and(|v| !v.is_empty()),
+        "{vacuous}"
+    );
+    let mut names = vec!["clean", "mutant", "smoke", "baseline", "vacuous"]
         .into_iter()
         .map(|n| (n.to_string(), dir.join(format!("{n}.json"))))
         .collect::<Vec<_>>();

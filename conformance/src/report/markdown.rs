@@ -36,6 +36,12 @@ pub fn render(report: &Report) -> String {
         .collect();
     if failing.is_empty() {
         out.push_str("No failure.\n\n");
+    } else if failing.len() == 1 && failing[0].id == super::VACUOUS_ID {
+        let _ = writeln!(
+            out,
+            "**The run fails**: it {}.\n",
+            cell(failing[0].reason.as_deref().unwrap_or("judged nothing"))
+        );
     } else {
         let _ = writeln!(out, "### Failures ({})\n", failing.len());
         table(&mut out, &failing);

@@ -61,6 +61,10 @@ pub const REPORT_SCHEMA: &str = "stoat-conformance-report/1";
 /// The id the smoke stage reports under when it fails (a catalog check).
 pub const SMOKE_ID: &str = "SMOKE.version";
 
+/// The row a vacuous run (one that judged nothing it was asked to) ends with; not a catalog
+/// check, a verdict on the run.
+pub const VACUOUS_ID: &str = "RUN.judged-something";
+
 impl Default for Report {
     fn default() -> Self {
         Report {
@@ -142,7 +146,33 @@ impl Report {
             rows.push(Cow::Owned(self.smoke_row()));
         }
         rows.extend(self.checks.iter().map(Cow::Borrowed));
+        if !self.summary.vacuous.is_empty() {
+            rows.push(Cow::Owned(self.vacuous_row()));
+        }
         rows
+    }
+
+    /// A run that judged nothing it was asked to fails (exit 1); this row says so to every
+    /// consumer, which would otherwise read a plan of skips as a pass.
+    fn vacuous_row(&self) -> CheckResult {
+        CheckResult {
+            id: VACUOUS_ID.to_string(),
+            title: "the run judged what it was asked to".to_string(),
+            level: crate::Level::Must,
+            tier: "pure".to_string(),
+            tags: Vec::new(),
+            spec_ref: String::new(),
+            status: Status::Failed,
+            reason: Some(format!(
+                "judged nothing it was asked to: {}",
+                self.summary.vacuous.join("; ")
+            )),
+            findings: Vec::new(),
+            invocations: Vec::new(),
+            duration_ms: 0,
+            editions: Vec::new(),
+            migration: None,
+        }
     }
 
     fn smoke_row(&self) -> CheckResult {

@@ -278,3 +278,153 @@ fn a_mistyped_console_password_is_never_echoed() {
     assert!(!String::from_utf8_lossy(&human.stdout).contains("8675309"));
     assert!(!String::from_utf8_lossy(&human.stderr).contains("8675309"));
 }
+
+// ---------------------------------------------------------------- untrusted images
+
+fn qemu_img(args: &[&str]) {
+    let out = std::process::Command::new("qemu-img")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `create` of each image must fail with `invalid_spec` and write nothing.
+fn refused(env: &TestEnv, image: &Path, why: &str) {
+    let image_arg = image.display().to_string();
+    let run = env.json(&["create", "u", "--image", &image_arg]);
+    let message = run.error("invalid_spec");
+    assert!(!message.contains('\n'), "{message}");
+    assert!(!env.root().join("u").exists(), "{why}: nothing written");
+    assert!(
+        !env.root().join("shared/u").exists(),
+        "{why}: nothing written"
+    );
+}
+
+#[test]
+fn an_untrusted_image_cannot_reach_host_files() {
+    let env = TestEnv::new();
+    let dir = env.tmp().join("byo");
+    let elsewhere = env.tmp().join("elsewhere");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let host_file = elsewhere.join("secret.txt");
+    std::fs::write(&host_file, "host secret\n").unwrap();
+    let s = |p: &Path| p.display().to_string();
+
+    // A qcow2 whose backing file is a host file, read raw.
+    let evil = dir.join("evil-cloudimg.qcow2");
+    qemu_img(&[
+        "create",
+        "-q",
+        "-f",
+        "qcow2",
+        "-b",
+        &s(&host_file),
+        "-F",
+        "raw",
+        &s(&evil),
+        "1M",
+    ]);
+    refused(&env, &evil, "raw host file as backing");
+    // A qcow2 backed by a qcow2 in another directory.
+    let other_base = elsewhere.join("base.qcow2");
+    qemu_img(&["create", "-q", "-f", "qcow2", &s(&other_base), "16M"]);
+    let outside = dir.join("outside-cloudimg.qcow2");
+    qemu_img(&[
+        "create",
+        "-q",
+        "-f",
+        "qcow2",
+        "-b",
+        &s(&other_base),
+        "-F",
+        "qcow2",
+        &s(&outside),
+    ]);
+    refused(&env, &outside, "backing outside the image's directory");
+    // A qcow2 backed by a raw file in its own directory.
+    let raw_base = dir.join("raw-base.img");
+    std::fs::write(&raw_base, vec![0u8; 1 << 20]).unwrap();
+    let raw_backed = dir.join("rawbacked-cloudimg.qcow2");
+    qemu_img(&[
+        "create",
+        "-q",
+        "-f",
+        "qcow2",
+        "-b",
+        &s(&raw_base),
+        "-F",
+        "raw",
+        &s(&raw_backed),
+    ]);
+    refused(&env, &raw_backed, "non-qcow2 backing");
+    // A raw disk image can never boot as a cloud image (its overlay is qcow2 over qcow2).
+    refused(&env, &raw_base, "raw cloud image");
+    // A qcow2 named like an ISO, which QEMU would have probed as qcow2.
+    let fake_iso = dir.join("alpine-virt-evil.iso");
+    std::fs::copy(&evil, &fake_iso).unwrap();
+    refused(&env, &fake_iso, "qcow2 posing as an ISO");
+
+    // A chain that stays in its own directory, all qcow2, is fine.
+    let base = dir.join("base.qcow2");
+    qemu_img(&["create", "-q", "-f", "qcow2", &s(&base), "16M"]);
+    let good = dir.join("good-cloudimg.qcow2");
+    qemu_img(&[
+        "create",
+        "-q",
+        "-f",
+        "qcow2",
+        "-b",
+        &s(&base),
+        "-F",
+        "qcow2",
+        &s(&good),
+    ]);
+    let good_arg = s(&good);
+    env.json(&["create", "ok", "--image", &good_arg]).data();
+}
+
+#[test]
+fn qemu_is_always_told_each_drive_format() {
+    let env = TestEnv::new();
+    crate::test_runtime::stub(&env, "qemu-system-x86_64", crate::test_runtime::FAKE_QEMU);
+    let _reaper = crate::test_runtime::Reaper::watch(&env, &["c", "d"]);
+    let base = env.tmp().join("base.qcow2");
+    qemu_img(&[
+        "create",
+        "-q",
+        "-f",
+        "qcow2",
+        &base.display().to_string(),
+        "16M",
+    ]);
+    let base_arg = base.display().to_string();
+    env.json(&["create", "c", "--image", &base_arg]).data();
+    create_disk(&env, "d");
+    env.seed_boot_files("d");
+    for vm in ["c", "d"] {
+        env.json(&["up", vm]).data();
+        let argv = std::fs::read_to_string(env.root().join(vm).join("qemu.argv")).unwrap();
+        let argv: Vec<&str> = argv.lines().collect();
+        assert!(
+            !argv.contains(&"-cdrom") && !argv.contains(&"-hda"),
+            "{argv:?}"
+        );
+        let drives: Vec<&str> = argv
+            .windows(2)
+            .filter(|w| w[0] == "-drive")
+            .map(|w| w[1])
+            .collect();
+        assert!(drives.len() >= 2, "{vm}: {drives:?}");
+        for drive in drives {
+            assert!(drive.contains(",format="), "{vm}: probed format: {drive}");
+        }
+        env.json(&["down", vm]).data();
+    }
+}

@@ -252,6 +252,10 @@ fn create_uses_the_catalog_that_stoat_catalog_names() {
 fn create_from_a_bare_filename_in_isos() {
     let env = TestEnv::new();
     plant_image(&env, "custom-ubuntu-cloudimg.img");
+    // A cloud image must really be a qcow2, whatever its name.
+    let planted = env.root().join("isos/custom-ubuntu-cloudimg.img");
+    std::fs::remove_file(&planted).unwrap();
+    make_qcow2(&planted, "16M");
     let vm = env
         .json(&["create", "u", "--image", "custom-ubuntu-cloudimg.img"])
         .data()["vm"]

@@ -7,6 +7,7 @@
 pub mod catalog;
 pub mod checksum;
 pub mod infer;
+pub mod inspect;
 pub mod local;
 pub mod pull;
 

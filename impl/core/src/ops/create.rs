@@ -90,6 +90,18 @@ fn plan(
 ) -> Result<VmConfig> {
     let (os, backend) = os_and_backend(spec, image)?;
     let mode = mode_for(&backend, spec.mode.as_deref())?;
+    if image.is_byo() {
+        use crate::images::inspect::{check, Use};
+        check(
+            env,
+            &image.path,
+            if mode == "cloud" {
+                Use::Disk
+            } else {
+                Use::Cdrom
+            },
+        )?;
+    }
     let ram = pick(spec.ram_mb, DEFAULT_RAM_MB);
     super::check_ram(ram)?;
     let cpus = pick(spec.cpus, DEFAULT_CPUS);

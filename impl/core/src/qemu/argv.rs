@@ -197,12 +197,12 @@ pub fn build_argv(spec: &LaunchSpec) -> Result<Vec<String>, QemuError> {
     if let Some(disk) = &spec.disk {
         push(&[
             "-drive",
-            &format!("file={},if=virtio", opt_value("the disk image", disk)?),
+            // The format is always given: a probed format lets a file claim to be what it is not.
+            &format!(
+                "file={},format=qcow2,if=virtio",
+                opt_value("the disk image", disk)?
+            ),
         ]);
-    }
-    if let Some(iso) = &spec.cdrom {
-        // -cdrom takes the file name verbatim (no option parsing, no escaping).
-        push(&["-cdrom", &absolute_utf8("the ISO image", iso)?]);
     }
     if spec.boot_from_cdrom {
         push(&["-boot", "d"]);
@@ -223,10 +223,24 @@ pub fn build_argv(spec: &LaunchSpec) -> Result<Vec<String>, QemuError> {
     if spec.no_reboot {
         push(&["-no-reboot"]);
     }
+    if let Some(iso) = &spec.cdrom {
+        // After the virtio drives (their order names /dev/vd*). Not -cdrom: it probes the format, and a qcow2 named .iso could name host files.
+        absolute_utf8("the ISO image", iso)?;
+        push(&[
+            "-drive",
+            &format!(
+                "file={},media=cdrom,format=raw,readonly=on",
+                opt_value("the ISO image", iso)?
+            ),
+        ]);
+    }
     if let Some(seed) = &spec.seed_iso {
         push(&[
             "-drive",
-            &format!("file={},media=cdrom", opt_value("the seed ISO", seed)?),
+            &format!(
+                "file={},media=cdrom,format=raw,readonly=on",
+                opt_value("the seed ISO", seed)?
+            ),
         ]);
     }
     Ok(argv)
@@ -410,7 +424,7 @@ mod tests {
         ));
         assert_eq!(
             value_after(&argv, "-drive")[0],
-            "file=/data/x,,y.qcow2,if=virtio"
+            "file=/data/x,,y.qcow2,format=qcow2,if=virtio"
         );
     }
 
@@ -457,11 +471,16 @@ mod tests {
     }
 
     #[test]
-    fn cdrom_kernel_and_append_are_passed_verbatim() {
+    fn cdrom_is_raw_with_its_commas_doubled_and_append_is_verbatim() {
         let mut spec = live_apkovl_spec();
         spec.cdrom = Some("/isos/a,b.iso".into());
         let argv = argv_of(&spec);
-        assert_eq!(value_after(&argv, "-cdrom"), ["/isos/a,b.iso"]);
+        assert!(
+            value_after(&argv, "-cdrom").is_empty(),
+            "-cdrom probes the format"
+        );
+        assert!(value_after(&argv, "-drive")
+            .contains(&"file=/isos/a,,b.iso,media=cdrom,format=raw,readonly=on"));
         assert_eq!(
             value_after(&argv, "-append"),
             ["modules=loop,squashfs,sd-mod,usb-storage quiet"]

@@ -1,0 +1,232 @@
+//! The implementer's kit (ci-kit/run.sh, the steps of action.yml; ci-kit/dist.sh, behind
+//! `make dist`) run locally as GitHub would run them: against the reference (passes, every
+//! report and the job summary written, exit-code 0 in $GITHUB_OUTPUT) and against a mutant of
+//! it taken from a release tarball (fails with exit 1, its failure in the summary); a tarball
+//! whose checksum does not match is refused. And the action's inputs and the documented
+//! workflow agree with the script.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+#[path = "support/reference.rs"]
+mod support;
+
+const REPO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+
+fn suite_bin_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_stoat-conformance"))
+        .parent()
+        .expect("bin dir")
+        .to_path_buf()
+}
+
+/// Runs ci-kit/run.sh in `dir` with `env` plus GitHub's summary and output files.
+fn kit(dir: &Path, env: &[(&str, &str)]) -> (Output, String, String) {
+    let summary = dir.join("step-summary.md");
+    let outputs = dir.join("github-output.txt");
+    std::fs::write(&summary, "").expect("summary");
+    std::fs::write(&outputs, "").expect("outputs");
+    let mut command = Command::new(format!("{REPO}/ci-kit/run.sh"));
+    command
+        .current_dir(dir)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .env("GITHUB_OUTPUT", &outputs)
+        .env("STOAT_SUITE_ROOT", dir.join("suite"));
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let output = command.output().expect("run.sh");
+    (
+        output,
+        std::fs::read_to_string(&summary).expect("summary"),
+        std::fs::read_to_string(&outputs).expect("outputs"),
+    )
+}
+
+#[test]
+fn the_kit_passes_the_reference_and_fails_a_mutant_from_a_release_tarball() {
+    let reference = support::fresh_reference();
+    let reference = reference.to_str().expect("utf-8 path");
+    let dir = tempfile::tempdir().expect("tmp");
+    let bins = suite_bin_dir();
+
+    let (output, summary, outputs) = kit(
+        dir.path(),
+        &[
+            ("STOAT_SUT", reference),
+            ("STOAT_SUITE_BIN_DIR", bins.to_str().expect("utf-8")),
+            ("STOAT_RUN_ARGS", "--tier pure"),
+            ("STOAT_REPORT_DIR", "reference"),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}\n{summary}");
+    assert!(
+        outputs.contains("exit-code=0\n") && outputs.contains("report-dir=reference\n"),
+        "{outputs}"
+    );
+    assert!(
+        summary.starts_with("## stoat-conformance: ") && summary.contains("No failure."),
+        "{summary}"
+    );
+    for file in [
+        "conformance.json",
+        "junit.xml",
+        "conformance.tap",
+        "report.html",
+        "summary.md",
+        "badge/conformance.svg",
+    ] {
+        assert!(
+            dir.path().join("reference").join(file).is_file(),
+            "no {file}"
+        );
+    }
+
+    // A release tarball of these binaries, as `make dist` packs them.
+    let dist = Command::new(format!("{REPO}/ci-kit/dist.sh"))
+        .arg(dir.path().join("dist"))
+        .env("STOAT_DIST_BIN_DIR", &bins)
+        .output()
+        .expect("dist.sh");
+    assert!(
+        dist.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dist.stderr)
+    );
+    let tarball = String::from_utf8_lossy(&dist.stdout).trim().to_string();
+    let listing = Command::new("tar")
+        .arg("-tzf")
+        .arg(&tarball)
+        .output()
+        .expect("tar");
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    assert!(
+        listing.contains("/stoat-conformance\n") && listing.contains("/stoat-fake\n"),
+        "{listing}"
+    );
+    let sums = Command::new("sha256sum")
+        .arg("-c")
+        .arg(format!("{tarball}.sha256"))
+        .current_dir(dir.path().join("dist"))
+        .output()
+        .expect("sha256sum");
+    assert!(
+        sums.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sums.stdout)
+    );
+
+    let conformance = env!("CARGO_BIN_EXE_stoat-conformance");
+    let mutant_args = format!("mutate --op exec-lossy -- {reference}");
+    let (output, summary, outputs) = kit(
+        dir.path(),
+        &[
+            ("STOAT_SUT", conformance),
+            ("STOAT_SUT_ARGS", &mutant_args),
+            ("STOAT_SUITE_TARBALL", &tarball),
+            ("STOAT_RUN_ARGS", "--id EXEC.*"),
+            ("STOAT_REPORT_DIR", "mutant"),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}\n{summary}");
+    assert!(outputs.contains("exit-code=1\n"), "{outputs}");
+    assert!(
+        summary.contains("### Failures (") && summary.contains("`EXEC.base64-stdout` | FAIL"),
+        "{summary}"
+    );
+    let junit = std::fs::read_to_string(dir.path().join("mutant/junit.xml")).expect("junit");
+    assert!(junit.contains("<failure type=\"FAIL\""), "{junit}");
+
+    // A tarball that is not the one its checksum names is refused before anything runs.
+    let forged = dir.path().join("forged.tar.gz");
+    std::fs::copy(&tarball, &forged).expect("copy");
+    std::fs::write(
+        format!("{}.sha256", forged.display()),
+        format!("{} forged.tar.gz\n", "0".repeat(64)),
+    )
+    .expect("sum");
+    let (output, summary, _) = kit(
+        dir.path(),
+        &[
+            ("STOAT_SUT", reference),
+            ("STOAT_SUITE_TARBALL", forged.to_str().expect("utf-8")),
+            (
+                "STOAT_SUITE_ROOT",
+                dir.path().join("forged-root").to_str().expect("utf-8"),
+            ),
+            ("STOAT_REPORT_DIR", "forged"),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("checksum mismatch"));
+    assert!(summary.is_empty() && !dir.path().join("forged/conformance.json").exists());
+}
+
+/// The `STOAT_*` names `text` mentions.
+fn stoat_vars(text: &str) -> std::collections::BTreeSet<String> {
+    let re = regex::Regex::new(r"\bSTOAT_[A-Z_]+\b").expect("re");
+    re.find_iter(text).map(|m| m.as_str().to_string()).collect()
+}
+
+#[test]
+fn the_action_the_script_and_the_documented_workflow_agree() {
+    let action = std::fs::read_to_string(format!("{REPO}/action.yml")).expect("action.yml");
+    let script = std::fs::read_to_string(format!("{REPO}/ci-kit/run.sh")).expect("run.sh");
+    assert!(
+        action.contains("using: composite")
+            && action.contains("\"$GITHUB_ACTION_PATH/ci-kit/run.sh\"")
+    );
+    // Every variable the action sets is one the script reads, and the script's inputs
+    // (other than the local-only bin dir) are all set by the action.
+    let set = stoat_vars(&action);
+    let read = stoat_vars(&script);
+    assert!(
+        set.is_subset(&read),
+        "the action sets {set:?}, the script reads {read:?}"
+    );
+    let unset: Vec<&String> = read
+        .difference(&set)
+        .filter(|v| *v != "STOAT_SUITE_BIN_DIR")
+        .collect();
+    assert!(unset.is_empty(), "the action never sets {unset:?}");
+    // The inputs the action declares (two-space indented keys under `inputs:`).
+    let inputs_block = action
+        .split("\ninputs:\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\noutputs:\n").next())
+        .expect("inputs");
+    let inputs: Vec<&str> = inputs_block
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   ") && l.ends_with(':'))
+        .map(|l| l.trim().trim_end_matches(':'))
+        .collect();
+    assert!(
+        inputs.contains(&"sut") && inputs.contains(&"profile") && inputs.contains(&"baseline"),
+        "{inputs:?}"
+    );
+    // The documented workflow uses this action with inputs it declares.
+    let docs = std::fs::read_to_string(format!("{REPO}/docs/conformance.md")).expect("docs");
+    let workflow = docs
+        .split("```yaml\n")
+        .skip(1)
+        .find(|block| block.contains("uses: ") && block.contains("stoat-conformance"))
+        .and_then(|block| block.split("```").next())
+        .expect("a workflow in docs/conformance.md");
+    assert!(
+        workflow.contains("on:") && workflow.contains("jobs:") && workflow.contains("runs-on:"),
+        "{workflow}"
+    );
+    let with = workflow
+        .split("        with:\n")
+        .nth(1)
+        .expect("the action's `with:`");
+    for line in with.lines().take_while(|l| l.starts_with("          ")) {
+        let key = line.trim().split(':').next().expect("key");
+        assert!(
+            inputs.contains(&key),
+            "the workflow passes {key:?}, the action declares {inputs:?}"
+        );
+    }
+}
