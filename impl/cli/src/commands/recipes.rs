@@ -1,16 +1,11 @@
-//! Recipe and guest commands: `recipes`, `check-recipes`, `recipe list|show|new|refresh`,
-//! `recipe add|lock|sync|update|rm|search` (remote recipes, core `recipes::remote` and
-//! `recipes::index`), `guest ls|show` (json-v3#per-command-data, the recipe and guest
-//! rows). `recipe lock --project` is `commands::project::recipe_lock`.
+//! The CLI adapters of the recipe and guest operations (`stoat_core::app::recipes`):
+//! `recipes`, `check-recipes`, `recipe list|show|new|refresh`, the remote
+//! `recipe add|lock|sync|update|rm|search`, `guest ls|show` (json-v3#per-command-data).
+//! `recipe lock --project` is `commands::project::recipe_lock`.
 
-use stoat_core::guests;
-use stoat_core::recipes::remote::{self, Store};
-use stoat_core::recipes::{self, index, scaffold, Catalog};
+use stoat_core::app::recipes::{self as app, Scope};
 use stoat_core::Result;
-use stoat_wire::dto::{
-    Guest, GuestListData, GuestShowData, IndexEntry, RecipeAdded, RecipeListData, RecipeNewData,
-    RecipePinsData, RecipeRefreshData, RecipeSchema, RecipeSearchData, RecipeShowData,
-};
+use stoat_wire::dto::{RecipeAdded, RecipeListData, RecipePinsData, RecipeSchema};
 
 use crate::ctx::Ctx;
 use crate::grammar::{CheckRecipesArgs, GuestCommand, RecipeCommand, RecipesArgs};
@@ -19,7 +14,7 @@ use crate::Reply;
 
 /// `recipes [--os OS] [--backend B]`: what is offered (the backend does not change it).
 pub fn recipes(ctx: &Ctx, args: &RecipesArgs) -> Result<Reply> {
-    let data = stoat_core::app::recipes::recipes(ctx, args.os.as_deref())?;
+    let data = app::recipes(ctx, args.os.as_deref())?;
     let human = schemas_human(&data.recipes);
     Ok(Reply::new(&data, human))
 }
@@ -37,12 +32,7 @@ fn schemas_human(list: &[RecipeSchema]) -> String {
 
 /// `check-recipes NAMES --os OS [--backend B]`: always succeeds; `applicable` is the answer.
 pub fn check_recipes(ctx: &Ctx, args: &CheckRecipesArgs) -> Result<Reply> {
-    let data = stoat_core::app::recipes::check_recipes(
-        ctx,
-        &args.names,
-        &args.os,
-        args.backend.as_deref(),
-    )?;
+    let data = app::check_recipes(ctx, &args.names, &args.os, args.backend.as_deref())?;
     let applicable = data.applicable;
     let human = if applicable {
         format!("{}: applicable to {}\n", args.names.join(", "), args.os)
@@ -63,29 +53,25 @@ pub fn recipe(ctx: &Ctx, command: &RecipeCommand) -> Result<Reply> {
         RecipeCommand::New(args) => new(ctx, &args.name, args.os.as_deref()),
         RecipeCommand::Refresh => refresh(ctx),
         RecipeCommand::Add(args) => {
-            let store = store(ctx, args.project)?;
-            let added = remote::add(&ctx.env, &store, &args.url, args.git_ref.as_deref())?;
+            let added = app::add(
+                ctx,
+                &scope(args.project),
+                &args.url,
+                args.git_ref.as_deref(),
+            )?;
             let human = format!("added {}", pin_line(&added));
             Ok(Reply::new(&added, human))
         }
         RecipeCommand::Lock(flag) if flag.project => super::project::recipe_lock(ctx),
-        RecipeCommand::Lock(_) => {
-            let store = store(ctx, false)?;
-            pins_reply(remote::lock_global(&ctx.env, &store)?, "locked")
-        }
-        RecipeCommand::Sync(flag) => {
-            let store = store(ctx, flag.project)?;
-            pins_reply(remote::sync(&ctx.env, &store)?, "synced")
-        }
+        RecipeCommand::Lock(_) => pins_reply(app::lock(ctx)?, "locked"),
+        RecipeCommand::Sync(flag) => pins_reply(app::sync(ctx, &scope(flag.project))?, "synced"),
         RecipeCommand::Update(args) => {
-            let store = store(ctx, args.project)?;
-            let updated = remote::update(&ctx.env, &store, args.name.as_deref())?;
+            let updated = app::update(ctx, &scope(args.project), args.name.as_deref())?;
             pins_reply(updated, "updated")
         }
         RecipeCommand::Rm(args) => {
-            let root = ctx.root()?;
-            let store = store(ctx, args.project)?;
-            let removed = remote::rm(root, &store, &args.name)?;
+            ctx.root()?;
+            let removed = app::rm(ctx, &scope(args.project), &args.name)?;
             let human = format!("removed {} recipe {}\n", removed.scope, removed.name);
             Ok(Reply::new(&removed, human))
         }
@@ -95,11 +81,11 @@ pub fn recipe(ctx: &Ctx, command: &RecipeCommand) -> Result<Reply> {
 
 /// The global store, or with `--project` the store of the project around the working
 /// directory (`not_found` when there is none).
-fn store(ctx: &Ctx, project: bool) -> Result<Store> {
+fn scope(project: bool) -> Scope {
     if project {
-        Ok(Store::project(stoat_core::app::project::required(ctx)?))
+        Scope::Project
     } else {
-        Ok(Store::global(ctx.root()?))
+        Scope::Global
     }
 }
 
@@ -120,21 +106,22 @@ fn pin_line(pin: &RecipeAdded) -> String {
     )
 }
 
-fn pins_reply(recipes: Vec<RecipeAdded>, verb: &str) -> Result<Reply> {
-    let human = if recipes.is_empty() {
+fn pins_reply(data: RecipePinsData, verb: &str) -> Result<Reply> {
+    let human = if data.recipes.is_empty() {
         "no remote recipes\n".to_owned()
     } else {
-        recipes
+        data.recipes
             .iter()
             .map(|r| format!("{verb} {}", pin_line(r)))
             .collect()
     };
-    Ok(Reply::new(&RecipePinsData { recipes }, human))
+    Ok(Reply::new(&data, human))
 }
 
 fn search(ctx: &Ctx, query: Option<&str>) -> Result<Reply> {
-    let recipes: Vec<IndexEntry> = index::search(&ctx.env, query)?;
-    let rows: Vec<Vec<String>> = recipes
+    let data = app::search(ctx, query)?;
+    let rows: Vec<Vec<String>> = data
+        .recipes
         .iter()
         .map(|r| {
             vec![
@@ -145,24 +132,21 @@ fn search(ctx: &Ctx, query: Option<&str>) -> Result<Reply> {
             ]
         })
         .collect();
-    let human = if recipes.is_empty() {
+    let human = if data.recipes.is_empty() {
         "no recipes match\n".to_owned()
     } else {
         human::table(&["NAME", "OS", "DESCRIPTION", "SOURCE"], &rows)
     };
-    Ok(Reply::new(&RecipeSearchData { recipes }, human))
+    Ok(Reply::new(&data, human))
 }
 
 fn list(ctx: &Ctx) -> Result<Reply> {
-    let catalog = recipes::load_catalog(ctx.root()?)?;
-    let data = RecipeListData {
-        roots: catalog.wire_roots(),
-        recipes: catalog.wire_entries(),
-    };
-    Ok(Reply::new(&data, list_human(&catalog, &data)))
+    let listing = app::list(ctx)?;
+    let human = list_human(&listing.data, &listing.invalid);
+    Ok(Reply::new(&listing.data, human))
 }
 
-fn list_human(catalog: &Catalog, data: &RecipeListData) -> String {
+fn list_human(data: &RecipeListData, invalid: &[String]) -> String {
     let mut out = String::from("search order:\n");
     for root in &data.roots {
         out.push_str(&format!("  {:<8} {}\n", root.scope, root.path));
@@ -184,19 +168,16 @@ fn list_human(catalog: &Catalog, data: &RecipeListData) -> String {
         &["NAME", "SCOPE", "COMMIT", "DESCRIPTION"],
         &rows,
     ));
-    for found in catalog.found.iter().filter(|f| f.manifest.is_err()) {
-        if let Err(err) = &found.manifest {
-            out.push_str(&format!("{}  invalid: {err}\n", found.key));
-        }
+    for line in invalid {
+        out.push_str(&format!("{line}\n"));
     }
     out
 }
 
 fn show(ctx: &Ctx, name: &str) -> Result<Reply> {
-    let catalog = recipes::load_catalog(ctx.root()?)?;
-    let schema = recipes::show(&catalog, name)?.to_schema();
-    let human = show_human(&schema);
-    Ok(Reply::new(&RecipeShowData { recipe: schema }, human))
+    let data = app::show(ctx, name)?;
+    let human = show_human(&data.recipe);
+    Ok(Reply::new(&data, human))
 }
 
 fn show_human(r: &RecipeSchema) -> String {
@@ -229,32 +210,32 @@ fn show_human(r: &RecipeSchema) -> String {
 }
 
 fn new(ctx: &Ctx, name: &str, os: Option<&str>) -> Result<Reply> {
-    let root = ctx.root()?;
-    let registry = guests::registry(root)?;
-    let catalog = recipes::load_catalog(root)?;
-    let dir = scaffold::new_recipe(root, &registry, &catalog, name, os)?;
-    let path = format!("{}/", dir.display());
-    let human = format!("created {path}\nedit recipe.toml and install.sh there\n");
-    Ok(Reply::new(&RecipeNewData { path }, human))
+    let data = app::new(ctx, name, os)?;
+    let human = format!(
+        "created {}\nedit recipe.toml and install.sh there\n",
+        data.path
+    );
+    Ok(Reply::new(&data, human))
 }
 
 fn refresh(ctx: &Ctx) -> Result<Reply> {
-    let files = recipes::refresh_bundled(ctx.root()?)?;
-    let rows: Vec<Vec<String>> = files
+    let data = app::refresh(ctx)?;
+    let rows: Vec<Vec<String>> = data
+        .files
         .iter()
         .map(|f| vec![f.path.clone(), f.status.clone()])
         .collect();
     let human = human::table(&["FILE", "STATUS"], &rows);
-    Ok(Reply::new(&RecipeRefreshData { files }, human))
+    Ok(Reply::new(&data, human))
 }
 
 /// `guest <subcommand>`.
 pub fn guest(ctx: &Ctx, command: &GuestCommand) -> Result<Reply> {
-    let registry = guests::registry(ctx.root()?)?;
     match command {
         GuestCommand::Ls => {
-            let list: Vec<Guest> = registry.all().iter().map(|g| g.to_wire()).collect();
-            let rows: Vec<Vec<String>> = list
+            let data = app::guests(ctx)?;
+            let rows: Vec<Vec<String>> = data
+                .guests
                 .iter()
                 .map(|g| {
                     vec![
@@ -270,12 +251,12 @@ pub fn guest(ctx: &Ctx, command: &GuestCommand) -> Result<Reply> {
                 &["NAME", "INIT", "BACKEND", "CAPABILITIES", "SOURCE"],
                 &rows,
             );
-            Ok(Reply::new(&GuestListData { guests: list }, human))
+            Ok(Reply::new(&data, human))
         }
         GuestCommand::Show(args) => {
-            let guest = registry.require(&args.name)?.to_wire();
-            let human = serde_json::to_string_pretty(&guest).unwrap_or_default();
-            Ok(Reply::new(&GuestShowData { guest }, human))
+            let data = app::guest(ctx, &args.name)?;
+            let human = serde_json::to_string_pretty(&data.guest).unwrap_or_default();
+            Ok(Reply::new(&data, human))
         }
     }
 }

@@ -428,3 +428,170 @@ fn qemu_is_always_told_each_drive_format() {
         env.json(&["down", vm]).data();
     }
 }
+
+// ---------------------------------------------------------------- robust listing
+
+#[test]
+fn one_unreadable_entry_lists_as_broken_and_the_rest_still_lists() {
+    let env = TestEnv::new();
+    create_disk(&env, "good");
+    // vm.toml is a directory.
+    std::fs::create_dir_all(env.root().join("dirvm/vm.toml")).unwrap();
+    // vm.toml is endless.
+    std::fs::create_dir_all(env.root().join("zero")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", env.root().join("zero/vm.toml")).unwrap();
+    let run = env.json(&["ls"]);
+    let vms = run.data()["vms"].as_array().unwrap().clone();
+    let state = |name: &str| {
+        vms.iter()
+            .find(|v| v["name"] == name)
+            .unwrap_or_else(|| panic!("{name} missing: {vms:?}"))
+            .clone()
+    };
+    assert_eq!(state("good")["state"], "stopped");
+    for name in ["dirvm", "zero"] {
+        let vm = state(name);
+        assert_eq!(vm["state"], "broken", "{vm}");
+        assert!(vm["error"].as_str().unwrap().contains("vm.toml"), "{vm}");
+    }
+    let prune = env.json(&["prune", "--broken"]);
+    let items = prune.data()["items"].to_string();
+    assert!(items.contains("dirvm") && items.contains("zero"), "{items}");
+    assert!(!items.contains("good"), "{items}");
+    let answers = crate::test_mcp::calls(&env, &[], &[("list_vms", serde_json::json!({}))]);
+    let listed = crate::test_mcp::ok(&answers[0]).to_string();
+    assert!(
+        listed.contains("good") && listed.contains("dirvm"),
+        "{listed}"
+    );
+}
+
+// ---------------------------------------------------------------- kills at any point
+
+/// Runs stoat with `STOAT_FAULT=point`; asserts it died there (SIGKILL, no exit status).
+fn killed_at(env: &TestEnv, point: &str, args: &[&str]) {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let out = env.cmd(&all).env("STOAT_FAULT", point).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        None,
+        "{args:?} never reached fault point {point}: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// Leftover temporary files and staging entries anywhere under the root.
+fn leftovers(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.path();
+            if name.starts_with(".vm.toml.") || dir.ends_with(".staging") {
+                found.push(path.clone());
+            }
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// After a kill: the name is either a complete, healthy VM or not there at all, everywhere.
+fn done_or_not_done(env: &TestEnv, name: &str, has_disk: bool) -> bool {
+    let listed = env.json(&["ls"]).data()["vms"].clone();
+    for vm in listed.as_array().unwrap() {
+        assert_ne!(vm["state"], "broken", "a kill left a broken VM: {vm}");
+    }
+    let in_list = listed.as_array().unwrap().iter().any(|v| v["name"] == name);
+    let get = env.json(&["get", name]);
+    if in_list {
+        get.data();
+        if has_disk {
+            assert!(
+                qemu_io(&disk(env, name), "read 0 64k"),
+                "{name}'s disk is whole"
+            );
+        }
+    } else {
+        get.error("not_found");
+    }
+    in_list
+}
+
+#[test]
+fn a_kill_at_any_point_leaves_each_command_done_or_not_done() {
+    let creates: &[&str] = &[
+        "create",
+        "n",
+        "--image",
+        "alpine-virt",
+        "--mode",
+        "disk",
+        "--disk",
+        "64M",
+    ];
+    let clones: &[&str] = &["clone", "src", "n"];
+    let cases: &[(&[&str], &str)] = &[
+        (creates, "staged"),
+        (creates, "filled"),
+        (creates, "commit"),
+        (creates, "temp-written"),
+        (clones, "staged"),
+        (clones, "filled"),
+        (clones, "commit"),
+        (clones, "temp-written"),
+    ];
+    for (args, point) in cases {
+        let env = TestEnv::new();
+        create_disk(&env, "src");
+        killed_at(&env, point, args);
+        let done = done_or_not_done(&env, "n", true);
+        assert!(!done, "{args:?} killed at {point} is not done");
+        assert!(done_or_not_done(&env, "src", true));
+        // The next command cleans up and the name is free.
+        env.json(args).data();
+        assert!(
+            leftovers(&env.root()).is_empty(),
+            "{:?}",
+            leftovers(&env.root())
+        );
+        assert!(done_or_not_done(&env, "n", true));
+    }
+    // rm: killed once the VM has left its name, it is gone; the leftover goes next time.
+    let env = TestEnv::new();
+    create_disk(&env, "src");
+    create_disk(&env, "other");
+    killed_at(&env, "removed", &["rm", "src", "-y"]);
+    assert!(!done_or_not_done(&env, "src", true));
+    assert!(done_or_not_done(&env, "other", true));
+    env.json(&["rm", "other", "-y"]).data();
+    assert!(
+        leftovers(&env.root()).is_empty(),
+        "{:?}",
+        leftovers(&env.root())
+    );
+    create_disk(&env, "src");
+    assert!(
+        std::fs::read_dir(env.root().join("shared/src"))
+            .unwrap()
+            .next()
+            .is_none(),
+        "a new VM never inherits an old share"
+    );
+    // update: killed before its vm.toml lands, the old record stands whole.
+    let env = TestEnv::new();
+    create_disk(&env, "src");
+    killed_at(&env, "temp-written", &["update", "src", "--ram", "512"]);
+    assert!(done_or_not_done(&env, "src", true));
+    assert_eq!(env.json(&["get", "src"]).data()["vm"]["ram_mb"], 4096);
+    env.json(&["update", "src", "--cpus", "2"]).data();
+    assert!(
+        leftovers(&env.root()).is_empty(),
+        "{:?}",
+        leftovers(&env.root())
+    );
+}

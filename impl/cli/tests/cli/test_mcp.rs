@@ -85,7 +85,7 @@ fn call(id: u64, tool: &str, arguments: Value) -> String {
 }
 
 /// A session that initializes, then makes `calls`; returns the answers by id (1-based).
-fn calls(env: &TestEnv, extra: &[(&str, &str)], calls: &[(&str, Value)]) -> Vec<Value> {
+pub(crate) fn calls(env: &TestEnv, extra: &[(&str, &str)], calls: &[(&str, Value)]) -> Vec<Value> {
     let mut lines = vec![initialize(), initialized()];
     for (i, (tool, args)) in calls.iter().enumerate() {
         lines.push(call(i as u64 + 1, tool, args.clone()));
@@ -103,7 +103,7 @@ fn calls(env: &TestEnv, extra: &[(&str, &str)], calls: &[(&str, Value)]) -> Vec<
 }
 
 /// The structured content of a successful tool result.
-fn ok(result: &Value) -> &Value {
+pub(crate) fn ok(result: &Value) -> &Value {
     assert_eq!(result["isError"], false, "{result:#}");
     let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(&text, &result["structuredContent"]);
