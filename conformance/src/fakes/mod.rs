@@ -55,7 +55,7 @@ pub fn dispatch(name: &str, args: &[String]) -> i32 {
         "qemu-img" => qemu_img::run(args),
         "qemu-system-x86_64" => qemu::run(args),
         "xorriso" => xorriso::run(args),
-        _ if args.first().map(String::as_str) == Some("--hold") => hold(),
+        _ if args.first().map(String::as_str) == Some("--hold") => hold(&args[1..]),
         _ if args.first().map(String::as_str) == Some("--qemu-daemon") => qemu::daemon(&args[1..]),
         _ if args.first().map(String::as_str) == Some("--as") && args.len() >= 2 => {
             dispatch(&args[1], &args[2..])
@@ -67,9 +67,18 @@ pub fn dispatch(name: &str, args: &[String]) -> i32 {
     }
 }
 
-/// `stoat-fake --hold <vm-dir>/`: a stand-in for a running qemu. Lives until killed, at
-/// most `STOAT_FAKE_MAX_SECS` (default 600) so a dead harness leaves nothing behind for long.
-fn hold() -> i32 {
+/// `stoat-fake --hold <vm-dir>/ [--ssh-port N]`: a stand-in for a running qemu. Lives until
+/// killed, at most `STOAT_FAKE_MAX_SECS` (default 600) so a dead harness leaves nothing behind
+/// for long. With `--ssh-port`, it answers an SSH banner there, like a booted guest.
+fn hold(args: &[String]) -> i32 {
+    let port = args
+        .iter()
+        .position(|a| a == "--ssh-port")
+        .and_then(|at| args.get(at + 1))
+        .and_then(|p| p.parse::<u16>().ok());
+    if let Some(port) = port {
+        qemu::serve_banners(port);
+    }
     let limit = max_lifetime();
     std::thread::sleep(limit);
     0

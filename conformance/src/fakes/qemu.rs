@@ -2,7 +2,9 @@
 //! unix:...` and `-daemonize`; refuses when scripted (stderr + exit 1, no daemon); otherwise
 //! runs a daemon that keeps the full argv (so `<vm>/` stays in its cmdline), closes stdio,
 //! serves QMP and the human monitor ([`super::qmp`]), writes the pidfile once listening, and
-//! exits on `system_powerdown`/`quit`, removing its pidfile and sockets.
+//! exits on `system_powerdown`/`quit`, removing its pidfile and sockets. Like a booted guest,
+//! the daemon answers an SSH banner on the host port forwarded to guest port 22 (unless the
+//! script says `"no_ssh": true`), so "reachable" comes at once.
 
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::CommandExt as _;
@@ -22,6 +24,23 @@ pub struct QemuArgs {
     pub qmp: Option<PathBuf>,
     pub monitor: Option<PathBuf>,
     pub daemonize: bool,
+    /// Host ports forwarded to guest port 22 (`-netdev user,...,hostfwd=tcp:ADDR:PORT-:22`).
+    pub ssh_ports: Vec<u16>,
+}
+
+/// The host ports of every `hostfwd=tcp:[ADDR]:PORT-[ADDR]:22` in a netdev value.
+fn ssh_forwards(netdev: &str) -> Vec<u16> {
+    netdev
+        .split(',')
+        .filter_map(|part| part.strip_prefix("hostfwd=tcp:"))
+        .filter_map(|fwd| {
+            let (host, guest) = fwd.split_once('-')?;
+            if guest.rsplit(':').next()? != "22" {
+                return None;
+            }
+            host.rsplit(':').next()?.parse().ok()
+        })
+        .collect()
 }
 
 /// Reads the unix socket path out of `unix:PATH,server,nowait` (or `unix:PATH,server=on,...`).
@@ -39,6 +58,9 @@ pub fn parse_args(args: &[String]) -> QemuArgs {
             "-pidfile" => parsed.pidfile = value.map(PathBuf::from),
             "-qmp" => parsed.qmp = value.and_then(|v| unix_path(v)),
             "-monitor" => parsed.monitor = value.and_then(|v| unix_path(v)),
+            "-netdev" | "-nic" => parsed
+                .ssh_ports
+                .extend(value.map(|v| ssh_forwards(v)).unwrap_or_default()),
             "-daemonize" => {
                 parsed.daemonize = true;
                 index += 1;
@@ -157,6 +179,11 @@ fn serve(parsed: &QemuArgs, args: &[String]) -> i32 {
         cleanup.push(p.clone());
         bind(p)
     });
+    if !script.qemu.no_ssh {
+        for port in &parsed.ssh_ports {
+            serve_banners(*port);
+        }
+    }
     if let Some(pidfile) = &parsed.pidfile {
         // The pidfile's existence is the ready signal (to our parent and to the SUT): it
         // appears complete, by rename, never empty or half-written.
@@ -201,4 +228,22 @@ fn serve(parsed: &QemuArgs, args: &[String]) -> i32 {
     }
     std::thread::sleep(super::max_lifetime());
     control.exit_now()
+}
+
+/// Greets every connection on 127.0.0.1:`port` like an sshd, in a thread. While the port is
+/// taken (another fake VM of a parallel check with the same fixture port), something else
+/// answers there; the thread keeps trying, so the port still answers once that one exits.
+pub(crate) fn serve_banners(port: u16) {
+    use std::io::Write as _;
+    std::thread::spawn(move || {
+        let listener = loop {
+            match std::net::TcpListener::bind(("127.0.0.1", port)) {
+                Ok(listener) => break listener,
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
+            }
+        };
+        for mut stream in listener.incoming().flatten() {
+            let _ = stream.write_all(b"SSH-2.0-stoat-fake\r\n");
+        }
+    });
 }

@@ -14,12 +14,16 @@ pub struct RunningVm {
 }
 
 impl RunningVm {
-    /// Starts `stoat-fake --hold <vm_dir>/` and publishes `<vm_dir>/qemu.pid`.
+    /// Starts `stoat-fake --hold <vm_dir>/` and publishes `<vm_dir>/qemu.pid`. Like a booted
+    /// guest, it answers an SSH banner on the VM's `sshport` (from its vm.toml).
     pub fn start(fake_binary: &Path, vm_dir: &Path) -> Result<Self, HarnessError> {
         let marker = format!("{}/", vm_dir.display());
-        let child = Command::new(fake_binary)
-            .arg("--hold")
-            .arg(&marker)
+        let mut command = Command::new(fake_binary);
+        command.arg("--hold").arg(&marker);
+        if let Some(port) = ssh_port(vm_dir) {
+            command.arg("--ssh-port").arg(port.to_string());
+        }
+        let child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -65,4 +69,11 @@ impl Drop for RunningVm {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The `sshport` of `<vm_dir>/vm.toml`, when it has one.
+fn ssh_port(vm_dir: &Path) -> Option<u16> {
+    let text = std::fs::read_to_string(vm_dir.join("vm.toml")).ok()?;
+    let table: toml::Table = text.parse().ok()?;
+    u16::try_from(table.get("sshport")?.as_integer()?).ok()
 }

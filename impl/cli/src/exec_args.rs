@@ -1,20 +1,27 @@
 //! Hand parsing of `stoat [flags] exec [flags] <vm> [--] <cmd>...`: clap must not touch the
 //! guest's argv, which is passed on verbatim (`exec work -la` gives the guest `-la`).
 
+use std::ffi::OsString;
+
 use crate::Parsed;
 
 /// A parsed exec request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecArgs {
     pub vm: String,
-    pub command: Vec<String>,
+    /// The guest's words as the kernel handed them to stoat (not necessarily UTF-8).
+    pub command: Vec<OsString>,
     pub quiet: bool,
+    /// How long to wait for a running VM's ssh to answer (`--timeout D` before the VM name).
+    pub timeout: Option<std::time::Duration>,
 }
 
 const QUIET: &[&str] = &["-q", "--quiet", "--no-interactive"];
 
 /// Returns `Some` when argv is an exec invocation (or its help), `None` when it is not exec.
-pub(crate) fn parse(args: &[String]) -> Result<Option<Parsed>, String> {
+/// `args` is the scanned argv (lossy UTF-8); `raw` the process's argv, whose tail is the
+/// guest's command verbatim (the `--json` scan never touches what follows exec's VM name).
+pub(crate) fn parse(args: &[String], raw: &[OsString]) -> Result<Option<Parsed>, String> {
     let mut quiet = false;
     let mut rest = args.iter();
     let mut saw_exec = false;
@@ -32,9 +39,19 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Parsed>, String> {
         return Ok(None);
     }
     let mut vm = None;
-    for token in rest.by_ref() {
+    let mut timeout = None;
+    while let Some(token) = rest.next() {
         if QUIET.contains(&token.as_str()) {
             quiet = true;
+        } else if token == "--timeout" || token.starts_with("--timeout=") {
+            let text = match token.strip_prefix("--timeout=") {
+                Some(text) => text.to_owned(),
+                None => rest
+                    .next()
+                    .cloned()
+                    .ok_or("exec: --timeout needs a value, e.g. 30s or 2m")?,
+            };
+            timeout = Some(crate::grammar::parse_positive_duration(&text)?);
         } else if token == "-h" || token == "--help" {
             return Ok(Some(Parsed::Help(HELP.to_owned())));
         } else {
@@ -52,10 +69,19 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Parsed>, String> {
             "exec: missing command: stoat exec {vm} [--] <cmd>..."
         ));
     }
-    Ok(Some(Parsed::Exec(ExecArgs { vm, command, quiet })))
+    let command = match raw.len().checked_sub(command.len()) {
+        Some(start) => raw[start..].to_vec(),
+        None => command.into_iter().map(OsString::from).collect(),
+    };
+    Ok(Some(Parsed::Exec(ExecArgs {
+        vm,
+        command,
+        quiet,
+        timeout,
+    })))
 }
 
-const HELP: &str = "Run a command in a VM over ssh\n\nUsage: stoat exec <VM> [--] <CMD>...\n\nEverything after the VM name goes to the guest unchanged, --json included.\nUnder --json, stoat exits 0 whenever the command ran; the guest's status is data.exit_code.\n";
+const HELP: &str = "Run a command in a VM over ssh\n\nUsage: stoat exec [OPTIONS] <VM> [--] <CMD>...\n\nArguments:\n  <VM>      The running VM\n  <CMD>...  The command and its arguments, passed to the guest byte for byte\n\nOptions:\n      --timeout <D>  How long to wait for a booting VM's ssh to answer [default: 2m]\n  -q, --quiet        Suppress progress chatter\n  -h, --help         Print help\n\nEverything after the VM name goes to the guest unchanged, --json included.\nThe guest's stdout and stderr stream to stoat's, and its exit status becomes stoat's.\nUnder --json, stoat exits 0 whenever the command ran; the guest's status is data.exit_code.\n";
 
 #[cfg(test)]
 mod tests {
@@ -63,7 +89,8 @@ mod tests {
 
     fn exec(args: &[&str]) -> Result<Option<ExecArgs>, String> {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        parse(&args).map(|p| match p {
+        let raw: Vec<OsString> = args.iter().map(OsString::from).collect();
+        parse(&args, &raw).map(|p| match p {
             Some(Parsed::Exec(e)) => Some(e),
             _ => None,
         })
@@ -78,6 +105,11 @@ mod tests {
             .unwrap();
         assert_eq!(parsed.command, vec!["--quiet", "--"]);
         assert!(parsed.quiet);
+        let parsed = exec(&["exec", "--timeout", "5s", "work", "--timeout", "1s"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(parsed.timeout, Some(std::time::Duration::from_secs(5)));
+        assert_eq!(parsed.command, vec!["--timeout", "1s"]);
     }
 
     #[test]

@@ -105,11 +105,13 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct VmArg {
+    /// The VM's name
     pub vm: String,
 }
 
 #[derive(Debug, Args)]
 pub struct OptVmArg {
+    /// The VM's name (none: every VM of the current project, where that applies)
     pub vm: Option<String>,
 }
 
@@ -122,14 +124,18 @@ pub struct LsArgs {
 
 #[derive(Debug, Args)]
 pub struct CreateArgs {
+    /// The new VM's name (letters, digits, '-', '_')
     pub name: String,
-    /// Catalog id, bare filename in isos/, or absolute path
+    /// Catalog id (`stoat images`), a file in isos/, or a path to an image file
     #[arg(long)]
     pub image: String,
+    /// Guest OS (default: from the image; `stoat guest ls` lists them)
     #[arg(long)]
     pub os: Option<String>,
+    /// How the guest is set up: cloudinit, apkovl, ssh (default: the OS's)
     #[arg(long)]
     pub backend: Option<String>,
+    /// live (boot the ISO, keep nothing), disk (install onto a disk) or cloud (a cloud image)
     #[arg(long)]
     pub mode: Option<String>,
     /// RAM in MB (default 4096)
@@ -166,13 +172,18 @@ pub struct CreateArgs {
 
 #[derive(Debug, Args)]
 pub struct UpdateArgs {
+    /// The VM's name
     pub vm: String,
+    /// RAM in MB (a running VM takes it at its next start)
     #[arg(long)]
     pub ram: Option<u32>,
+    /// vCPUs (a running VM takes them at its next start)
     #[arg(long)]
     pub cpus: Option<u32>,
+    /// Host port forwarded to the guest's ssh
     #[arg(long)]
     pub ssh_port: Option<u16>,
+    /// Disk size, e.g. 20G (a disk only grows)
     #[arg(long)]
     pub disk: Option<String>,
     /// New share ("" clears it)
@@ -181,10 +192,13 @@ pub struct UpdateArgs {
     /// Replace the recipe list ("" clears it)
     #[arg(long, num_args = 1)]
     pub recipes: Option<String>,
+    /// MCP access level: none, observe, manage, exec
     #[arg(long)]
     pub agent_access: Option<String>,
+    /// Record whether exec is allowed (true or false)
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub allow_exec: Option<bool>,
+    /// Display preference: auto, window, vnc
     #[arg(long)]
     pub display: Option<String>,
     /// Fields that cannot change are refused: name, os, backend, mode, image
@@ -200,15 +214,24 @@ pub struct UpdateArgs {
 
 #[derive(Debug, Args)]
 pub struct UpArgs {
+    /// The VM to start (none: every VM of the current project)
     pub vm: Option<String>,
     /// Do not apply recipes after boot
     #[arg(long, alias = "no-provision")]
     pub no_apply: bool,
+    /// Return as soon as QEMU has started, without waiting for ssh
+    #[arg(long)]
+    pub no_wait: bool,
+    /// How long to wait for ssh to answer, e.g. 90s, 5m
+    #[arg(long, default_value = "5m", value_parser = parse_positive_duration)]
+    pub timeout: std::time::Duration,
 }
 
 #[derive(Debug, Args)]
 pub struct WaitArgs {
+    /// The VM's name (none: every VM of the current project)
     pub vm: Option<String>,
+    /// What to wait for: ssh answers, QEMU has exited, or the recipes have been applied
     #[arg(long, default_value = "reachable", value_parser = ["reachable", "stopped", "applied"])]
     pub until: String,
     /// How long to wait, e.g. 30s, 2m
@@ -218,6 +241,7 @@ pub struct WaitArgs {
 
 #[derive(Debug, Args)]
 pub struct RmArgs {
+    /// The VM's name (none: every VM of the current project)
     pub vm: Option<String>,
     /// Do not ask
     #[arg(short = 'y', long = "yes")]
@@ -226,33 +250,46 @@ pub struct RmArgs {
 
 #[derive(Debug, Args)]
 pub struct CloneArgs {
+    /// The stopped VM to copy
     pub source: String,
+    /// The new VM's name
     pub name: String,
 }
 
 /// `exec` is parsed by hand; this only gives it a help line.
 #[derive(Debug, Args)]
 pub struct ExecPlaceholder {
+    /// <VM> [--] <CMD>...: the VM, then the command for the guest
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub rest: Vec<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct CpArgs {
+    /// Source: a local path, or <vm>:<path> in the guest
     pub src: Option<String>,
+    /// Destination: a local path, or <vm>:<path> in the guest
     pub dst: Option<String>,
+    /// Flag form: the VM
     #[arg(long)]
     pub vm: Option<String>,
+    /// Flag form: copy to the guest or from it
     #[arg(long, value_parser = ["to", "from"])]
     pub direction: Option<String>,
+    /// Flag form: the host path
     #[arg(long)]
     pub local: Option<String>,
+    /// Flag form: the guest path
     #[arg(long)]
     pub remote: Option<String>,
+    /// How long to wait for a booting VM's ssh to answer, e.g. 30s [default: 2m]
+    #[arg(long, value_parser = parse_positive_duration)]
+    pub timeout: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Args)]
 pub struct ForwardArgs {
+    /// The VM's name
     pub vm: String,
     /// HOST:GUEST pairs
     pub pairs: Vec<String>,
@@ -263,15 +300,20 @@ pub struct ForwardArgs {
 
 #[derive(Debug, Args)]
 pub struct PullArgs {
+    /// A catalog image id (`stoat images` lists them)
     pub id: String,
 }
 
 #[derive(Debug, Args)]
 pub struct SnapshotArgs {
+    /// The VM's name
     pub vm: String,
+    /// The snapshot's tag (none: list the snapshots)
     pub tag: Option<String>,
+    /// Go back to the snapshot TAG
     #[arg(long, conflicts_with = "delete")]
     pub restore: bool,
+    /// Delete the snapshot TAG
     #[arg(long)]
     pub delete: bool,
 }
@@ -291,6 +333,7 @@ pub struct PruneArgs {
 
 #[derive(Debug, Args)]
 pub struct ApplyArgs {
+    /// The VM's name (none: every VM of the current project)
     pub vm: Option<String>,
     /// Only these recipes
     #[arg(long, value_delimiter = ',')]
@@ -305,18 +348,23 @@ pub struct ApplyArgs {
 
 #[derive(Debug, Args)]
 pub struct RecipesArgs {
+    /// Only recipes offered to this guest OS
     #[arg(long)]
     pub os: Option<String>,
+    /// Only recipes offered to this backend
     #[arg(long)]
     pub backend: Option<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct CheckRecipesArgs {
+    /// Recipe names (comma-separated or several)
     #[arg(required = true, value_delimiter = ',')]
     pub names: Vec<String>,
+    /// The guest OS they would run on
     #[arg(long)]
     pub os: String,
+    /// The backend they would run through (default: the OS's)
     #[arg(long)]
     pub backend: Option<String>,
 }
@@ -347,49 +395,62 @@ pub enum RecipeCommand {
 
 #[derive(Debug, Args)]
 pub struct NameArg {
+    /// Its name
     pub name: String,
 }
 
 #[derive(Debug, Args)]
 pub struct RecipeNewArgs {
+    /// The new recipe's name
     pub name: String,
+    /// The guest OS it targets
     #[arg(long)]
     pub os: Option<String>,
+    /// The backend it targets
     #[arg(long)]
     pub backend: Option<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct RecipeAddArgs {
+    /// A git URL or a local repository path
     pub url: String,
+    /// The branch, tag or commit to pin (default: the default branch)
     #[arg(long = "ref")]
     pub git_ref: Option<String>,
+    /// Add it to the current project (stoat.toml) rather than globally
     #[arg(long)]
     pub project: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct ProjectFlag {
+    /// The current project's recipes rather than the global ones
     #[arg(long)]
     pub project: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct OptNameProject {
+    /// Only this recipe (none: all)
     pub name: Option<String>,
+    /// The current project's recipes rather than the global ones
     #[arg(long)]
     pub project: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct NameProject {
+    /// The recipe's name
     pub name: String,
+    /// The current project's recipe rather than the global one
     #[arg(long)]
     pub project: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {
+    /// Words to look for in names and descriptions (none: everything)
     pub query: Option<String>,
 }
 
@@ -403,6 +464,7 @@ pub enum GuestCommand {
 
 #[derive(Debug, Args)]
 pub struct LogsArgs {
+    /// The VM's name (none: stoat's own log)
     pub vm: Option<String>,
     /// Lines from the end (0: all)
     #[arg(short = 'n', default_value_t = 50, allow_negative_numbers = true)]
@@ -434,11 +496,13 @@ pub enum McpCommand {
 
 #[derive(Debug, Args)]
 pub struct McpInstallArgs {
+    /// The client whose configuration to edit: claude-desktop, claude-code, cursor, vscode,
+    /// windsurf, gemini-cli
     pub client: String,
 }
 
 /// Parses a Go-style duration (`30s`, `2m`, `1h30m`, `500ms`) that must be positive.
-fn parse_positive_duration(text: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_positive_duration(text: &str) -> Result<std::time::Duration, String> {
     let duration =
         humantime::parse_duration(text).map_err(|e| format!("{text:?}: {e} (use e.g. 30s, 2m)"))?;
     if duration.is_zero() {
@@ -493,5 +557,36 @@ pub fn wire_name_of_token(token: &str) -> String {
     match token {
         "provision" => "apply".to_owned(),
         other => other.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every visible flag and argument of every command says what it is for.
+    #[test]
+    fn every_argument_has_help_text() {
+        fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let builtin = matches!(arg.get_id().as_str(), "help" | "version");
+                if !arg.is_hide_set() && !builtin && arg.get_help().is_none() {
+                    missing.push(format!("{path} {}", arg.get_id()));
+                }
+            }
+            for sub in command.get_subcommands() {
+                if sub.is_hide_set() {
+                    continue;
+                }
+                if sub.get_about().is_none() {
+                    missing.push(format!("{path} {} (about)", sub.get_name()));
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "stoat", &mut missing);
+        assert!(missing.is_empty(), "no help text: {missing:#?}");
     }
 }

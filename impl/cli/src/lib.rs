@@ -39,8 +39,10 @@ enum Parsed {
 
 /// Runs stoat with the process's argv and environment; returns the exit status.
 pub fn main() -> i32 {
-    let args: Vec<String> = std::env::args_os()
-        .skip(1)
+    // The raw argv is kept for exec: the guest's words reach it byte for byte.
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let args: Vec<String> = raw
+        .iter()
         .map(|arg| arg.to_string_lossy().into_owned())
         .collect();
     let scanned = scan::split_json_flag(args);
@@ -64,6 +66,7 @@ pub fn main() -> i32 {
         run(
             scanned.json,
             &scanned.args,
+            &raw,
             env,
             cancel,
             emitter,
@@ -76,16 +79,25 @@ pub fn main() -> i32 {
 fn run(
     json: bool,
     args: &[String],
+    raw: &[std::ffi::OsString],
     env: Env,
     cancel: Cancel,
     emitter: Option<Emitter>,
     first_token: &str,
 ) -> i32 {
-    let parsed = match parse(args) {
+    let parsed = match parse(args, raw) {
         Ok(parsed) => parsed,
-        Err(message) => {
+        Err(usage) => {
+            if !json {
+                if let Some(full) = &usage.full {
+                    // clap's own rendering: the missing argument, the allowed values, the
+                    // suggestion for a typo, and the usage line.
+                    let _ = write!(std::io::stderr(), "{full}");
+                    return 2;
+                }
+            }
             return output::Output::new(emitter)
-                .finish(first_token, Err(stoat_core::Error::Usage(message)))
+                .finish(first_token, Err(stoat_core::Error::Usage(usage.line)));
         }
     };
     let (cmd, quiet) = match &parsed {
@@ -121,8 +133,32 @@ fn run(
     output::Output::new(emitter).finish(cmd, result)
 }
 
-fn parse(args: &[String]) -> Result<Parsed, String> {
-    if let Some(exec) = exec_args::parse(args)? {
+/// A usage error: one line for the wire, and clap's whole text for a human when clap said it.
+struct UsageError {
+    line: String,
+    full: Option<String>,
+}
+
+impl From<String> for UsageError {
+    fn from(line: String) -> UsageError {
+        UsageError { line, full: None }
+    }
+}
+
+impl From<&str> for UsageError {
+    fn from(line: &str) -> UsageError {
+        UsageError::from(line.to_owned())
+    }
+}
+
+fn parse(args: &[String], raw: &[std::ffi::OsString]) -> Result<Parsed, UsageError> {
+    // `stoat help <cmd>...` is `stoat <cmd>... --help`.
+    if args.first().map(String::as_str) == Some("help") && args.len() > 1 {
+        let mut rewritten: Vec<String> = args[1..].to_vec();
+        rewritten.push("--help".into());
+        return parse(&rewritten, &[]);
+    }
+    if let Some(exec) = exec_args::parse(args, raw)? {
         return Ok(exec);
     }
     let argv = std::iter::once("stoat".to_owned()).chain(args.iter().cloned());
@@ -137,15 +173,49 @@ fn parse(args: &[String]) -> Result<Parsed, String> {
         Err(err) if err.kind() == clap::error::ErrorKind::DisplayHelp => {
             Ok(Parsed::Help(err.render().to_string()))
         }
-        Err(err) => Err(clap_message(&err)),
+        Err(err) => Err(UsageError {
+            line: clap_message(&err),
+            full: Some(err.render().to_string()),
+        }),
     }
 }
 
-/// Returns clap's error as one plain line, without its `error:` prefix and usage footer.
+/// Returns clap's whole error as one line: its `error:` prefix and "try --help" footer
+/// dropped, the rest joined with "; " (the missing argument, the allowed values, a
+/// suggestion, the usage line).
 fn clap_message(err: &clap::Error) -> String {
     let rendered = err.render().to_string();
-    let first = rendered.lines().next().unwrap_or("invalid arguments");
-    first.trim_start_matches("error: ").trim().to_owned()
+    let mut parts: Vec<String> = Vec::new();
+    for raw_line in rendered.lines() {
+        let line = raw_line.trim();
+        if line.is_empty() || line.starts_with("For more information") {
+            continue;
+        }
+        let line = line.strip_prefix("error: ").unwrap_or(line);
+        let line = match line.strip_prefix("Usage: ") {
+            Some(usage) => format!("usage: {usage}"),
+            None => line.to_owned(),
+        };
+        // An indented line continues the one before (a list of missing arguments, the
+        // possible values), except a tip, which stands on its own.
+        let continues = raw_line.starts_with(' ') && !line.starts_with("tip:");
+        match parts.last_mut() {
+            Some(last) if continues => {
+                let joiner = if last.ends_with(':') || line.starts_with('[') {
+                    " "
+                } else {
+                    ", "
+                };
+                last.push_str(joiner);
+                last.push_str(&line);
+            }
+            _ => parts.push(line),
+        }
+    }
+    if parts.is_empty() {
+        return "invalid arguments".into();
+    }
+    parts.join("; ")
 }
 
 fn install_json_panic_hook(terminator: stoat_wire::Terminator) {

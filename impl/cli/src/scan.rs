@@ -38,13 +38,20 @@ pub fn split_json_flag(args: Vec<String>) -> Scanned {
     }
     if command.as_deref() == Some("exec") {
         // Flags between `exec` and the VM name are stoat's; the name and all after are not.
-        for token in iter.by_ref() {
+        while let Some(token) = iter.next() {
             if token == "--json" {
                 json = true;
                 continue;
             }
-            let is_stoat_flag = GLOBAL_FLAGS.contains(&token.as_str());
+            // exec's own `--timeout D` also comes before the VM name.
+            let takes_value = token == "--timeout";
+            let is_stoat_flag = GLOBAL_FLAGS.contains(&token.as_str())
+                || takes_value
+                || token.starts_with("--timeout=");
             kept.push(token);
+            if takes_value {
+                kept.extend(iter.next());
+            }
             if !is_stoat_flag {
                 break;
             }
@@ -113,6 +120,13 @@ mod tests {
         assert_eq!(
             scan(&["exec", "-q", "--json", "w", "x"]),
             (true, strings(&["exec", "-q", "w", "x"]))
+        );
+        assert_eq!(
+            scan(&["exec", "--timeout", "5s", "--json", "w", "x", "--json"]),
+            (
+                true,
+                strings(&["exec", "--timeout", "5s", "w", "x", "--json"])
+            )
         );
     }
 

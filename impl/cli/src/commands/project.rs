@@ -113,7 +113,8 @@ pub fn up(ctx: &Ctx, args: UpArgs) -> Result<Reply> {
     let Some(project) = app_project::current(ctx)? else {
         return single(ctx, Command::Up(args));
     };
-    run_reply(app_project::up(ctx, &project, !args.no_apply)?)
+    let reach_wait = (!args.no_wait).then_some(args.timeout);
+    run_reply(app_project::up(ctx, &project, !args.no_apply, reach_wait)?)
 }
 
 /// `down` with no VM name.

@@ -3,7 +3,7 @@
 //! parses its args into a typed request and renders the answer for a human.
 
 use stoat_core::app::{runtime, vms};
-use stoat_core::runtime::{cp, wait};
+use stoat_core::runtime::{cp, exec, wait};
 use stoat_core::{Error, Result};
 use stoat_wire::dto::CopyDirection;
 
@@ -12,15 +12,29 @@ use crate::grammar::{CpArgs, UpArgs, WaitArgs};
 use crate::output::GuestOutput;
 use crate::{ExecArgs, Reply};
 
-/// `up <vm> [--no-apply]`: boot, then (unless `--no-apply`) apply the VM's recipes, whose
-/// `stage`/`log` events stream with `cmd:"up"` before the `{vm}` result, re-read last.
+/// `up <vm> [--no-apply] [--no-wait] [--timeout D]`: boot, wait until ssh answers (unless
+/// `--no-wait`), then (unless `--no-apply`) apply the VM's recipes, whose `stage`/`log`
+/// events stream with `cmd:"up"` before the `{vm}` result, re-read last.
 pub fn up(ctx: &Ctx, args: &UpArgs) -> Result<Reply> {
     let name = required_vm("up", args.vm.as_deref())?;
     ctx.root()?;
     ctx.note(&format!("starting {name}..."));
-    let outcome = runtime::up(ctx, name, !args.no_apply)?;
+    let reach_wait = (!args.no_wait).then_some(args.timeout);
+    if reach_wait.is_some() {
+        if let Ok(stored) = stoat_core::vm::load_ok(ctx.root()?, name) {
+            ctx.note(&format!(
+                "then waiting for ssh on port {}...",
+                stored.config.sshport
+            ));
+        }
+    }
+    let outcome = runtime::up(ctx, name, !args.no_apply, reach_wait)?;
     let vm = &outcome.data.vm;
-    let mut human = format!("{} started (ssh :{})\n", vm.name, vm.ssh_port);
+    let mut human = if outcome.reachable {
+        format!("{} is up (ssh :{})\n", vm.name, vm.ssh_port)
+    } else {
+        format!("{} started (ssh :{})\n", vm.name, vm.ssh_port)
+    };
     if outcome.installing {
         human.push_str(&installing_note(name));
     }
@@ -76,7 +90,19 @@ pub fn wait(ctx: &Ctx, args: &WaitArgs) -> Result<Reply> {
 /// `exec <vm> <cmd>...`: under --json exit 0 whenever the command ran; in human mode the
 /// guest's bytes go to our stdout/stderr and its status becomes ours.
 pub fn exec(ctx: &Ctx, args: ExecArgs) -> Result<Reply> {
-    let out = runtime::exec(ctx, &args.vm, &args.command, ctx.hands_stdin_to_guest())?;
+    let streams = if ctx.hands_stdin_to_guest() {
+        exec::Streams::Inherit
+    } else {
+        exec::Streams::Capture
+    };
+    if let Ok(stored) = stoat_core::vm::load_ok(ctx.root()?, &args.vm) {
+        if stored.running_pid().is_some() && !wait::ssh_banner(stored.config.sshport) {
+            ctx.note(&format!("waiting for ssh on {}...", stored.name));
+        }
+    }
+    let reach_wait = args.timeout.unwrap_or(exec::REACH_WAIT);
+    let out = runtime::exec(ctx, &args.vm, &args.command, streams, reach_wait)?;
+    // Captured bytes (--json) ride in the reply; inherited streams already reached the user.
     let guest = GuestOutput {
         stdout: out.stdout.to_bytes(),
         stderr: out.stderr.to_bytes(),
@@ -91,7 +117,8 @@ pub fn exec(ctx: &Ctx, args: ExecArgs) -> Result<Reply> {
 pub fn cp(ctx: &Ctx, args: &CpArgs) -> Result<Reply> {
     let request = parse_cp(args)?;
     let cwd = std::env::current_dir().map_err(|e| Error::io("read the current directory", e))?;
-    let data = runtime::cp(ctx, &cwd, &request)?;
+    let reach_wait = args.timeout.unwrap_or(exec::REACH_WAIT);
+    let data = runtime::cp(ctx, &cwd, &request, reach_wait)?;
     let human = match data.direction {
         CopyDirection::ToGuest => format!("copied {} to {}:{}", data.local, data.vm, data.remote),
         CopyDirection::FromGuest => format!("copied {}:{} to {}", data.vm, data.remote, data.local),

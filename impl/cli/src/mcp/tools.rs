@@ -659,7 +659,8 @@ fn create(ctx: &Session, args: &Args) -> Result<Value> {
 
 fn start(ctx: &Session, args: &Args) -> Result<Value> {
     Ok(to_value(
-        &app::runtime::up(ctx, &args.str("vm"), true)?.data,
+        // The start tool answers once QEMU runs; the wait tool waits.
+        &app::runtime::up(ctx, &args.str("vm"), true, None)?.data,
     ))
 }
 
@@ -757,7 +758,18 @@ fn prune(ctx: &Session, args: &Args) -> Result<Value> {
 }
 
 fn exec(ctx: &Session, args: &Args) -> Result<Value> {
-    let data = app::runtime::exec(ctx, &args.str("vm"), &args.list("command"), false)?;
+    let command: Vec<std::ffi::OsString> = args
+        .list("command")
+        .into_iter()
+        .map(std::ffi::OsString::from)
+        .collect();
+    let data = app::runtime::exec(
+        ctx,
+        &args.str("vm"),
+        &command,
+        stoat_core::runtime::exec::Streams::Capture,
+        stoat_core::runtime::exec::REACH_WAIT,
+    )?;
     Ok(to_value(&data))
 }
 
@@ -795,7 +807,7 @@ fn copy(ctx: &Session, args: &Args, to_remote: bool) -> Result<Value> {
         remote: args.str("remote"),
     };
     let cwd = std::env::current_dir().map_err(|e| Error::io("read the current directory", e))?;
-    let data = app::runtime::cp(ctx, &cwd, &request)?;
+    let data = app::runtime::cp(ctx, &cwd, &request, stoat_core::runtime::exec::REACH_WAIT)?;
     if data.local != local_text {
         return Err(Error::Internal(format!(
             "cp copied {} instead of the authorised {local_text}",
@@ -831,7 +843,8 @@ fn project_status(ctx: &Session, _args: &Args) -> Result<Value> {
 }
 fn project_up(ctx: &Session, _args: &Args) -> Result<Value> {
     let project = project_with_access(ctx, "project_up", Class::Mutating)?;
-    Ok(to_value(&app::project::up(ctx, &project, true)?))
+    // Like start: answers once each QEMU runs; project_wait waits.
+    Ok(to_value(&app::project::up(ctx, &project, true, None)?))
 }
 fn project_down(ctx: &Session, _args: &Args) -> Result<Value> {
     let project = project_with_access(ctx, "project_down", Class::Mutating)?;

@@ -61,7 +61,12 @@ impl TestEnv {
 
     /// Returns the stoat command with a cleared, pinned environment.
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::cargo_bin("stoat").unwrap();
+        Command::from_std(self.std_cmd(args))
+    }
+
+    /// [`TestEnv::cmd`] as a std command, for a test that must read a running stoat's output.
+    pub fn std_cmd(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("stoat"));
         cmd.env_clear()
             .env("HOME", self.home())
             .env("STOAT_HOME", self.root())
@@ -253,6 +258,20 @@ impl JsonRun {
             self.stdout
         );
     }
+}
+
+/// Answers every connection on a free loopback port with an SSH banner, as a booted guest's
+/// sshd would; returns the port. The thread lives as long as the test process.
+pub fn banner_port() -> u16 {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let _ = stream.write_all(b"SSH-2.0-fake\r\n");
+        }
+    });
+    port
 }
 
 /// A process that makes a VM directory look running: its argv names `<vm dir>/marker`, and

@@ -4,13 +4,11 @@
 //! REAL tier (`real_*`, ignored unless asked for; needs STOAT_REAL_GUEST): the same recipes on the
 //! booted test guest, through cloud-init's first boot, `up` over ssh, and `apply`.
 
-use std::io::Write;
-use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 
 use serde_json::Value;
 
-use crate::common::{FakeRunningVm, TestEnv, PLANTED_PASSWORD};
+use crate::common::{banner_port, FakeRunningVm, TestEnv, PLANTED_PASSWORD};
 
 /// A stub ssh: drops its own options and the login, then runs the remote words locally.
 const FAKE_SSH: &str = "#!/bin/sh\nwhile [ $# -gt 0 ]; do case \"$1\" in *@127.0.0.1) shift; break;; esac; shift; done\nexec sh -c \"$*\"\n";
@@ -19,18 +17,6 @@ fn install_fake_ssh(env: &TestEnv) {
     let path = env.bin().join("ssh");
     std::fs::write(&path, FAKE_SSH).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-/// Answers every connection on a free loopback port with an SSH banner; returns the port.
-fn banner_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().flatten() {
-            let _ = stream.write_all(b"SSH-2.0-fake\r\n");
-        }
-    });
-    port
 }
 
 /// Writes a local recipe `<root>/recipes/<name>/` with a schema-3 manifest and install.sh.

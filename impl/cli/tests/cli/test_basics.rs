@@ -76,6 +76,73 @@ fn usage_errors_exit_2_with_the_raw_command() {
     assert_eq!(bare.result["cmd"], "");
 }
 
+/// A human usage error, as a person sees it on stderr (and nothing on stdout, exit 2).
+fn human_usage(env: &TestEnv, args: &[&str]) -> String {
+    let out = env.run(args);
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    assert!(out.stdout.is_empty(), "{args:?}");
+    String::from_utf8(out.stderr).unwrap()
+}
+
+#[test]
+fn usage_errors_say_what_clap_knows_in_both_modes() {
+    let env = TestEnv::new();
+    insta::assert_snapshot!(human_usage(&env, &["create", "x"]), @r"
+    error: the following required arguments were not provided:
+      --image <IMAGE>
+
+    Usage: stoat create --image <IMAGE> <NAME>
+
+    For more information, try '--help'.
+    ");
+    insta::assert_snapshot!(human_usage(&env, &["wait", "w", "--until", "sideways"]), @r"
+    error: invalid value 'sideways' for '--until <UNTIL>'
+      [possible values: reachable, stopped, applied]
+
+    For more information, try '--help'.
+    ");
+    insta::assert_snapshot!(human_usage(&env, &["lss"]), @r"
+    error: unrecognized subcommand 'lss'
+
+      tip: some similar subcommands exist: 'logs', 'ls'
+
+    Usage: stoat [OPTIONS] [COMMAND]
+
+    For more information, try '--help'.
+    ");
+    // Under --json the same content, on one line.
+    insta::assert_snapshot!(env.json(&["create", "x"]).error("usage"), @"the following required arguments were not provided: --image <IMAGE>; usage: stoat create --image <IMAGE> <NAME>");
+    insta::assert_snapshot!(env.json(&["wait", "w", "--until", "sideways"]).error("usage"), @"invalid value 'sideways' for '--until <UNTIL>' [possible values: reachable, stopped, applied]");
+    insta::assert_snapshot!(env.json(&["lss"]).error("usage"), @"unrecognized subcommand 'lss'; tip: some similar subcommands exist: 'logs', 'ls'; usage: stoat [OPTIONS] [COMMAND]");
+    insta::assert_snapshot!(env.json(&["clone"]).error("usage"), @"the following required arguments were not provided: <SOURCE>, <NAME>; usage: stoat clone <SOURCE> <NAME>");
+}
+
+#[test]
+fn help_for_one_command() {
+    let env = TestEnv::new();
+    let out = env.run(&["help", "create"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("Create a VM"), "{text}");
+    assert!(
+        text.contains("--image <IMAGE>") && text.contains("Catalog id"),
+        "{text}"
+    );
+    assert_eq!(
+        env.json(&["help", "recipe", "add"]).data()["usage"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .next(),
+        Some("Add a remote recipe from a git URL")
+    );
+    let exec = env.run(&["help", "exec"]);
+    assert!(String::from_utf8(exec.stdout)
+        .unwrap()
+        .contains("--timeout <D>"));
+    env.json(&["help", "nope"]).error("usage");
+}
+
 #[test]
 fn json_flag_is_found_anywhere() {
     let env = TestEnv::new();

@@ -243,7 +243,7 @@ fn up_down_rm_fan_out_in_declaration_order_with_pure_json_lines() {
         ),
     );
     let _reaper = Reaper::watch(&env, &["shop-web", "shop-db"]);
-    let up = json_in(&env, &dir, &["up"]);
+    let up = json_in(&env, &dir, &["up", "--no-wait"]);
     assert_eq!(statuses(&up), pairs(&[("web", "ok"), ("db", "ok")]));
     assert_eq!(up.data()["project"], "shop");
     assert_eq!(
@@ -269,7 +269,7 @@ fn up_down_rm_fan_out_in_declaration_order_with_pure_json_lines() {
     let text = std::fs::read_to_string(dir.join("stoat.toml")).unwrap();
     std::fs::write(dir.join("stoat.toml"), text.replace("cpus = 2", "cpus = 3")).unwrap();
     assert_eq!(
-        statuses(&json_in(&env, &dir, &["up"])),
+        statuses(&json_in(&env, &dir, &["up", "--no-wait"])),
         pairs(&[("web", "ok"), ("db", "ok")])
     );
     let status = json_in(&env, &dir, &["status"]);
@@ -282,7 +282,7 @@ fn up_down_rm_fan_out_in_declaration_order_with_pure_json_lines() {
         "stopped"
     );
     // Stopped: up converges the drift before starting.
-    json_in(&env, &dir, &["up"]).data();
+    json_in(&env, &dir, &["up", "--no-wait"]).data();
     assert!(env.vm_toml("shop-web").contains("cpus = 3"));
     assert_eq!(
         json_in(&env, &dir, &["status"]).data()["vms"][0]["drift"],
@@ -327,7 +327,7 @@ fn a_failure_in_the_middle_skips_the_rest() {
     let _reaper = Reaper::watch(&env, &["p-a", "p-b", "p-c"]);
     // p-b exists but is not this project's: up must not adopt it, rm must not delete it.
     env.write_basic_vm("p-b", 2270);
-    let up = json_in(&env, &dir, &["up"]);
+    let up = json_in(&env, &dir, &["up", "--no-wait"]);
     assert_eq!(
         statuses(&up),
         pairs(&[("a", "ok"), ("b", "error"), ("c", "skipped")])
@@ -350,7 +350,7 @@ fn a_failure_in_the_middle_skips_the_rest() {
     assert!(stdout.starts_with("KEY"), "{stdout}");
     assert!(String::from_utf8_lossy(&human.stderr).contains("==> a (p-a)"));
 
-    json_in(&env, &dir, &["up"]); // p-a running again
+    json_in(&env, &dir, &["up", "--no-wait"]); // p-a running again
     let rm = json_in(&env, &dir, &["rm", "-y"]);
     assert_eq!(
         statuses(&rm),
@@ -446,7 +446,7 @@ fn remote_recipes_must_be_pinned_in_stoat_lock() {
             remote.display()
         ),
     );
-    let message = json_in(&env, &dir, &["up"]).error("lock_out_of_date");
+    let message = json_in(&env, &dir, &["up", "--no-wait"]).error("lock_out_of_date");
     assert!(
         message.contains("ts") && message.contains("recipe lock --project"),
         "{message}"
@@ -460,7 +460,7 @@ fn remote_recipes_must_be_pinned_in_stoat_lock() {
     assert!(text.contains(&commit), "{text}");
     // Pinned: up gets past the lock check (the recipe itself is not installed here, so the
     // VM's create fails on its own terms, inside the ProjectRun).
-    let up = json_in(&env, &dir, &["up"]);
+    let up = json_in(&env, &dir, &["up", "--no-wait"]);
     assert_eq!(statuses(&up), pairs(&[("a", "error")]));
 }
 

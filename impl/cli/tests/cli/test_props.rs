@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use base64::Engine as _;
 use proptest::prelude::*;
 
-use crate::common::{FakeRunningVm, TestEnv, PLANTED_PASSWORD};
+use crate::common::{banner_port, FakeRunningVm, TestEnv, PLANTED_PASSWORD};
 
 fn config() -> ProptestConfig {
     ProptestConfig {
@@ -147,7 +147,7 @@ proptest! {
         quiet_first in any::<bool>(),
     ) {
         let env = TestEnv::new();
-        write_live_vm(&env, "w", 29402);
+        write_live_vm(&env, "w", banner_port());
         let _running = FakeRunningVm::start(&env.root().join("w"));
         let last = env.tmp().join("ssh.last");
         stub(&env, "ssh", &format!(
@@ -174,7 +174,7 @@ proptest! {
         status in 0u8..5,
     ) {
         let env = TestEnv::new();
-        write_live_vm(&env, "w", 29403);
+        write_live_vm(&env, "w", banner_port());
         let _running = FakeRunningVm::start(&env.root().join("w"));
         let out_file = env.tmp().join("out.bin");
         let err_file = env.tmp().join("err.bin");

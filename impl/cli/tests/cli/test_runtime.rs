@@ -6,13 +6,14 @@
 //! REAL tier (`real_guest_lifecycle`, ignored unless asked for): boots the conformance test
 //! guest STOAT_REAL_GUEST names.
 
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use base64::Engine;
 
-use crate::common::{TestEnv, PLANTED_PASSWORD};
+use crate::common::{banner_port, TestEnv, PLANTED_PASSWORD};
 
 /// Writes an executable script into the test's bin directory.
 pub(crate) fn stub(env: &TestEnv, name: &str, body: &str) -> PathBuf {
@@ -77,15 +78,30 @@ fn write_live_vm(env: &TestEnv, name: &str, port: u16, extra: &str) {
     );
 }
 
-/// An environment with a running fake VM `name`.
-fn running_vm(name: &str, port: u16) -> (TestEnv, Reaper) {
+/// An environment with a running fake VM `name` whose ssh port answers with a banner (a
+/// booted guest), and that port.
+fn running_vm(name: &str) -> (TestEnv, Reaper, u16) {
+    let port = banner_port();
     let env = TestEnv::new();
     stub(&env, "qemu-system-x86_64", FAKE_QEMU);
     write_live_vm(&env, name, port, "");
     let reaper = Reaper::watch(&env, &[name]);
     let up = env.json(&["up", name]);
     assert_eq!(up.data()["vm"]["state"], "running", "{}", up.stdout);
-    (env, reaper)
+    (env, reaper, port)
+}
+
+/// An environment with a fake VM `name` that runs but whose ssh never answers (a guest
+/// still booting, or one that never will), started with `up --no-wait`.
+fn booting_vm(name: &str) -> (TestEnv, Reaper, u16) {
+    let port = free_port();
+    let env = TestEnv::new();
+    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    write_live_vm(&env, name, port, "");
+    let reaper = Reaper::watch(&env, &[name]);
+    let up = env.json(&["up", name, "--no-wait"]);
+    assert_eq!(up.data()["vm"]["state"], "running", "{}", up.stdout);
+    (env, reaper, port)
 }
 
 /// A fake ssh: records argv, prints non-UTF-8 bytes on both streams, exits 3.
@@ -170,10 +186,13 @@ fn up_with_kvm_unusable_is_kvm_unusable() {
 
 #[test]
 fn up_then_down_reports_authoritative_state() {
-    let (mut env, _reaper) = running_vm("w", 29306);
+    let (mut env, _reaper, port) = running_vm("w");
     let argv = std::fs::read_to_string(env.root().join("w/qemu.argv")).unwrap();
     assert!(argv.contains("-accel\ntcg\n"), "{argv}");
-    assert!(argv.contains("hostfwd=tcp:127.0.0.1:29306-:22"), "{argv}");
+    assert!(
+        argv.contains(&format!("hostfwd=tcp:127.0.0.1:{port}-:22")),
+        "{argv}"
+    );
     assert!(env.root().join("shared/w").is_dir());
     assert!(env
         .json(&["up", "w"])
@@ -191,7 +210,10 @@ fn up_then_down_reports_authoritative_state() {
     let human = env.run(&["up", "w"]);
     assert!(human.status.success());
     let stdout = String::from_utf8_lossy(&human.stdout);
-    assert!(stdout.starts_with("w started (ssh :29306)\n"), "{stdout}");
+    assert!(
+        stdout.starts_with(&format!("w is up (ssh :{port})\n")),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("\ndisplay: no qemu window; the screen is on "),
         "{stdout}"
@@ -220,7 +242,7 @@ fn cloud_up_makes_overlay_and_seed() {
         ),
     );
     let _reaper = Reaper::watch(&env, &["c"]);
-    let up = env.json(&["up", "c"]);
+    let up = env.json(&["up", "c", "--no-wait"]);
     assert_eq!(up.data()["vm"]["state"], "running");
     let dir = env.root().join("c");
     let info = std::process::Command::new("qemu-img")
@@ -276,11 +298,106 @@ fn wait_answers_at_once_when_it_can_and_times_out_otherwise() {
     env.json(&["wait", "ghost"]).error("not_found");
     assert_eq!(env.json(&["wait"]).error("usage"), "wait needs a VM name");
 
-    let (env, _reaper) = running_vm("r", 29310);
+    let (env, _reaper, _) = booting_vm("r");
     let started = Instant::now();
     env.json(&["wait", "r", "--until", "reachable", "--timeout", "1s"])
         .error("timeout");
     assert!(started.elapsed().as_secs() < 10);
+}
+
+/// A fake QEMU whose guest dies soon after start (a kernel panic, an accelerator that cannot
+/// run guests): the pidfile names a process that exits by itself.
+const DYING_QEMU: &str = r#"prev=""
+for a in "$@"; do
+  [ "$prev" = "-pidfile" ] && pidfile="$a"
+  prev="$a"
+done
+sh -c 'sleep 1' "$pidfile" </dev/null >/dev/null 2>&1 &
+echo $! > "$pidfile"
+exit 0
+"#;
+
+#[test]
+fn up_waits_for_ssh_and_a_guest_that_never_answers_is_an_error() {
+    // Never reachable: `timeout`, one line naming what to do, and the VM left running.
+    let (env, _reaper, port) = booting_vm("w");
+    env.json(&["down", "w"]).data();
+    let started = Instant::now();
+    let message = env.json(&["up", "w", "--timeout", "1s"]).error("timeout");
+    assert!(started.elapsed().as_secs() < 30);
+    assert!(!message.contains('\n'), "{message}");
+    assert!(
+        message.contains(&format!("port {port}")) && message.contains("stoat logs w"),
+        "{message}"
+    );
+    assert_eq!(env.json(&["get", "w"]).data()["vm"]["state"], "running");
+    env.json(&["down", "w"]).data();
+    let human = env.run(&["up", "w", "--timeout", "1s"]);
+    assert_eq!(human.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&human.stderr);
+    assert!(
+        stderr.contains(&format!("then waiting for ssh on port {port}...")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("did not answer within 1s"), "{stderr}");
+    env.json(&["down", "w"]).data();
+    // --no-wait answers at start, in both modes.
+    let human = env.run(&["up", "w", "--no-wait"]);
+    assert!(human.status.success());
+    assert!(
+        String::from_utf8_lossy(&human.stdout).starts_with(&format!("w started (ssh :{port})\n"))
+    );
+    env.json(&["up", "w", "--timeout", "0s"]).error("usage");
+
+    // A guest that dies while booting: qemu_start_failed at once, not a timeout.
+    let env = TestEnv::new();
+    stub(&env, "qemu-system-x86_64", DYING_QEMU);
+    write_live_vm(&env, "d", free_port(), "");
+    let _reaper = Reaper::watch(&env, &["d"]);
+    let message = env
+        .json(&["up", "d", "--timeout", "60s"])
+        .error("qemu_start_failed");
+    assert!(message.contains("stopped while booting"), "{message}");
+}
+
+#[test]
+fn exec_waits_for_a_booting_vm_and_a_connection_that_never_comes_is_an_error() {
+    use std::io::BufRead;
+    let (env, _reaper, port) = booting_vm("w");
+    fake_ssh(&env);
+    let message = env
+        .json_raw(&["--json", "exec", "--timeout", "1s", "w", "true"])
+        .error("timeout");
+    assert!(message.contains("did not answer within 1s"), "{message}");
+    let human = env.run(&["exec", "--timeout", "1s", "w", "true"]);
+    assert_eq!(human.status.code(), Some(1), "not a guest status");
+    env.json(&["cp", "--timeout", "1s", "w:/etc/hostname", "x"])
+        .error("timeout");
+
+    // Started before the guest answers: exec says it waits, then runs once ssh answers.
+    let mut child = env
+        .std_cmd(&["exec", "w", "ls"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    assert_eq!(first, "waiting for ssh on w...\n");
+    let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    std::thread::spawn(move || {
+        use std::io::Write;
+        for mut stream in listener.incoming().flatten() {
+            let _ = stream.write_all(b"SSH-2.0-late\r\n");
+        }
+    });
+    let output = child.wait_with_output().unwrap();
+    let mut rest = Vec::new();
+    std::io::Read::read_to_end(&mut stderr, &mut rest).unwrap();
+    assert_eq!(output.status.code(), Some(3), "the guest's status");
+    assert_eq!(output.stdout, b"out\xff\xfe");
+    assert_eq!(rest, b"err\xff\xfe");
 }
 
 #[test]
@@ -299,7 +416,7 @@ fn exec_checks_the_vm_first() {
 
 #[test]
 fn exec_passes_bytes_and_status_by_the_contract() {
-    let (env, _reaper) = running_vm("w", 29312);
+    let (env, _reaper, port) = running_vm("w");
     let argv_file = fake_ssh(&env);
 
     let run = env.json_raw(&["-q", "--json", "exec", "w", "echo", "it's", "--json"]);
@@ -325,7 +442,7 @@ fn exec_passes_bytes_and_status_by_the_contract() {
         "{argv:?}"
     );
     assert!(argv.contains(&"root@127.0.0.1"), "{argv:?}");
-    assert!(argv.contains(&"29312"), "{argv:?}");
+    assert!(argv.contains(&port.to_string().as_str()), "{argv:?}");
 
     let human = env.run(&["exec", "w", "ls"]);
     assert_eq!(human.status.code(), Some(3));
@@ -335,7 +452,7 @@ fn exec_passes_bytes_and_status_by_the_contract() {
 
 #[test]
 fn exec_without_ssh_is_a_clear_error() {
-    let (mut env, _reaper) = running_vm("w", 29313);
+    let (mut env, _reaper, _) = running_vm("w");
     std::os::unix::fs::symlink("/usr/bin/ssh-keygen", env.bin().join("ssh-keygen")).unwrap();
     env.set_env("PATH", &env.bin().display().to_string());
     let message = env
@@ -380,7 +497,7 @@ fn cp_grammar_and_errors() {
 
 #[test]
 fn cp_runs_scp_with_an_absolute_local_path() {
-    let (env, _reaper) = running_vm("w", 29315);
+    let (env, _reaper, _) = running_vm("w");
     let argv_file = env.tmp().join("scp.argv");
     stub(
         &env,
@@ -431,7 +548,7 @@ fn screenshot_needs_a_running_vm_and_its_monitor() {
     write_live_vm(&env, "w", 29316, "");
     env.json(&["screenshot", "w"]).error("not_running");
     env.json(&["screenshot", "ghost"]).error("not_found");
-    let (env, _reaper) = running_vm("r", 29317);
+    let (env, _reaper, _) = running_vm("r");
     env.json(&["screenshot", "r"]).error("monitor_unreachable");
 }
 
@@ -475,7 +592,7 @@ fn fake_qmp_screendump(vm_dir: &Path, refuse: bool) -> std::thread::JoinHandle<(
 
 #[test]
 fn screenshot_writes_a_png_and_reports_its_size() {
-    let (env, _reaper) = running_vm("r", 29318);
+    let (env, _reaper, _) = running_vm("r");
     let dir = env.root().join("r");
     let server = fake_qmp_screendump(&dir, false);
     let shot = env.json(&["screenshot", "r"]);
@@ -565,12 +682,35 @@ fn real_guest_lifecycle() {
         ),
     );
     let _guard = RealGuard(env.root().join("t1"));
-    let up = timed("up", || env.json(&["up", "t1"]));
-    assert_eq!(up.data()["vm"]["state"], "running");
-    let wait = timed("wait reachable", || {
-        env.json(&["wait", "t1", "--until", "reachable", "--timeout", "120s"])
-    });
+    // The README's first lines, verbatim: `up` returns once ssh answers, so exec just works.
+    let up = timed("up (waits for ssh)", || env.run(&["up", "t1"]));
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let uname = env.run(&["exec", "t1", "--", "uname", "-a"]);
+    assert_eq!(
+        uname.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&uname.stderr)
+    );
+    assert!(
+        uname.stdout.starts_with(b"Linux "),
+        "{}",
+        String::from_utf8_lossy(&uname.stdout)
+    );
+    let wait = env.json(&["wait", "t1", "--until", "reachable", "--timeout", "5s"]);
     assert_eq!(wait.data()["reached"], true);
+    // A word that is not UTF-8 reaches the guest byte for byte.
+    let raw = env
+        .cmd(&["--json", "exec", "t1", "printf", "%s"])
+        .arg(std::ffi::OsStr::from_bytes(b"\xff\xfeok"))
+        .output()
+        .unwrap();
+    let raw = crate::common::JsonRun::check(raw);
+    assert_eq!(raw.data()["stdout_base64"], "//5vaw==");
 
     let echo = timed("exec echo", || {
         env.json_raw(&["--json", "exec", "t1", "echo", "hello world"])
@@ -737,7 +877,7 @@ fn apkovl_live_up_boots_the_isos_kernel_with_the_overlay() {
     assert_eq!(created.data()["vm"]["backend"], "apkovl");
     assert_eq!(created.data()["vm"]["mode"], "live");
     let _reaper = Reaper::watch(&env, &["a"]);
-    let up = env.json(&["up", "a"]);
+    let up = env.json(&["up", "a", "--no-wait"]);
     assert_eq!(up.data()["vm"]["state"], "running", "{}", up.stdout);
 
     let dir = env.root().join("a");
@@ -828,7 +968,7 @@ fn apkovl_disk_installs_then_boots_from_its_disk() {
         "1G",
     ]);
     let _reaper = Reaper::watch(&env, &["d"]);
-    env.json(&["up", "d"]).data();
+    env.json(&["up", "d", "--no-wait"]).data();
     let dir = env.root().join("d");
     let argv = recorded_argv(&env, "d");
     assert!(argv.iter().any(|a| a == "-no-reboot"), "{argv:?}");
@@ -857,7 +997,7 @@ fn apkovl_disk_installs_then_boots_from_its_disk() {
         .open(dir.join("disk.qcow2"))
         .unwrap();
     disk.set_len(11 * 1024 * 1024).unwrap();
-    let up = env.json(&["up", "d"]);
+    let up = env.json(&["up", "d", "--no-wait"]);
     assert_eq!(up.data()["vm"]["installed"], true);
     assert!(env.vm_toml("d").contains("installed = true"));
     let argv = recorded_argv(&env, "d");
@@ -929,7 +1069,7 @@ fn human_up_and_get_show_the_display_lines_and_json_never_the_socket() {
     env.set_env("PATH", &env.bin().display().to_string());
     let _reaper = Reaper::watch(&env, &["w"]);
     let sock = env.root().join("w/vnc.sock").display().to_string();
-    let up = env.run(&["up", "w"]);
+    let up = env.run(&["up", "w", "--no-wait"]);
     assert!(
         up.status.success(),
         "{}",

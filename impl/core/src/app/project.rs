@@ -176,15 +176,21 @@ pub fn recipe_lock(s: &Session, project: &Project) -> Result<RecipePinsData> {
 // fan-out
 
 /// `up` over the project: each declared VM made to match its declaration, then booted
-/// (and its recipes applied when `apply_after_boot`) unless it already runs.
-pub fn up(s: &Session, project: &Project, apply_after_boot: bool) -> Result<ProjectRun> {
+/// (waited for like a single `up` when `reach_wait` is set, and its recipes applied when
+/// `apply_after_boot`) unless it already runs.
+pub fn up(
+    s: &Session,
+    project: &Project,
+    apply_after_boot: bool,
+    reach_wait: Option<std::time::Duration>,
+) -> Result<ProjectRun> {
     lock::check(project, &lock::LockFile::read(&project.dir)?)?;
     fan_out(s, project, |decl| {
         let stored = converge(s, project, decl)?;
         if stored.running_pid().is_some() {
             return Ok(());
         }
-        super::runtime::up(s, &decl.name, apply_after_boot).map(drop)
+        super::runtime::up(s, &decl.name, apply_after_boot, reach_wait).map(drop)
     })
 }
 

@@ -2,6 +2,7 @@
 //! down, wait, exec, cp, screenshot, apply (json-v3#per-command-data, json-v3#streaming). The
 //! work is in [`crate::runtime`] and [`crate::recipes::apply`].
 
+use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
@@ -21,20 +22,37 @@ pub struct UpOutcome {
     pub applied: Option<ApplyData>,
     /// A disk VM booting its installer (it powers off when the install is done).
     pub installing: bool,
+    /// `up` waited until the guest's ssh answered.
+    pub reachable: bool,
 }
 
-/// `up <vm>`: boot, then (when `apply_after_boot`) apply the VM's recipes, streaming their
-/// `stage`/`log` events; the VM is re-read last, so its state is authoritative.
-pub fn up(s: &Session, name: &str, apply_after_boot: bool) -> Result<UpOutcome> {
+/// `up <vm>`: boot; wait until ssh answers (when `reach_wait` is set: at most that long, see
+/// [`wait::until_reachable`]; a disk VM booting its installer has no ssh and is not waited
+/// for); then (when `apply_after_boot`) apply the VM's recipes, streaming their `stage`/`log`
+/// events. The VM is re-read last, so its state is authoritative.
+pub fn up(
+    s: &Session,
+    name: &str,
+    apply_after_boot: bool,
+    reach_wait: Option<Duration>,
+) -> Result<UpOutcome> {
     let root = s.root()?;
     let booted = up::up(root, &s.env, name)?;
     let stored = vm::load_ok(root, name)?;
     let installing = stored.config.mode == "disk" && !stored.config.installed;
+    let reachable = match reach_wait {
+        Some(limit) if !installing => {
+            wait::until_reachable(&stored, limit, &s.cancel)?;
+            true
+        }
+        _ => false,
+    };
     if !apply_after_boot {
         return Ok(UpOutcome {
             data: VmData { vm: booted },
             applied: None,
             installing,
+            reachable,
         });
     }
     let applied = apply::after_boot(root, &s.env, name, s.events(), &s.cancel)?;
@@ -43,6 +61,7 @@ pub fn up(s: &Session, name: &str, apply_after_boot: bool) -> Result<UpOutcome> 
         data: VmData { vm },
         applied,
         installing,
+        reachable,
     })
 }
 
@@ -59,9 +78,24 @@ pub fn wait(s: &Session, name: &str, until: wait::Until, timeout: Duration) -> R
 }
 
 /// `exec <vm> <cmd>...`: the guest's status and both streams, bytes kept exactly
-/// (json-v3#exec-bytes). `pass_stdin` hands stoat's stdin to the guest.
-pub fn exec(s: &Session, name: &str, command: &[String], pass_stdin: bool) -> Result<ExecData> {
-    let out = exec::exec(s.root()?, &s.env, name, command, pass_stdin)?;
+/// (json-v3#exec-bytes) when `streams` captures them; a booting VM's ssh is waited for up to
+/// `reach_wait`.
+pub fn exec(
+    s: &Session,
+    name: &str,
+    command: &[OsString],
+    streams: exec::Streams,
+    reach_wait: Duration,
+) -> Result<ExecData> {
+    let out = exec::exec(
+        s.root()?,
+        &s.env,
+        name,
+        command,
+        streams,
+        reach_wait,
+        &s.cancel,
+    )?;
     Ok(ExecData {
         vm: out.vm,
         exit_code: out.exit_code,
@@ -70,9 +104,15 @@ pub fn exec(s: &Session, name: &str, command: &[String], pass_stdin: bool) -> Re
     })
 }
 
-/// `cp`: a relative local path is resolved against `cwd`.
-pub fn cp(s: &Session, cwd: &Path, request: &cp::CopyRequest) -> Result<CpData> {
-    cp::copy(s.root()?, &s.env, cwd, request)
+/// `cp`: a relative local path is resolved against `cwd`; a booting VM's ssh is waited for up
+/// to `reach_wait`.
+pub fn cp(
+    s: &Session,
+    cwd: &Path,
+    request: &cp::CopyRequest,
+    reach_wait: Duration,
+) -> Result<CpData> {
+    cp::copy(s.root()?, &s.env, cwd, request, reach_wait, &s.cancel)
 }
 
 /// `screenshot <vm>`.

@@ -76,6 +76,28 @@ pub fn quote_remote_command(argv: &[String]) -> String {
         .join(" ")
 }
 
+/// [`quote_remote_command`] on raw argv bytes: a word that is not UTF-8 reaches the guest's
+/// shell byte for byte (single quotes protect every byte but `'` itself).
+pub fn quote_remote_argv(argv: &[std::ffi::OsString]) -> std::ffi::OsString {
+    use std::os::unix::ffi::OsStringExt;
+    let mut quoted = Vec::new();
+    for (index, arg) in argv.iter().enumerate() {
+        if index > 0 {
+            quoted.push(b' ');
+        }
+        quoted.push(b'\'');
+        for &byte in arg.as_encoded_bytes() {
+            if byte == b'\'' {
+                quoted.extend_from_slice(br"'\''");
+            } else {
+                quoted.push(byte);
+            }
+        }
+        quoted.push(b'\'');
+    }
+    std::ffi::OsString::from_vec(quoted)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +147,23 @@ mod tests {
     fn quoting_examples() {
         let argv: Vec<String> = ["echo", "it's", ""].iter().map(|s| s.to_string()).collect();
         assert_eq!(quote_remote_command(&argv), r"'echo' 'it'\''s' ''");
+    }
+
+    #[test]
+    fn raw_bytes_survive_the_shell() {
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
+        let argv = vec![
+            std::ffi::OsString::from_vec(b"a\xff'b".to_vec()),
+            std::ffi::OsString::from("c d"),
+        ];
+        let mut script = b"printf '%s\\0' ".to_vec();
+        script.extend_from_slice(quote_remote_argv(&argv).as_bytes());
+        let output = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(std::ffi::OsStr::from_bytes(&script))
+            .output()
+            .unwrap();
+        assert_eq!(output.stdout, b"a\xff'b\0c d\0");
     }
 
     /// Runs `sh -c "printf '%s\0' <quoted>"` and splits the NUL-separated output.

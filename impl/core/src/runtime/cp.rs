@@ -7,9 +7,9 @@ use std::process::{Command, Stdio};
 
 use stoat_wire::dto::{CopyDirection, CpData};
 
-use super::{load_running, tool};
+use super::{load_running, tool, wait};
 use crate::host::ssh_argv::{remote_spec, scp_args};
-use crate::{keys, vm, Env, Error, Result, Root};
+use crate::{keys, vm, Cancel, Env, Error, Result, Root};
 
 /// One copy request, already parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,7 +21,14 @@ pub struct CopyRequest {
 }
 
 /// Copies and returns the wire data (`local` absolute).
-pub fn copy(root: &Root, env: &Env, cwd: &Path, request: &CopyRequest) -> Result<CpData> {
+pub fn copy(
+    root: &Root,
+    env: &Env,
+    cwd: &Path,
+    request: &CopyRequest,
+    reach_wait: std::time::Duration,
+    cancel: &Cancel,
+) -> Result<CpData> {
     if request.local.is_empty() {
         return Err(Error::InvalidSpec("cp: the local path is empty".into()));
     }
@@ -35,6 +42,7 @@ pub fn copy(root: &Root, env: &Env, cwd: &Path, request: &CopyRequest) -> Result
     let (stored, _pid) = load_running(root, &request.vm)?;
     let key = keys::ensure(root, env)?;
     let scp = tool(env, "scp", "openssh-client")?;
+    wait::until_reachable(&stored, reach_wait, cancel)?;
     let remote = remote_spec(&stored, &request.remote);
     let mut command = Command::new(scp);
     command.args(scp_args(&key, &stored));

@@ -96,6 +96,36 @@ fn reached(stored: &StoredVm, until: Until) -> Result<bool> {
     }
 }
 
+/// Waits until a running VM's ssh answers with a banner (`up` by default, `exec` and `cp`
+/// before they connect). Returns how long it took. `timeout` at the deadline (the VM keeps
+/// running), `qemu_start_failed` when QEMU exits first, `canceled` on Ctrl-C.
+pub fn until_reachable(stored: &StoredVm, timeout: Duration, cancel: &Cancel) -> Result<Duration> {
+    let started = Instant::now();
+    let deadline = started + timeout;
+    let name = &stored.name;
+    loop {
+        cancel.check()?;
+        if qemu::running(&stored.dir).is_none() {
+            return Err(Error::QemuStartFailed(format!(
+                "{name} stopped while booting; `stoat logs {name} --which console` shows how far it got"
+            )));
+        }
+        if ssh_banner(stored.config.sshport) {
+            return Ok(started.elapsed());
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(Error::Timeout(format!(
+                "{name} is running but its ssh (port {}) did not answer within {}; \
+                 `stoat logs {name} --which console` shows the boot, `stoat down {name}` stops it",
+                stored.config.sshport,
+                humantime::format_duration(timeout)
+            )));
+        }
+        std::thread::sleep(POLL.min(deadline - now));
+    }
+}
+
 /// True when 127.0.0.1:port answers with an SSH banner.
 pub fn ssh_banner(port: u16) -> bool {
     let address = SocketAddr::from(([127, 0, 0, 1], port));
