@@ -2,12 +2,14 @@
 # they install what is missing first (apt packages need root; sudo is used when not root).
 
 GUEST_DIR ?= $(CURDIR)/.guest
+DISTRO_DIR ?= $(CURDIR)/.guest-distro
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CARGO ?= cargo
 STOAT := $(CURDIR)/target/debug/stoat
 CONFORMANCE := $(CURDIR)/target/debug/stoat-conformance
 
-.PHONY: setup host-deps guest mcp-client report-consumers toolchain build dist lint test test-fast conformance golden fuzz bench docs clean
+.PHONY: setup host-deps guest mcp-client report-consumers toolchain build dist lint test test-fast conformance golden fuzz bench docs clean \
+  distro-guest test-distro bench-distro
 
 ## setup: host packages (QEMU 10 from bookworm-backports, xorriso, ssh), the test guest,
 ## the report consumers and the toolchain components `make lint` uses
@@ -21,6 +23,11 @@ host-deps:
 
 guest: host-deps
 	$(SUDO) conformance/guest/build.sh $(GUEST_DIR)
+
+## distro-guest: a real Debian cloud image (systemd, cloud-init) from Debian packages
+distro-guest: host-deps
+	$(SUDO) conformance/guest/distro/install-deps.sh
+	$(SUDO) conformance/guest/distro/build.sh $(DISTRO_DIR)
 
 ## mcp-client: the Python MCP SDK (a real client no one here wrote) in target/mcp-venv
 mcp-client:
@@ -45,15 +52,23 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 ## test: every tier: pure and fake everywhere, the ignored real tier (needs the built guest)
-## included; the report consumers required; a short fuzz smoke
+## included (the distro tier has its own target, test-distro); the report consumers
+## required; a short fuzz smoke
 test: setup build lint
-	STOAT_REAL_GUEST=$(GUEST_DIR) STOAT_REPORT_CONSUMERS=$(CURDIR)/target/report-consumers $(CARGO) test --workspace -- --include-ignored
+	STOAT_REAL_GUEST=$(GUEST_DIR) STOAT_REPORT_CONSUMERS=$(CURDIR)/target/report-consumers $(CARGO) test --workspace -- --include-ignored --skip test_distro::
 	$(CONFORMANCE) run --guest $(GUEST_DIR) -- $(STOAT)
 	fuzz/smoke.sh 3
 
 ## test-fast: pure and fake tiers only (no apt, no guest); the real tier shows as ignored
 test-fast:
 	$(CARGO) test --workspace
+
+## test-distro: stoat's lifecycle on the Debian cloud image (docs/distro-guest.md); one
+## booting run at a time on this host. The suite's real tier also takes the image's directory:
+## $(CONFORMANCE) run --tier real --guest $(DISTRO_DIR) -- $(STOAT)
+test-distro: distro-guest build
+	STOAT_DISTRO_GUEST=$(DISTRO_DIR) flock /tmp/stoat-guest.lock \
+	  $(CARGO) test -p stoat-cli --test cli test_distro:: -- --include-ignored --test-threads=1
 
 ## conformance: the suite against the reference stoat
 conformance: setup build
@@ -65,7 +80,12 @@ bench:
 	impl/cli/benches/pull_vs_curl.sh
 	impl/cli/benches/clone_vs_copy.sh
 	GUEST=$(GUEST_DIR) impl/cli/benches/runtime_vs_raw.sh
+	DISTRO_GUEST=$(DISTRO_DIR) impl/cli/benches/distro_boot.sh
 	$(CARGO) build -p stoat-cli && $(CARGO) bench -p stoat-conformance --bench suite
+
+## bench-distro: boot-to-reachable of the Debian image, stoat vs raw QEMU, first and second boot
+bench-distro: distro-guest
+	DISTRO_GUEST=$(DISTRO_DIR) impl/cli/benches/distro_boot.sh
 
 ## golden: replay every golden transcript against the reference (docs/golden.md)
 golden: build

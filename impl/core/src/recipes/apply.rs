@@ -38,8 +38,11 @@ use crate::{lock, qemu, Cancel, Env, Error, EventSink, Result, Root};
 pub const LOG_FILE: &str = "last-provision.log";
 /// The lock an apply holds, in the VM directory.
 pub const LOCK_FILE: &str = "provision.lock";
-/// How long apply waits for the guest's sshd banner.
+/// How long apply waits for the guest's sshd banner (upstream's value, made for KVM).
 pub const SSH_WAIT: Duration = Duration::from_secs(90);
+/// The same under TCG: a systemd distribution with cloud-init needs 1-3 minutes to answer
+/// ssh without KVM on a 2-core host, so 90 s would fail `up` on a VM that is fine.
+pub const TCG_SSH_WAIT: Duration = Duration::from_secs(600);
 /// How long the first-boot check may wait for cloud-init to finish.
 const FIRST_BOOT_WAIT: Duration = Duration::from_secs(900);
 /// How long reading outputs back may take.
@@ -144,6 +147,7 @@ pub fn apply(
         registry: &registry,
         shell: &shell,
         cancel,
+        ssh_wait: ssh_wait(env),
     };
     match run.execute(&mut log, steps, first_boot) {
         Ok(outcome) => Ok(outcome.into_data(stored.name.clone())),
@@ -217,6 +221,15 @@ struct Run<'a> {
     registry: &'a Registry,
     shell: &'a GuestShell,
     cancel: &'a Cancel,
+    ssh_wait: Duration,
+}
+
+/// How long to wait for sshd: [`TCG_SSH_WAIT`] when the VM runs under TCG, else [`SSH_WAIT`].
+pub fn ssh_wait(env: &Env) -> Duration {
+    match qemu::Accel::parse(env.get(qemu::accel::ACCEL_ENV)) {
+        Ok(qemu::Accel::Tcg) => TCG_SSH_WAIT,
+        _ => SSH_WAIT,
+    }
 }
 
 impl Run<'_> {
@@ -228,7 +241,7 @@ impl Run<'_> {
     ) -> Result<Outcome> {
         let port = self.stored.config.sshport;
         log.line(&format!("waiting for ssh on port {port}\u{2026}"));
-        wait_for_ssh(port, SSH_WAIT, self.cancel)?;
+        wait_for_ssh(port, self.ssh_wait, self.cancel)?;
         let mut to_run: Vec<Step> = steps.into_iter().filter(|s| s.run).collect();
         let mut first_boot_only = false;
         if first_boot {
@@ -465,7 +478,7 @@ impl Run<'_> {
             .shell
             .capture(&format!("{command}\n"), READ_BACK, self.cancel)?;
         std::thread::sleep(Duration::from_secs(2));
-        wait_for_ssh(self.stored.config.sshport, SSH_WAIT, self.cancel)
+        wait_for_ssh(self.stored.config.sshport, self.ssh_wait, self.cancel)
     }
 }
 
@@ -567,5 +580,22 @@ mod tests {
         assert_eq!(parse_marker("=== recipe  ==="), None);
         assert_eq!(parse_marker("=== recipe ==="), None);
         assert_eq!(parse_marker("== recipe x ==="), None);
+    }
+
+    #[test]
+    fn ssh_wait_is_longer_under_tcg() {
+        assert_eq!(ssh_wait(&Env::from_pairs([])), SSH_WAIT);
+        assert_eq!(
+            ssh_wait(&Env::from_pairs([("STOAT_ACCEL", "kvm")])),
+            SSH_WAIT
+        );
+        assert_eq!(
+            ssh_wait(&Env::from_pairs([("STOAT_ACCEL", " TCG ")])),
+            TCG_SSH_WAIT
+        );
+        assert_eq!(
+            ssh_wait(&Env::from_pairs([("STOAT_ACCEL", "bogus")])),
+            SSH_WAIT
+        );
     }
 }

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Boot-to-reachable of the Debian cloud image (conformance/guest/distro/build.sh), through
+# stoat against raw QEMU, on a first boot (cloud-init's per-instance work: user, keys,
+# growpart, mounts) and on a second boot of the same disk:
+#   stoat: `stoat up --no-apply` + `stoat wait --until reachable`
+#   raw:   the very argv stoat ran (read back from /proc), with the same seed ISO, on a fresh
+#          overlay for the first boot; then an ssh poll (`ssh ... true` until it works)
+# Prints each pair and the ratio stoat/raw. Runs under flock /tmp/stoat-guest.lock.
+#
+#   DISTRO_GUEST=.guest-distro impl/cli/benches/distro_boot.sh   (make bench-distro)
+#
+# Every QEMU it starts is stopped by PID on exit; the data root is a temp dir.
+set -euo pipefail
+
+repo="$(cd "$(dirname "$0")/../../.." && pwd)"
+guest="${DISTRO_GUEST:-$repo/.guest-distro}"
+image="$guest/stoat-testguest-cloud.qcow2"
+[ -e "$image" ] || { echo "distro_boot: no distro image at $guest (run make distro-guest), not run"; exit 0; }
+image=$(readlink -f "$image")
+[ -n "${DISTRO_BENCH_LOCKED:-}" ] || exec env DISTRO_BENCH_LOCKED=1 flock /tmp/stoat-guest.lock "$0" "$@"
+cargo build --release -q -p stoat-cli --manifest-path "$repo/Cargo.toml"
+stoat="${CARGO_TARGET_DIR:-$repo/target}/release/stoat"
+
+work="$(mktemp -d -p /var/tmp stoat-bench-distro.XXXXXX)"
+export STOAT_HOME="$work/root" HOME="$work/home" STOAT_ACCEL=tcg STOAT_GRAPHICAL=0
+export STOAT_DOWN_TIMEOUT_SECS=300
+mkdir -p "$HOME"
+qemu_pid=""
+cleanup() {
+    "$stoat" down bench >/dev/null 2>&1 || true
+    if [ -n "$qemu_pid" ] && kill -0 "$qemu_pid" 2>/dev/null; then kill "$qemu_pid"; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+now() { date +%s.%N; }
+ratio() { python3 -c "import sys; a,b=map(float,sys.argv[1:]); print(f'{a/b:.2f}x')" "$1" "$2"; }
+secs() { python3 -c "import sys; a,b=map(float,sys.argv[1:]); print(f'{b-a:.1f}')" "$1" "$2"; }
+powerdown() {  # QMP system_powerdown on the raw QEMU, then wait for it to exit
+    python3 - "$STOAT_HOME/bench/qmp.sock" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
+f.readline()
+for cmd in ("qmp_capabilities", "system_powerdown"):
+    f.write(json.dumps({"execute": cmd}) + "\n"); f.flush()
+    while "return" not in json.loads(f.readline()): pass
+PY
+    while kill -0 "$qemu_pid" 2>/dev/null; do sleep 0.2; done; qemu_pid=""
+}
+stoat_boot() {
+    local t0 t1
+    t0=$(now)
+    "$stoat" up bench --no-apply >/dev/null
+    "$stoat" wait bench --until reachable --timeout 900s >/dev/null
+    t1=$(now)
+    secs "$t0" "$t1"
+}
+raw_boot() {
+    local t0 t1
+    t0=$(now)
+    "${qemu_argv[@]}"
+    qemu_pid=$(cat "$STOAT_HOME/bench/qemu.pid")
+    until "${ssh_argv[@]}" true 2>/dev/null; do sleep 0.2; done
+    t1=$(now)
+    secs "$t0" "$t1"
+}
+
+"$stoat" create bench --image "$image" --os debian --ram 1024 --cpus 2 --disk 4G >/dev/null
+mapfile -t ssh_argv < <("$stoat" --json ssh-command bench | python3 -c 'import json,sys; [print(a) for a in json.loads(sys.stdin.read())["data"]["argv"]]')
+ssh_argv=("${ssh_argv[@]:0:1}" -o ConnectTimeout=5 "${ssh_argv[@]:1}")
+
+stoat_first=$(stoat_boot)
+pid=$(cat "$STOAT_HOME/bench/qemu.pid")
+mapfile -d '' -t qemu_argv < "/proc/$pid/cmdline"
+"$stoat" down bench >/dev/null
+stoat_second=$(stoat_boot)
+"$stoat" down bench >/dev/null
+
+# Raw QEMU on a fresh overlay made the way stoat makes it, with stoat's seed ISO.
+disk="$STOAT_HOME/bench/disk.qcow2"
+mv "$disk" "$work/stoat-disk.qcow2"
+qemu-img create -q -f qcow2 -b "$image" -F qcow2 "$disk"
+qemu-img resize -q "$disk" 4G
+raw_first=$(raw_boot)
+powerdown
+raw_second=$(raw_boot)
+powerdown
+
+row() { printf '%-40s %7ss   %-34s %7ss   ratio %s\n' "$1" "$2" "$3" "$4" "$(ratio "$2" "$4")"; }
+echo "Debian $(sed -n 's/^suite: //p' "$guest/manifest.txt") cloud image, TCG, 2 vCPUs, 1 GiB, disk 4G; load $(cut -d' ' -f1 /proc/loadavg)"
+row "stoat up + wait reachable (first boot)" "$stoat_first" "raw qemu + ssh poll (first boot)" "$raw_first"
+row "stoat up + wait reachable (second boot)" "$stoat_second" "raw qemu + ssh poll (second boot)" "$raw_second"
