@@ -236,6 +236,16 @@ pub const OPERATORS: &[Operator] = &[
         caught_by: &["LS.allow-exec-prefield"],
     },
     Operator {
+        name: "applied-null",
+        breaks: "apply answering applied: null when nothing ran",
+        caught_by: &["APPLY.nothing-to-run"],
+    },
+    Operator {
+        name: "share-internal",
+        breaks: "a missing share answered with internal instead of share_invalid",
+        caught_by: &["ERRORS.share-invalid"],
+    },
+    Operator {
         name: "unknown-event",
         breaks: "nothing: an unknown event type must be tolerated",
         caught_by: &[],
@@ -839,6 +849,19 @@ fn transform_output(op: &Operator, stdout: Vec<u8>, code: i32) -> (Vec<u8>, i32)
                     }
                 }
             }
+            lines[result_index] = result.to_string();
+        }
+        "applied-null" if cmd == "apply" && ok == Some(true) => {
+            if result
+                .pointer("/data/applied")
+                .is_some_and(|a| a == &json!([]))
+            {
+                result["data"]["applied"] = Value::Null;
+            }
+            lines[result_index] = result.to_string();
+        }
+        "share-internal" if error_code.as_deref() == Some("share_invalid") => {
+            result["error"]["code"] = json!("internal");
             lines[result_index] = result.to_string();
         }
         "unknown-event" => lines.insert(

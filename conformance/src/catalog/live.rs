@@ -118,7 +118,6 @@ impl Watched {
     }
 
     /// Writes one line to the SUT's stdin.
-    #[allow(dead_code)]
     pub fn send_line(&mut self, line: &str) -> bool {
         match self.stdin.as_mut() {
             Some(stdin) => stdin
@@ -130,7 +129,6 @@ impl Watched {
     }
 
     /// Closes the SUT's stdin (end of the conversation).
-    #[allow(dead_code)]
     pub fn close_stdin(&mut self) {
         self.stdin = None;
     }

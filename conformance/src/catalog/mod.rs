@@ -5,11 +5,13 @@
 
 mod apply;
 mod basics;
+mod errors;
 mod exec;
 mod helpers;
 mod leaks;
 mod lifecycle;
 mod live;
+mod mcp;
 mod oracle_rules;
 mod project;
 mod pull;
@@ -187,6 +189,8 @@ pub fn all() -> &'static [CheckDef] {
             streaming::CHECKS,
             project::CHECKS,
             project::SCENARIOS,
+            errors::CHECKS,
+            mcp::CHECKS,
         ] {
             out.extend_from_slice(part);
         }

@@ -73,7 +73,7 @@ fn recipe_vm(
 }
 
 /// The files a live VM boots from (the ISO in isos/, its extracted kernel and initramfs).
-fn bootable_files(sandbox: &Sandbox, dir: &std::path::Path) -> Result<(), HarnessError> {
+pub(super) fn bootable_files(sandbox: &Sandbox, dir: &std::path::Path) -> Result<(), HarnessError> {
     let isos = sandbox.data.join("isos");
     std::fs::create_dir_all(&isos).map_err(|e| HarnessError::io(&isos, e))?;
     for (path, bytes) in [

@@ -174,7 +174,11 @@ fn serve(parsed: &QemuArgs, args: &[String]) -> i32 {
         }
     }
     if let Some(pidfile) = &parsed.pidfile {
-        if std::fs::write(pidfile, format!("{pid}\n")).is_err() {
+        // Complete before it exists: the waiting parent (and stoat) must never read it empty.
+        let partial = pidfile.with_extension("pid.partial");
+        if std::fs::write(&partial, format!("{pid}\n")).is_err()
+            || std::fs::rename(&partial, pidfile).is_err()
+        {
             return 1;
         }
         cleanup.push(pidfile.clone());

@@ -138,13 +138,20 @@ fn info(operands: &[&String], json: bool) -> i32 {
         return 1;
     }
     let size = size_of(disk);
+    // Like qemu-img's probe: a file without the qcow2 magic is raw.
+    let mut magic = [0u8; 4];
+    let qcow2 = std::fs::File::open(disk.as_str())
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .is_ok()
+        && &magic == b"QFI\xfb";
+    let format = if qcow2 { "qcow2" } else { "raw" };
     if json {
-        let value = serde_json::json!({"virtual-size": size, "filename": disk, "format": "qcow2", "actual-size": 200704, "dirty-flag": false});
+        let value = serde_json::json!({"virtual-size": size, "filename": disk, "format": format, "actual-size": 200704, "dirty-flag": false});
         emit(format!("{value:#}\n").as_bytes(), &[]);
     } else {
         emit(
             format!(
-                "image: {disk}\nfile format: qcow2\nvirtual size: {} GiB ({size} bytes)\n",
+                "image: {disk}\nfile format: {format}\nvirtual size: {} GiB ({size} bytes)\n",
                 size >> 30
             )
             .as_bytes(),

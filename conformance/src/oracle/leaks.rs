@@ -204,6 +204,18 @@ pub(crate) fn check(
     }
 }
 
+/// The decoded form of `text` (see [`decoded_forms`]) in which `secret` appears, if any: for
+/// judges of other wire formats (MCP results) that must never carry it either.
+pub fn secret_form(text: &str, secret: &str) -> Option<&'static str> {
+    if secret.is_empty() {
+        return None;
+    }
+    decoded_forms(text)
+        .into_iter()
+        .find(|(_, decoded)| decoded.contains(secret))
+        .map(|(form, _)| form)
+}
+
 /// Every form of `text` a consumer could decode and read: the text itself (a JSON string
 /// after unescaping), its URL-decoding, and the base64 decoding of every base64-looking run
 /// in it (standard or URL-safe alphabet, any alignment), so an encoded secret is found too.

@@ -17,6 +17,7 @@ pub use codes::{known_codes, KNOWN_CODES, KNOWN_CODES_V2};
 pub use envelope::excerpt;
 pub use exec::decode_stream;
 pub use leaks::allowed_path_pointers;
+pub use leaks::secret_form;
 pub use leaks::{Canaries, Canary};
 pub use schema::{BuiltinShapes, PublishedSchemas, SchemaCheck};
 

@@ -595,3 +595,64 @@ fn a_kill_at_any_point_leaves_each_command_done_or_not_done() {
         leftovers(&env.root())
     );
 }
+
+// ---------------------------------------------------------------- validate at the door
+
+#[test]
+fn bad_input_is_refused_at_create_with_one_line_and_nothing_written() {
+    let env = TestEnv::new();
+    plant_image(&env, ALPINE_VIRT);
+    let long = "x".repeat(300);
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["create", "a,b", "--image", "alpine-virt"],
+        vec!["create", "a=b", "--image", "alpine-virt"],
+        vec!["create", &long, "--image", "alpine-virt"],
+        vec![
+            "create",
+            "n",
+            "--image",
+            "alpine-virt",
+            "--ram",
+            "4294967295",
+        ],
+        vec![
+            "create",
+            "n",
+            "--image",
+            "alpine-virt",
+            "--mode",
+            "disk",
+            "--disk",
+            "1",
+        ],
+        vec![
+            "create",
+            "n",
+            "--image",
+            "alpine-virt",
+            "--mode",
+            "disk",
+            "--disk",
+            "100000T",
+        ],
+    ];
+    for args in cases {
+        let run = env.json(&args);
+        let message = run.error("invalid_spec");
+        assert!(!message.contains('\n'), "{message}");
+        let entries: Vec<_> = std::fs::read_dir(env.root())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| {
+                !n.starts_with('.') && !["isos", "recipes", "logs", "shared"].contains(&n.as_str())
+            })
+            .collect();
+        assert!(entries.is_empty(), "{args:?} wrote {entries:?}");
+    }
+    env.json(&["get", &long]).error("not_found");
+    env.json(&["rm", &long, "-y"]).error("not_found");
+    create_disk(&env, "d");
+    env.json(&["update", "d", "--ram", "4294967295"])
+        .error("invalid_spec");
+}

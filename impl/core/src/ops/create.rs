@@ -230,7 +230,7 @@ fn disk_for(mode: &str, requested: Option<&str>) -> Result<String> {
         )),
         (_, None) => Ok(DEFAULT_DISK.to_owned()),
         (_, Some(size)) => {
-            crate::size::parse_size(size)?;
+            super::check_disk_size(size)?;
             Ok(size.to_owned())
         }
     }

@@ -24,14 +24,42 @@ pub const MIN_RAM_MB: u32 = 256;
 /// The smallest number of vCPUs a VM may have.
 pub const MIN_CPUS: u32 = 1;
 
-/// Refuses RAM below the minimum.
+/// The largest RAM a VM may have, in MB (1 TiB: beyond any host this runs on).
+pub const MAX_RAM_MB: u32 = 1 << 20;
+/// The smallest disk a disk or cloud VM may have (nothing boots from less).
+pub const MIN_DISK_BYTES: u64 = 32 << 20;
+/// The largest disk stoat makes (64 TiB, under qcow2's own limits).
+pub const MAX_DISK_BYTES: u64 = 64 << 40;
+
+/// Refuses RAM below the minimum or above any real host.
 pub fn check_ram(ram_mb: u32) -> Result<()> {
     if ram_mb < MIN_RAM_MB {
         return Err(Error::InvalidSpec(format!(
             "ram {ram_mb} MB is below the minimum of {MIN_RAM_MB} MB"
         )));
     }
+    if ram_mb > MAX_RAM_MB {
+        return Err(Error::InvalidSpec(format!(
+            "ram {ram_mb} MB is above the maximum of {MAX_RAM_MB} MB"
+        )));
+    }
     Ok(())
+}
+
+/// Refuses a disk size that cannot hold a system, or that no host could store.
+pub fn check_disk_size(text: &str) -> Result<u64> {
+    let bytes = crate::size::parse_size(text)?;
+    if bytes < MIN_DISK_BYTES {
+        return Err(Error::InvalidSpec(format!(
+            "disk {text:?} is below the minimum of 32M"
+        )));
+    }
+    if bytes > MAX_DISK_BYTES {
+        return Err(Error::InvalidSpec(format!(
+            "disk {text:?} is above the maximum of 64T"
+        )));
+    }
+    Ok(bytes)
 }
 
 /// Refuses a vCPU count below the minimum.

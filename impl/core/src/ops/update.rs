@@ -185,7 +185,7 @@ fn planned_disk(stored: &StoredVm, requested: &str, running: bool) -> Result<Str
             "{name} is a live VM and has no disk"
         )));
     }
-    let wanted = crate::size::parse_size(requested)?;
+    let wanted = super::check_disk_size(requested)?;
     if running {
         return Err(Error::AlreadyRunning { name: name.clone() });
     }

@@ -45,7 +45,11 @@ pub enum QemuError {
 
     /// `monitor_unreachable`: the QMP socket is missing, refuses connections,
     /// or QEMU closed the connection.
-    #[error("QEMU monitor unreachable at {}: {reason}", socket.display())]
+    /// The message names the socket's file only: a host path never reaches the wire.
+    #[error(
+        "QEMU monitor unreachable ({}): {reason}",
+        socket.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+    )]
     MonitorUnreachable { socket: PathBuf, reason: String },
 
     /// `monitor_rejected`: QEMU answered the command with an error (QMP

@@ -74,11 +74,13 @@ pub fn start_with_argv(
             stderr,
         });
     }
+    // Names, not paths: this text reaches the wire, where no host path may.
+    let program = Path::new(&binary_name)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     read_pid(pidfile)?.ok_or_else(|| QemuError::QemuStartFailed {
-        stderr: format!(
-            "{binary_name} exited 0 but wrote no PID to {}",
-            pidfile.display()
-        ),
+        stderr: format!("{program} exited 0 but wrote no PID to its pidfile"),
         hint: None,
     })
 }

@@ -148,8 +148,17 @@ pub fn check_name(name: &str) -> Result<()> {
     if name.starts_with('.') || name.starts_with('-') {
         return invalid("must not start with '.' or '-'");
     }
-    if name.len() > 64 {
-        return invalid("is longer than 64 characters");
+    if name.len() > 63 {
+        return invalid("is longer than 63 characters (a guest hostname's limit)");
+    }
+    // QEMU's option syntax splits on ',' and '='; a hostname or ssh target chokes on ':'.
+    if let Some(c) = name
+        .chars()
+        .find(|c| matches!(c, ',' | '=' | ':') || c.is_control())
+    {
+        return Err(Error::InvalidSpec(format!(
+            "VM name {name:?} must not contain {c:?}"
+        )));
     }
     Ok(())
 }
@@ -163,7 +172,12 @@ pub fn load(root: &Root, name: &str) -> Result<Loaded> {
     let not_found = || Error::NotFound {
         name: name.to_owned(),
     };
-    if name.is_empty() || name.contains('/') || name.contains('\0') || Root::is_reserved(name) {
+    if name.is_empty()
+        || name.len() > 255
+        || name.contains('/')
+        || name.contains('\0')
+        || Root::is_reserved(name)
+    {
         return Err(not_found());
     }
     let dir = root.vm_dir(name);

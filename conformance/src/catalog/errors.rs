@@ -1,0 +1,229 @@
+//! Owns the error-code checks an independent implementation was seen to miss: a missing
+//! share (`share_invalid`, not `internal`), a monitor that does not answer, `recipe new`
+//! and `update --recipes` validation, `apply` with nothing to run (`applied` a list), `wait
+//! --until applied`, and the leak sweep AFTER a cloud VM with a console password was started.
+
+use serde_json::{json, Value};
+
+use super::helpers::{expect_eq, get_vm, with_running_work, with_work, Banner};
+use super::streaming::write_recipe;
+use super::{scenario, v3_only, CheckDef, Tier};
+use crate::error::HarnessError;
+use crate::fakes::script::{FakeScript, Rule};
+use crate::finding::Level::Must;
+use crate::run::Case;
+use crate::sandbox::{Sandbox, VmFixture};
+
+pub(super) const CHECKS: &[CheckDef] = &[
+    scenario("ERRORS.share-invalid", Must, Tier::Fake, "json-v3#error-codes", "share_invalid the configured share is not a directory",
+        "`up` of a VM whose share is missing, or is a file, fails with share_invalid and leaves the VM stopped", &["errors", "share", "up"], share_invalid),
+    scenario("ERRORS.monitor-unreachable", Must, Tier::Fake, "json-v3#error-codes", "monitor_unreachable the VM's qemu monitor socket does not answer",
+        "`screenshot` of a running VM whose qemu has no monitor socket fails with monitor_unreachable", &["errors", "monitor"], monitor_unreachable),
+    scenario("ERRORS.recipe-new-invalid", Must, Tier::Pure, "json-v3#error-codes", "invalid_spec the request itself is malformed",
+        "`recipe new` with a name that is not a name, or an unknown --os, fails with invalid_spec (not internal) and writes no recipe", &["errors", "recipes"], recipe_new_invalid),
+    scenario("ERRORS.update-recipes-unknown", Must, Tier::Pure, "json-v3#error-codes", "recipe_not_applicable a named recipe cannot run on this VM",
+        "`update --recipes` naming a recipe that does not exist is refused (recipe_not_applicable or invalid_spec) and the VM's recipes are unchanged", &["errors", "recipes", "update"], update_recipes_unknown),
+    scenario("APPLY.nothing-to-run", Must, Tier::Fake, "json-v3#per-command-data", "applied is always a list, never a bool.",
+        "`apply` of a running VM without recipes answers applied: [] (a list, never null) and a string skipped_reason", &["apply", "lists"], apply_nothing),
+    v3_only(scenario("WAIT.until-applied", Must, Tier::Fake, "json-v3#per-command-data", "wait {\"vm\":\"work\",\"until\":\"reachable\",\"reached\":true,\"waited_ms\":4210}",
+        "after an apply finished, `wait --until applied` answers {vm, until: applied, reached: true, waited_ms}", &["wait", "apply"], wait_until_applied), "contract 2 names no applied state"),
+    scenario("LEAK.after-cloud-up", Must, Tier::Fake, "json-v3#absent", "console_password. A console password is useless unless shown to a human at a console, and it must never reach a wire format.",
+        "after `up` of a cloud VM with a console password: up, logs (stoat's and the VM's), get, ls, status and down never carry it in any encoding", &["leaks", "up", "logs"], leak_after_cloud_up),
+];
+
+fn share_invalid(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let file = "not-a-directory.txt";
+    for (label, share) in [("missing", "no-such-dir"), ("a file", file)] {
+        let sandbox = case.sandbox()?;
+        let share = sandbox.work.join(share);
+        sandbox.write_work_file(file, b"a file, not a directory\n")?;
+        let mut vm = VmFixture::live("work");
+        vm.share = share.to_string_lossy().into_owned();
+        let dir = sandbox.write_vm(&vm)?;
+        super::streaming::bootable_files(&sandbox, &dir)?;
+        let ran = case.json(&sandbox, &["up", "work"])?;
+        if !case.expect_error(&ran, "share_invalid") {
+            case.fail("/error/code", format!("the share was {label}"));
+        }
+        if let Some(vm) = get_vm(case, &sandbox, "work")? {
+            expect_eq(case, &vm, "/state", &json!("stopped"));
+        }
+        let _ = case.json(&sandbox, &["down", "work"])?;
+    }
+    Ok(())
+}
+
+fn monitor_unreachable(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_running_work(case)?;
+    let ran = case.json(&sandbox, &["screenshot", "work"])?;
+    case.expect_error(&ran, "monitor_unreachable");
+    Ok(())
+}
+
+fn recipes_written(sandbox: &Sandbox) -> Vec<String> {
+    std::fs::read_dir(sandbox.data.join("recipes"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("bad") || n == "okname")
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn recipe_new_invalid(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    for args in [
+        &["recipe", "new", "bad name/../x"][..],
+        &[
+            "recipe",
+            "new",
+            "okname",
+            "--os",
+            "no-such-os-stoat-conformance",
+        ],
+    ] {
+        let ran = case.json(&sandbox, args)?;
+        case.expect_error(&ran, "invalid_spec");
+    }
+    let written = recipes_written(&sandbox);
+    case.ensure(
+        written.is_empty(),
+        "filesystem",
+        format!("a refused `recipe new` left {written:?} under the recipes directory"),
+    );
+    Ok(())
+}
+
+fn update_recipes_unknown(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_work(case)?;
+    let ran = case.json(
+        &sandbox,
+        &[
+            "update",
+            "work",
+            "--recipes",
+            "no-such-recipe-stoat-conformance",
+        ],
+    )?;
+    match ran.code() {
+        Some("recipe_not_applicable" | "invalid_spec") => {}
+        other => case.fail(
+            "/error/code",
+            format!("`update --recipes` with an unknown recipe answered {other:?} (ok: {}); a recipe that does not exist cannot run on this VM", ran.data().is_some()),
+        ),
+    }
+    if let Some(vm) = get_vm(case, &sandbox, "work")? {
+        expect_eq(case, &vm, "/recipes", &json!([]));
+    }
+    Ok(())
+}
+
+/// A running live VM on `banner`'s port whose recipes the fake ssh runs locally.
+fn running_with_recipes(
+    case: &Case<'_>,
+    banner: &Banner,
+    recipes: &[&str],
+) -> Result<Sandbox, HarnessError> {
+    let mut sandbox = case.sandbox()?;
+    let mut vm = VmFixture::live("work").sshport(banner.port);
+    vm.recipes = recipes.iter().map(|r| r.to_string()).collect();
+    sandbox.write_vm(&vm)?;
+    sandbox.write_script(&FakeScript::default().rule(
+        "ssh",
+        Rule {
+            run_locally: true,
+            ..Default::default()
+        },
+    ))?;
+    sandbox.start_running("work")?;
+    Ok(sandbox)
+}
+
+fn apply_nothing(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let banner = Banner::start()?;
+    let sandbox = running_with_recipes(case, &banner, &[])?;
+    let ran = case.json(&sandbox, &["apply", "work"])?;
+    if let Some(data) = case.expect_ok(&ran).cloned() {
+        case.ensure(
+            data.get("applied").is_some_and(Value::is_array),
+            "/data/applied",
+            format!("applied is {:?}; it is always a list", data.get("applied")),
+        );
+        expect_eq(case, &data, "/applied", &json!([]));
+        case.ensure(
+            data.get("skipped_reason").is_some_and(Value::is_string),
+            "/data/skipped_reason",
+            "skipped_reason is a string",
+        );
+    }
+    Ok(())
+}
+
+fn wait_until_applied(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let banner = Banner::start()?;
+    let sandbox = running_with_recipes(case, &banner, &["hello"])?;
+    write_recipe(&sandbox, "hello", "#!/bin/sh\necho hello\n")?;
+    let applied = case.json(&sandbox, &["apply", "work"])?;
+    if case.expect_ok(&applied).is_none() {
+        return Ok(());
+    }
+    let ran = case.json(
+        &sandbox,
+        &["wait", "work", "--until", "applied", "--timeout", "20s"],
+    )?;
+    if let Some(data) = case.expect_ok(&ran).cloned() {
+        expect_eq(case, &data, "/vm", &json!("work"));
+        expect_eq(case, &data, "/until", &json!("applied"));
+        expect_eq(case, &data, "/reached", &json!(true));
+        case.ensure(
+            data.get("waited_ms").is_some_and(Value::is_u64),
+            "/data/waited_ms",
+            "waited_ms is an integer",
+        );
+    }
+    Ok(())
+}
+
+fn leak_after_cloud_up(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    let base = sandbox.write_work_file(
+        "cloud-base.qcow2",
+        b"QFI\xfb fake qcow2 written by stoat-conformance\n",
+    )?;
+    let mut vm = VmFixture::disk("work");
+    vm.mode = "cloud".into();
+    vm.backend = "cloudinit".into();
+    vm.os = "debian".into();
+    vm.iso = None;
+    vm.base = Some(base.to_string_lossy().into_owned());
+    vm.sshuser = "stoat".into();
+    sandbox.write_vm(&vm)?;
+    let up = case.json(&sandbox, &["up", "work"])?;
+    if case.expect_ok(&up).is_none() {
+        return Ok(());
+    }
+    for args in [
+        &["logs"][..],
+        &["logs", "work"],
+        &["logs", "work", "--which", "console"],
+        &["get", "work"],
+        &["ls"],
+    ] {
+        let ran = case.json(&sandbox, args)?;
+        case.expect_ok(&ran);
+    }
+    let _ = case.json(&sandbox, &["status"])?;
+    let down = case.json(&sandbox, &["down", "work"])?;
+    case.expect_ok(&down);
+    let after = case.json(&sandbox, &["logs"])?;
+    if let Some(lines) = case.expect_ok(&after).and_then(|d| d.get("lines")).cloned() {
+        case.ensure(
+            lines.is_array(),
+            "/data/lines",
+            "logs answers lines as a list",
+        );
+    }
+    Ok(())
+}
