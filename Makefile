@@ -89,7 +89,7 @@ bench-distro: distro-guest
 
 ## golden: replay every golden transcript against the reference (docs/golden.md)
 golden: build
-	$(CONFORMANCE) golden verify -- $(STOAT)
+	$(CONFORMANCE) golden verify --reference -- $(STOAT)
 
 ## fuzz: every cargo-fuzz target for FUZZ_SECONDS each (docs/fuzzing.md)
 FUZZ_SECONDS ?= 300

@@ -222,3 +222,80 @@ fn a_fake_running_vm_counts_and_is_reaped_when_the_sandbox_drops() {
         "the running VM was killed and reaped"
     );
 }
+
+/// Sends one QMP command on a fresh connection and returns its reply line (`None` when the
+/// connection broke: the caller decides whether that is a failure).
+fn qmp_once(socket: &std::path::Path, command: &str) -> Option<String> {
+    let stream = UnixStream::connect(socket).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok();
+    let mut writer = stream.try_clone().ok()?;
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    writeln!(writer, "{{\"execute\":\"qmp_capabilities\"}}").ok()?;
+    line.clear();
+    reader.read_line(&mut line).ok()?;
+    writeln!(writer, "{command}").ok()?;
+    line.clear();
+    reader.read_line(&mut line).ok()?;
+    Some(line)
+}
+
+#[test]
+fn the_pidfile_is_complete_once_it_exists_and_the_monitor_runs_a_command_sent_before_close() {
+    let sandbox = sandbox();
+    let vm = sandbox.vm_dir("work");
+    std::fs::create_dir_all(&vm).expect("vm dir");
+    let pidfile = vm.join("qemu.pid");
+    let qmp = vm.join("qmp.sock");
+    let monitor = vm.join("monitor.sock");
+    // Without -daemonize the fake runs in the foreground: watch its pidfile appear.
+    let mut child = tool(&sandbox, "qemu-system-x86_64")
+        .arg("-pidfile")
+        .arg(&pidfile)
+        .arg("-qmp")
+        .arg(format!("unix:{},server,nowait", qmp.display()))
+        .arg("-monitor")
+        .arg(format!("unix:{},server,nowait", monitor.display()))
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let pid = loop {
+        assert!(Instant::now() < deadline, "no pidfile");
+        if let Ok(text) = std::fs::read_to_string(&pidfile) {
+            // Atomic: a pidfile that exists holds the whole PID and its newline.
+            assert!(
+                text.ends_with('\n'),
+                "a partial pidfile was visible: {text:?}"
+            );
+            break text.trim().parse::<u32>().expect("pid");
+        }
+        std::thread::yield_now();
+    };
+    assert_eq!(pid, child.id());
+
+    // A client that writes a command and hangs up without reading anything.
+    let mut client = UnixStream::connect(&monitor).expect("monitor");
+    client.write_all(b"savevm quick\n").expect("write");
+    drop(client);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let reply = qmp_once(
+            &qmp,
+            "{\"execute\":\"human-monitor-command\",\"arguments\":{\"command-line\":\"info snapshots\"}}",
+        )
+        .unwrap_or_default();
+        if reply.contains("quick") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the command written before close was dropped: {reply}"
+        );
+        std::thread::yield_now();
+    }
+    // quit: the fake may exit before its reply is read.
+    let _ = qmp_once(&qmp, "{\"execute\":\"quit\"}");
+    let status = child.wait().expect("wait");
+    assert!(status.code().is_some(), "the fake exits on quit");
+}

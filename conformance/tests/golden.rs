@@ -28,7 +28,10 @@ fn reference() -> PathBuf {
 
 fn verify(dir: &Path, sut: &[&str], cases: &[&str]) -> (bool, String) {
     let mut command = conformance();
-    command.args(["golden", "verify", "--dir"]).arg(dir);
+    // The reference set too: these tests run against the reference.
+    command
+        .args(["golden", "verify", "--reference", "--dir"])
+        .arg(dir);
     for case in cases {
         command.args(["--case", case]);
     }

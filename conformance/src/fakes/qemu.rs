@@ -151,6 +151,17 @@ pub fn daemon(args: &[String]) -> i32 {
     serve(&parsed, args)
 }
 
+/// Writes `bytes` to a temporary sibling, then renames it over `path`.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".tmp-{}", std::process::id()));
+    let temp = path.with_file_name(name);
+    std::fs::write(&temp, bytes)?;
+    std::fs::rename(&temp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temp);
+    })
+}
+
 fn bind(path: &Path) -> Option<UnixListener> {
     let _ = std::fs::remove_file(path);
     UnixListener::bind(path).ok()
@@ -174,11 +185,9 @@ fn serve(parsed: &QemuArgs, args: &[String]) -> i32 {
         }
     }
     if let Some(pidfile) = &parsed.pidfile {
-        // Complete before it exists: the waiting parent (and stoat) must never read it empty.
-        let partial = pidfile.with_extension("pid.partial");
-        if std::fs::write(&partial, format!("{pid}\n")).is_err()
-            || std::fs::rename(&partial, pidfile).is_err()
-        {
+        // The pidfile's existence is the ready signal (to our parent and to the SUT): it
+        // appears complete, by rename, never empty or half-written.
+        if write_atomically(pidfile, format!("{pid}\n").as_bytes()).is_err() {
             return 1;
         }
         cleanup.push(pidfile.clone());

@@ -21,7 +21,11 @@ pub fn run(args: &[String]) -> i32 {
     match args.first().map(String::as_str) {
         Some("create") => create(&operands),
         Some("resize") => resize(&operands),
-        Some("info") => info(&operands, args.iter().any(|a| a == "--output=json")),
+        Some("info") => info(
+            &operands,
+            args.iter().any(|a| a == "--output=json"),
+            args.iter().any(|a| a == "--backing-chain"),
+        ),
         Some("snapshot") => snapshot(args, &operands),
         other => {
             emit(
@@ -129,7 +133,7 @@ fn resize(operands: &[&String]) -> i32 {
     }
 }
 
-fn info(operands: &[&String], json: bool) -> i32 {
+fn info(operands: &[&String], json: bool, backing_chain: bool) -> i32 {
     let Some(disk) = operands.first() else {
         return 1;
     };
@@ -137,16 +141,22 @@ fn info(operands: &[&String], json: bool) -> i32 {
         emit(&[], format!("qemu-img: Could not open '{disk}': Could not open '{disk}': No such file or directory\n").as_bytes());
         return 1;
     }
-    let size = size_of(disk);
-    // Like qemu-img's probe: a file without the qcow2 magic is raw.
-    let mut magic = [0u8; 4];
-    let qcow2 = std::fs::File::open(disk.as_str())
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
-        .is_ok()
-        && &magic == b"QFI\xfb";
-    let format = if qcow2 { "qcow2" } else { "raw" };
+    // Like qemu-img: the format is what the bytes are (qcow2 magic, else raw).
+    let qcow2 = std::fs::read(disk.as_str()).is_ok_and(|b| b.starts_with(b"QFI\xfb"));
+    let (format, size) = if qcow2 {
+        ("qcow2", size_of(disk))
+    } else {
+        let bytes = std::fs::metadata(disk.as_str()).map_or(0, |m| m.len());
+        ("raw", bytes)
+    };
     if json {
         let value = serde_json::json!({"virtual-size": size, "filename": disk, "format": format, "actual-size": 200704, "dirty-flag": false});
+        // --backing-chain answers a list, one entry per image of the chain (here: one).
+        let value = if backing_chain {
+            serde_json::json!([value])
+        } else {
+            value
+        };
         emit(format!("{value:#}\n").as_bytes(), &[]);
     } else {
         emit(

@@ -168,27 +168,24 @@ pub fn serve_qmp(stream: UnixStream, control: &Control) {
     }
 }
 
-/// Serves one human-monitor connection until it closes.
+/// Serves one human-monitor connection until it closes. Every command that arrived is run,
+/// even when the client has closed (or shut down its read side) before reading a reply: a
+/// client may write `sendkey ...` and hang up at once, as real qemu allows.
 pub fn serve_monitor(stream: UnixStream, control: &Control) {
-    let Ok(mut writer) = stream.try_clone() else {
-        return;
+    let mut writer = stream.try_clone().ok();
+    let mut say = |bytes: &[u8]| {
+        if let Some(w) = writer.as_mut() {
+            if w.write_all(bytes).is_err() {
+                writer = None;
+            }
+        }
     };
-    if writer
-        .write_all(b"QEMU 10.0.0 monitor - type 'help' for more information\r\n(qemu) ")
-        .is_err()
-    {
-        return;
-    }
+    say(b"QEMU 10.0.0 monitor - type 'help' for more information\r\n(qemu) ");
     for line in BufReader::new(stream).lines() {
         let Ok(line) = line else { return };
         let output = control.hmp(line.trim());
-        if writer
-            .write_all(output.as_bytes())
-            .and_then(|_| writer.write_all(b"(qemu) "))
-            .is_err()
-        {
-            return;
-        }
+        say(output.as_bytes());
+        say(b"(qemu) ");
     }
 }
 

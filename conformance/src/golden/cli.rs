@@ -46,6 +46,14 @@ struct VerbArgs {
     /// Per-invocation timeout in seconds.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
+    /// verify: also replay the reference set (`reference/`: cases that pin choices of the
+    /// reference the contract leaves open).
+    #[arg(long)]
+    reference: bool,
+    /// verify: the contract edition whose transcripts are replayed: auto (the one the SUT
+    /// names in `--json version`), 2 or 3.
+    #[arg(long, value_name = "auto|2|3", default_value = "auto")]
+    contract: String,
     /// The system under test and its fixed leading arguments.
     #[arg(last = true, required = true, value_name = "SUT")]
     sut: Vec<String>,
@@ -83,6 +91,20 @@ fn config(verb: &VerbArgs) -> Result<GoldenConfig, HarnessError> {
         dir: verb.dir.clone(),
         timeout: Duration::from_secs(verb.timeout.max(1)),
         filter: verb.cases.clone(),
+        reference: verb.reference,
+        edition: match verb.contract.as_str() {
+            "auto" => None,
+            text => Some(
+                text.parse::<u64>()
+                    .ok()
+                    .and_then(crate::spec::Edition::from_number)
+                    .ok_or_else(|| {
+                        HarnessError::Other(format!(
+                            "unknown contract edition {text:?} (auto, 2, 3)"
+                        ))
+                    })?,
+            ),
+        },
     })
 }
 
@@ -101,7 +123,8 @@ fn verify(config: &GoldenConfig) -> Result<u8, HarnessError> {
     println!("{} passed, {failed} failed", verdicts.len() - failed);
     if verdicts.is_empty() {
         eprintln!(
-            "stoat-conformance golden verify: no transcripts selected under {}",
+            "stoat-conformance golden verify: no transcripts of contract {} selected under {}",
+            config.edition()?,
             config.dir.display()
         );
         return Ok(exit::VIOLATIONS);

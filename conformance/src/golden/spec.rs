@@ -58,6 +58,10 @@ pub struct CaseSpec {
     /// Pointers of lists that may grow: recorded as `{"$includes": [...]}`.
     #[serde(default)]
     pub grow: Vec<String>,
+    /// The case pins a choice of the reference that the contract leaves open: it is
+    /// recorded under `reference/` and verified only with `verify --reference`.
+    #[serde(default)]
+    pub reference: bool,
 }
 
 /// One fixture VM.

@@ -83,7 +83,16 @@ pub fn wait(ctx: &Ctx, args: &WaitArgs) -> Result<Reply> {
     let name = required_vm("wait", args.vm.as_deref())?;
     let until = wait::Until::parse(&args.until)?;
     let data = runtime::wait(ctx, name, until, args.timeout)?;
-    let human = format!("{} reached {} ({}ms)", data.vm, data.until, data.waited_ms);
+    let state = match data.until.as_str() {
+        "applied" => "has its recipes applied",
+        "stopped" => "is stopped",
+        _ => "is reachable",
+    };
+    let human = format!(
+        "{} {state} (after {:.1}s)",
+        data.vm,
+        data.waited_ms as f64 / 1000.0
+    );
     Ok(Reply::new(&data, human))
 }
 

@@ -48,7 +48,7 @@ fn create_human(vm: &Vm) -> String {
         format!(", {} disk", vm.disk)
     };
     format!(
-        "created {}: {} {} ({}), {} cpus, {} MB{disk}, ssh port {}\nstart it with: stoat up {}\n",
+        "created {}: {} {} ({}), {} {}, {} MB{disk}, ssh port {}\nstart it with: stoat up {}\n",
         vm.name,
         if vm.os.is_empty() {
             "unknown-os"
@@ -58,6 +58,7 @@ fn create_human(vm: &Vm) -> String {
         vm.mode,
         vm.backend,
         vm.cpus,
+        if vm.cpus == 1 { "cpu" } else { "cpus" },
         vm.ram_mb,
         vm.ssh_port,
         vm.name

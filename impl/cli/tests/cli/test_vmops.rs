@@ -140,6 +140,9 @@ fn create_human_prints_a_short_summary() {
     created work: alpine live (apkovl), 4 cpus, 512 MB, ssh port 22NN
     start it with: stoat up work
     ");
+    let one = env.run(&["create", "solo", "--image", "alpine-virt", "--cpus", "1"]);
+    let text = String::from_utf8(one.stdout).unwrap();
+    assert!(text.contains("), 1 cpu, "), "{text}");
 }
 
 #[test]
