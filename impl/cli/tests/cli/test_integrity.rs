@@ -409,7 +409,7 @@ fn qemu_is_always_told_each_drive_format() {
     create_disk(&env, "d");
     env.seed_boot_files("d");
     for vm in ["c", "d"] {
-        env.json(&["up", vm]).data();
+        env.json(&["up", vm, "--no-wait"]).data();
         let argv = std::fs::read_to_string(env.root().join(vm).join("qemu.argv")).unwrap();
         let argv: Vec<&str> = argv.lines().collect();
         assert!(
