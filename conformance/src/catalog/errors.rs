@@ -15,16 +15,16 @@ use crate::run::Case;
 use crate::sandbox::{Sandbox, VmFixture};
 
 pub(super) const CHECKS: &[CheckDef] = &[
-    scenario("ERRORS.share-invalid", Must, Tier::Fake, "json-v3#error-codes", "share_invalid the configured share is not a directory",
-        "`up` of a VM whose share is missing, or is a file, fails with share_invalid and leaves the VM stopped", &["errors", "share", "up"], share_invalid),
-    scenario("ERRORS.monitor-unreachable", Must, Tier::Fake, "json-v3#error-codes", "monitor_unreachable the VM's qemu monitor socket does not answer",
-        "`screenshot` of a running VM whose qemu has no monitor socket fails with monitor_unreachable", &["errors", "monitor"], monitor_unreachable),
+    v3_only(scenario("ERRORS.share-invalid", Must, Tier::Fake, "json-v3#error-codes", "share_invalid the configured share is not a directory",
+        "`up` of a VM whose share is missing, or is a file, fails with share_invalid and leaves the VM stopped", &["errors", "share", "up"], share_invalid), "contract 2 has no share_invalid code"),
+    v3_only(scenario("ERRORS.monitor-unreachable", Must, Tier::Fake, "json-v3#error-codes", "monitor_unreachable the VM's qemu monitor socket does not answer",
+        "`screenshot` of a running VM whose qemu has no monitor socket fails with monitor_unreachable", &["errors", "monitor"], monitor_unreachable), "contract 2 has no monitor_unreachable code"),
     scenario("ERRORS.recipe-new-invalid", Must, Tier::Pure, "json-v3#error-codes", "invalid_spec the request itself is malformed",
         "`recipe new` with a name that is not a name, or an unknown --os, fails with invalid_spec (not internal) and writes no recipe", &["errors", "recipes"], recipe_new_invalid),
     scenario("ERRORS.update-recipes-unknown", Must, Tier::Pure, "json-v3#error-codes", "recipe_not_applicable a named recipe cannot run on this VM",
         "`update --recipes` naming a recipe that does not exist is refused (recipe_not_applicable or invalid_spec) and the VM's recipes are unchanged", &["errors", "recipes", "update"], update_recipes_unknown),
-    scenario("APPLY.nothing-to-run", Must, Tier::Fake, "json-v3#per-command-data", "applied is always a list, never a bool.",
-        "`apply` of a running VM without recipes answers applied: [] (a list, never null) and a string skipped_reason", &["apply", "lists"], apply_nothing),
+    v3_only(scenario("APPLY.nothing-to-run", Must, Tier::Fake, "json-v3#per-command-data", "applied is always a list, never a bool.",
+        "`apply` of a running VM without recipes answers applied: [] (a list, never null) and a string skipped_reason", &["apply", "lists"], apply_nothing), "contract 2's provision answers provisioned: bool, not an applied list"),
     v3_only(scenario("WAIT.until-applied", Must, Tier::Fake, "json-v3#per-command-data", "wait {\"vm\":\"work\",\"until\":\"reachable\",\"reached\":true,\"waited_ms\":4210}",
         "after an apply finished, `wait --until applied` answers {vm, until: applied, reached: true, waited_ms}", &["wait", "apply"], wait_until_applied), "contract 2 names no applied state"),
     scenario("LEAK.after-cloud-up", Must, Tier::Fake, "json-v3#absent", "console_password. A console password is useless unless shown to a human at a console, and it must never reach a wire format.",
