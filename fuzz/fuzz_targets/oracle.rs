@@ -25,6 +25,7 @@ fuzz_target!(|data: &[u8]| {
                 value: "cpw-x".into(),
             }],
         },
+        edition: Default::default(),
     };
     let oracle = Oracle::new();
     let _ = oracle.judge(&capture, &context);
