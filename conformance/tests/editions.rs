@@ -17,6 +17,10 @@ use stoat_conformance::run::events::Migration;
 use stoat_conformance::run::{self, Contract, RunConfig, Selection, Status, Sut};
 use stoat_conformance::spec::Edition;
 
+#[path = "support/fixture_families.rs"]
+mod fixture_families;
+use fixture_families::not_implemented_by_fixture;
+
 const SPEAKS_V2: &str = "--fixture-speaks-contract-2";
 
 fn fixture() -> String {
@@ -48,31 +52,6 @@ fn run_suite(sut: Vec<String>, contract: Contract, fakes: bool, selection: Selec
     report
 }
 
-/// Command families the small fixture does not implement in either edition (the same list
-/// as tests/self_test.rs): their checks run, and are proven against the reference by the
-/// mutant kit instead.
-const NOT_IMPLEMENTED_BY_FIXTURE: &[&str] = &[
-    "INIT.",
-    "STATUS.",
-    "PROJECT.",
-    "UP.applies-recipes",
-    "MCP.",
-    "RECIPE.remote-",
-    "RECIPE.git-",
-    "RECIPE.new-",
-    "RECIPE.show",
-    "RECIPE.refresh",
-    "RECIPE.search",
-    "ERRORS.",
-    "WAIT.until-applied",
-];
-
-fn not_implemented(id: &str) -> bool {
-    NOT_IMPLEMENTED_BY_FIXTURE
-        .iter()
-        .any(|prefix| id.starts_with(prefix))
-}
-
 /// Ids of the checks that did not pass (an oracle rule no invocation exercised aside: the
 /// fixture always answers, and a rule about a command family contract 2 lacks has nothing to
 /// judge there).
@@ -86,7 +65,9 @@ fn not_passed(report: &Report) -> Vec<String> {
     report
         .checks
         .iter()
-        .filter(|c| c.status != Status::Passed && !unexercised(c) && !not_implemented(&c.id))
+        .filter(|c| {
+            c.status != Status::Passed && !unexercised(c) && !not_implemented_by_fixture(&c.id)
+        })
         .map(|c| {
             format!(
                 "{} {}: {:?} {:?}",
@@ -150,7 +131,7 @@ fn contract_3_against_a_contract_2_sut_is_the_migration_view() {
         .checks
         .iter()
         .filter(|c| matches!(c.status, Status::Failed | Status::Crashed | Status::Warned))
-        .filter(|c| !not_implemented(&c.id))
+        .filter(|c| !not_implemented_by_fixture(&c.id))
         .collect();
     for id in [
         "ENV.v-is-3",

@@ -11,6 +11,10 @@ use stoat_conformance::report::Report;
 use stoat_conformance::run::{self, RunConfig, Selection, Status, Sut};
 use stoat_conformance::spec::Edition;
 
+#[path = "support/fixture_families.rs"]
+mod fixture_families;
+use fixture_families::not_implemented_by_fixture;
+
 fn fixture() -> String {
     env!("CARGO_BIN_EXE_stoat-fixture-sut").to_string()
 }
@@ -54,25 +58,6 @@ fn mutant(op: &str) -> Vec<String> {
 /// Oracle rules no fixture invocation can trigger (the fixture always answers); they are exercised by the mutants and the oracle's unit tests instead.
 const NOT_EXERCISED_BY_FIXTURE: &[&str] = &["EXIT.crash-nonzero", "PROJECT.fanout-json-lines"];
 
-/// Command families the small fixture does not implement (projects, `up` applying recipes,
-/// MCP, remote recipes): their checks are proven against the reference by the mutant kit
-/// (tests/mutants_reference.rs) instead, so here they may fail but must still run.
-const NOT_IMPLEMENTED_BY_FIXTURE: &[&str] = &[
-    "INIT.",
-    "STATUS.",
-    "PROJECT.",
-    "UP.applies-recipes",
-    "MCP.",
-    "RECIPE.remote-",
-    "RECIPE.git-",
-    "RECIPE.new-",
-    "RECIPE.show",
-    "RECIPE.refresh",
-    "RECIPE.search",
-    "ERRORS.",
-    "WAIT.until-applied",
-];
-
 #[test]
 fn the_fixture_passes_every_pure_and_fake_check() {
     let report = run_suite(vec![fixture()], Selection::default(), false);
@@ -81,9 +66,7 @@ fn the_fixture_passes_every_pure_and_fake_check() {
     for check in &report.checks {
         let allowed_skip = check.status == Status::Skipped
             && NOT_EXERCISED_BY_FIXTURE.contains(&check.id.as_str());
-        let not_implemented = NOT_IMPLEMENTED_BY_FIXTURE
-            .iter()
-            .any(|prefix| check.id.starts_with(prefix));
+        let not_implemented = not_implemented_by_fixture(&check.id);
         if check.status != Status::Passed && !allowed_skip && !not_implemented {
             problems.push(format!(
                 "{} {}: {:?} {:?}",
