@@ -93,12 +93,8 @@ pub fn remove_vm_dir(root: &Root, name: &str, dir: &Path) -> Result<()> {
 /// Removes what killed processes left: staging entries and `.vm.toml` temporary files in
 /// every VM directory, when the pid that made them is gone. Safe to call at any time.
 pub fn sweep(root: &Root) {
-    if let Ok(entries) = std::fs::read_dir(root.dir().join(STAGING)) {
-        for entry in entries.filter_map(|e| e.ok()) {
-            if is_leftover(&entry.file_name().to_string_lossy()) {
-                remove_any(&entry.path());
-            }
-        }
+    for path in leftovers(root) {
+        remove_any(&path);
     }
 }
 
