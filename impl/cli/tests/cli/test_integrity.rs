@@ -201,7 +201,7 @@ fn secrets_are_owner_only_whatever_the_umask() {
         0,
     )
     .data();
-    json_with_umask(&env, &["up", "c"], 0).data();
+    json_with_umask(&env, &["up", "c", "--no-wait"], 0).data();
     json_with_umask(&env, &["down", "c"], 0).data();
     plant_image(&env, ALPINE_VIRT);
     json_with_umask(
