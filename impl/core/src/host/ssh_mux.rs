@@ -248,11 +248,16 @@ mod tests {
         assert!(route
             .options()
             .contains(&format!("ControlPath={}", mux.socket)));
-        drop(listener); // the file stays, nobody answers: a stale master
+        // A stale master: the file stays and nobody answers. Shutting the listener down
+        // refuses connections at once even while a child forked by a concurrent test still
+        // holds a copy of its descriptor (which merely dropping it would not).
+        // SAFETY: shutdown on a descriptor the listener owns.
+        assert_eq!(unsafe { libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR) }, 0);
         assert!(mux.socket_path().exists());
         let route = mux.route();
         assert!(route.options().iter().any(|o| o == "ControlMaster=auto"));
         assert!(!mux.socket_path().exists(), "the stale socket is removed");
+        drop(listener);
     }
 
     #[test]
