@@ -252,7 +252,10 @@ mod tests {
         // refuses connections at once even while a child forked by a concurrent test still
         // holds a copy of its descriptor (which merely dropping it would not).
         // SAFETY: shutdown on a descriptor the listener owns.
-        assert_eq!(unsafe { libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR) }, 0);
+        assert_eq!(
+            unsafe { libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR) },
+            0
+        );
         assert!(mux.socket_path().exists());
         let route = mux.route();
         assert!(route.options().iter().any(|o| o == "ControlMaster=auto"));

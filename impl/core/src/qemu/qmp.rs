@@ -291,6 +291,7 @@ mod tests {
     //! the "QEMU" sends and checks what the client makes of it.
     use super::*;
     use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::io::AsRawFd;
     use std::os::unix::net::UnixListener;
     use std::thread::JoinHandle;
 
@@ -465,7 +466,14 @@ mod tests {
     fn a_socket_nobody_listens_on_is_unreachable() {
         let dir = tempfile::tempdir().expect("tempdir");
         let socket = dir.path().join("qmp.sock");
-        drop(UnixListener::bind(&socket).expect("bind"));
+        let listener = UnixListener::bind(&socket).expect("bind");
+        // Shut down rather than dropped: a child forked by a concurrent test may hold a copy
+        // of the descriptor, and a shut-down listener refuses connections all the same.
+        // SAFETY: shutdown on a descriptor the listener owns.
+        assert_eq!(
+            unsafe { libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR) },
+            0
+        );
         assert!(matches!(
             Qmp::connect(&socket, SECOND),
             Err(QemuError::MonitorUnreachable { .. })
