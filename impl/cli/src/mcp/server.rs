@@ -17,7 +17,7 @@ use stoat_core::{Cancel, Env, Error, Result};
 
 use super::guards;
 use super::rate::RateLimiter;
-use super::tools::{self, Args, Tool};
+use super::tools::{self, Tool};
 use stoat_core::app::Session;
 
 /// The protocol revisions this server speaks, oldest first. Every ordering question goes
@@ -256,23 +256,28 @@ impl Server {
 
     /// The guards in order (forbidden fields, argument shapes, names, agent_access), then the
     /// tool itself, with a panic turned into `internal`.
-    fn run_guarded(&self, tool: &Tool, arguments: Map<String, Value>) -> Result<Value> {
+    fn run_guarded(&self, tool: &Tool, mut arguments: Map<String, Value>) -> Result<Value> {
         guards::refuse_forbidden(tool.name, tool.forbidden, &arguments)?;
-        tool.validate(&arguments)?;
-        let args = Args(arguments);
+        tool.validate(&mut arguments)?;
+        let text = |key: &str| {
+            arguments
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
         let mut ctx = Session::quiet(self.env.clone(), self.cancel.clone(), "mcp");
-        if let Some(dir) = args.opt_str("dir") {
+        if let Some(dir) = text("dir") {
             ctx = ctx.with_work_dir(guards::project_dir(&dir)?);
         }
         let root = ctx.root()?;
         stoat_core::log::append(root, "info", &format!("mcp tool={}", tool.name));
         if let Some(param) = tool.vm_param {
-            let vm = args.str(param);
+            let vm = text(param).unwrap_or_default();
             guards::check_vm_name(&vm)?;
             let have = guards::access_of(root, &vm)?;
             guards::require(tool.name, &vm, have, tool.class.needs())?;
         }
-        match panic::catch_unwind(AssertUnwindSafe(|| (tool.run)(&ctx, &args))) {
+        match panic::catch_unwind(AssertUnwindSafe(|| (tool.run)(&ctx, arguments))) {
             Ok(result) => result,
             Err(_) => Err(Error::Internal(format!("{} panicked", tool.name))),
         }

@@ -3,7 +3,8 @@
 Usage: drive.py <stoat binary>. The environment (HOME, STOAT_HOME, PATH, STOAT_MCP_RATE...)
 is passed to the server unchanged. The caller has prepared the data root: an observe VM
 `obs`, an exec VM `ex`, and the alpine-virt image in isos/. Prints one line per check and
-exits 1 on the first failure.
+exits 1 on the first failure. The SDK itself checks every successful result against the
+tool's outputSchema, so a result that breaks it fails the call.
 """
 
 import asyncio
@@ -66,6 +67,10 @@ async def main(binary):
             for tool in listed.tools:
                 schema = field(tool, "input_schema", "inputSchema")
                 check(schema.get("additionalProperties") is False, f"{tool.name} schema is closed")
+                # The SDK validates every successful call's structured content against this,
+                # with no way to fetch a $ref: each schema must stand alone.
+                output = field(tool, "output_schema", "outputSchema")
+                check(output is not None and output.get("type") == "object", f"{tool.name} has an object outputSchema")
             annotations = {t.name: t.annotations for t in listed.tools}
             check(field(annotations["list_vms"], "read_only_hint", "readOnlyHint") is True, "list_vms is read-only")
             check(field(annotations["destroy"], "destructive_hint", "destructiveHint") is True, "destroy is destructive")
