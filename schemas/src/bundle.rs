@@ -4,10 +4,13 @@
 //!
 //! Each referenced file lands once under `$defs/<key>`, its key being its path with `/` turned
 //! into `-` and `.json` dropped (`dto/vm.json` → `dto-vm`); every `$ref` is rewritten to a
-//! pointer inside the bundle (`../defs.json#/$defs/vm_name` → `#/$defs/defs/$defs/vm_name`).
+//! pointer inside the bundle (`../dto/vm.json#/properties/name` → `#/$defs/dto-vm/properties/name`).
 //! Inlined files lose `$id` and `$schema`, so nothing changes the base URI inside the bundle.
+//! A file that only holds definitions (`defs.json`: `$defs` and prose, no keyword of its own)
+//! is not inlined as a whole, which would be a schema that accepts anything: each of its
+//! definitions becomes its own entry, `$defs/<key>-<name>` (`#/$defs/defs-vm_name`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
@@ -50,18 +53,27 @@ pub fn bundle(mut schema: Value, base_path: &str) -> Result<Value, BundleError> 
     let mut pending = Vec::new();
     rewrite(&mut schema, base_path, base_path, &mut pending)?;
     let mut bundled: BTreeMap<String, Value> = BTreeMap::new();
+    let mut done: BTreeSet<String> = BTreeSet::new();
     while let Some(path) = pending.pop() {
-        let key = key_of(&path);
-        if bundled.contains_key(&key) {
+        if !done.insert(path.clone()) {
             continue;
         }
+        let key = key_of(&path);
         let mut file = parse(&path)?;
         if let Value::Object(map) = &mut file {
             map.remove("$id");
             map.remove("$schema");
         }
         rewrite(&mut file, &path, base_path, &mut pending)?;
-        bundled.insert(key, file);
+        if is_container(&file) {
+            if let Some(Value::Object(defs)) = file.get_mut("$defs").map(Value::take) {
+                for (name, def) in defs {
+                    bundled.insert(format!("{key}-{name}"), def);
+                }
+            }
+        } else {
+            bundled.insert(key, file);
+        }
     }
     if let Value::Object(map) = &mut schema {
         map.remove("$id");
@@ -91,6 +103,34 @@ fn parse(path: &str) -> Result<Value, BundleError> {
     })
 }
 
+/// True for a schema that only holds definitions: nothing but `$defs` and annotations.
+fn is_container(schema: &Value) -> bool {
+    schema.as_object().is_some_and(|map| {
+        map.contains_key("$defs")
+            && map.keys().all(|k| {
+                matches!(
+                    k.as_str(),
+                    "$defs" | "$schema" | "$id" | "$comment" | "title" | "description"
+                )
+            })
+    })
+}
+
+/// Where `fragment` of the embedded file `target` lands in the bundle.
+fn pointer_in_bundle(target: &str, fragment: &str) -> Result<String, BundleError> {
+    let key = key_of(target);
+    if is_container(&parse(target)?) {
+        if let Some(rest) = fragment.strip_prefix("/$defs/") {
+            let (name, tail) = match rest.split_once('/') {
+                Some((name, tail)) => (name, format!("/{tail}")),
+                None => (rest, String::new()),
+            };
+            return Ok(format!("/$defs/{key}-{name}{tail}"));
+        }
+    }
+    Ok(format!("/$defs/{key}{fragment}"))
+}
+
 /// `dto/vm.json` → `dto-vm`.
 fn key_of(path: &str) -> String {
     path.trim_end_matches(".json").replace('/', "-")
@@ -109,16 +149,15 @@ fn rewrite(
         Value::Object(map) => {
             if let Some(Value::String(reference)) = map.get_mut("$ref") {
                 let (target, fragment) = resolve(path, reference)?;
-                let inside = if target == root {
-                    String::new()
+                *reference = if target == root {
+                    format!("#{fragment}")
                 } else {
-                    let key = key_of(&target);
+                    let pointer = pointer_in_bundle(&target, &fragment)?;
                     if target != path {
                         pending.push(target);
                     }
-                    format!("/$defs/{key}")
+                    format!("#{pointer}")
                 };
-                *reference = format!("#{inside}{fragment}");
             }
             for (_, child) in map.iter_mut() {
                 rewrite(child, path, root, pending)?;
@@ -206,6 +245,18 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_file_of_definitions_is_hoisted_entry_by_entry() {
+        let bundled = bundle_file("data/rm.json").unwrap();
+        let text = bundled.to_string();
+        assert!(text.contains("#/$defs/defs-vm_name"), "{text}");
+        assert!(bundled["$defs"].get("defs").is_none(), "{text}");
+        assert!(
+            bundled.pointer("/$defs/defs-vm_name/type").is_some(),
+            "{text}"
+        );
     }
 
     #[test]

@@ -289,8 +289,10 @@ impl Server {
             "content": [{"type": "text", "text": text}],
             "isError": is_error,
         });
-        // structuredContent arrived with 2025-06-18; older clients get the text alone.
-        if at_least(self.protocol, "2025-06-18") {
+        // structuredContent arrived with 2025-06-18; older clients get the text alone. It
+        // must match the tool's outputSchema (clients check it, some even on errors), which
+        // describes success: a failure's `{code, message}` is the text alone.
+        if !is_error && at_least(self.protocol, "2025-06-18") {
             result["structuredContent"] = data;
         }
         result
@@ -545,15 +547,16 @@ mod tests {
         );
         let result = &reply["result"];
         assert_eq!(result["isError"], true);
-        assert_eq!(result["structuredContent"]["code"], "not_found");
-        let text: Value =
-            serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
-        assert_eq!(text, result["structuredContent"]);
+        assert!(result.get("structuredContent").is_none(), "{result}");
+        let text = |result: &Value| -> Value {
+            serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap()
+        };
+        assert_eq!(text(result)["code"], "not_found");
         let reply = ask(
             &mut s,
             r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"vm_status","arguments":{"vm":"../etc"}}}"#,
         );
-        assert_eq!(reply["result"]["structuredContent"]["code"], "invalid_spec");
+        assert_eq!(text(&reply["result"])["code"], "invalid_spec");
         let reply = ask(
             &mut s,
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_vms"}}"#,

@@ -158,10 +158,17 @@ pub(crate) fn ok(result: &Value) -> &Value {
     &result["structuredContent"]
 }
 
+/// The `{code, message, ...}` of a failed tool result: its text, never structuredContent
+/// (the outputSchema describes success only).
+fn error_object(result: &Value) -> Value {
+    assert_eq!(result["isError"], true, "{result:#}");
+    assert!(result.get("structuredContent").is_none(), "{result:#}");
+    serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap()
+}
+
 /// The error code of a failed tool result.
 fn err(result: &Value) -> String {
-    assert_eq!(result["isError"], true, "{result:#}");
-    let error = &result["structuredContent"];
+    let error = error_object(result);
     assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()));
     error["code"].as_str().unwrap().to_owned()
 }
@@ -497,11 +504,10 @@ fn rate_limits_refuse_with_a_retry_hint() {
     ok(&results[0]);
     ok(&results[1]);
     assert_eq!(err(&results[2]), "rate_limited");
-    let hint = results[2]["structuredContent"]["retry_after_seconds"]
-        .as_u64()
-        .unwrap();
+    let refusal = error_object(&results[2]);
+    let hint = refusal["retry_after_seconds"].as_u64().unwrap();
     assert!((90..=100).contains(&hint), "{hint}");
-    assert!(results[2]["structuredContent"]["message"]
+    assert!(refusal["message"]
         .as_str()
         .unwrap()
         .contains("retry in about"));

@@ -32,8 +32,13 @@ async def call(session, tool, arguments):
     result = await session.call_tool(tool, arguments)
     structured = field(result, "structured_content", "structuredContent")
     text = json.loads(result.content[0].text)
-    check(structured == text, f"{tool}: structured content equals its text")
-    return bool(field(result, "is_error", "isError")), structured
+    is_error = bool(field(result, "is_error", "isError"))
+    if is_error:
+        # The outputSchema describes success; a failure's {code, message} is the text alone.
+        check(structured is None, f"{tool}: a failure carries no structured content")
+    else:
+        check(structured == text, f"{tool}: structured content equals its text")
+    return is_error, text
 
 
 async def expect_ok(session, tool, arguments):
