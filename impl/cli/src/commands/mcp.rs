@@ -42,6 +42,9 @@ fn doctor_human(data: &McpDoctorData) -> String {
             let state = match (c.installed, c.current) {
                 (false, _) => "not installed".to_owned(),
                 (true, true) => "current".to_owned(),
+                (true, false) if same_file(&c.command, &data.binary) => {
+                    "stale: other stoat settings (STOAT_*)".to_owned()
+                }
                 (true, false) => format!("stale: {}", c.command),
             };
             vec![c.client.clone(), state, c.path.clone()]
@@ -56,6 +59,13 @@ fn doctor_human(data: &McpDoctorData) -> String {
         out.push_str("add or refresh an entry with: stoat mcp install <client>\n");
     }
     out
+}
+
+fn same_file(a: &str, b: &str) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 fn install_human(data: &McpInstallData) -> String {
