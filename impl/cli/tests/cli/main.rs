@@ -13,6 +13,7 @@ mod test_mcp;
 mod test_mcp_client;
 mod test_project;
 mod test_props;
+mod test_proxy;
 mod test_recipes;
 mod test_remote;
 mod test_runtime;
