@@ -11,6 +11,7 @@ mod test_images;
 mod test_integrity;
 mod test_mcp;
 mod test_mcp_client;
+mod test_mcp_inspector;
 mod test_project;
 mod test_props;
 mod test_proxy;
