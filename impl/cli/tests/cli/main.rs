@@ -14,6 +14,7 @@ mod test_mcp_client;
 mod test_mcp_inspector;
 mod test_project;
 mod test_props;
+mod test_proxy;
 mod test_recipes;
 mod test_remote;
 mod test_runtime;
