@@ -51,13 +51,14 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-## test: every tier: pure and fake everywhere, the ignored real tier (needs the built guest)
-## included (the distro tier has its own target, test-distro); the report consumers
-## required; a short fuzz smoke
+## test: every tier: pure and fake everywhere, the ignored real tier (needs the built guest),
+## the report consumers required, a short fuzz smoke, then the distro tier (test-distro: builds
+## the Debian cloud image the first time)
 test: setup build lint
 	STOAT_REAL_GUEST=$(GUEST_DIR) STOAT_REPORT_CONSUMERS=$(CURDIR)/target/report-consumers $(CARGO) test --workspace -- --include-ignored --skip test_distro::
 	$(CONFORMANCE) run --guest $(GUEST_DIR) -- $(STOAT)
 	fuzz/smoke.sh 3
+	$(MAKE) test-distro
 
 ## test-fast: pure and fake tiers only (no apt, no guest); the real tier shows as ignored
 test-fast:
