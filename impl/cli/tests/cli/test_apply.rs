@@ -264,7 +264,10 @@ fn a_failing_recipe_stops_the_apply_and_keeps_earlier_records() {
     // `wait --until applied` answers at once with that failure, not at its deadline.
     let waited = env.json(&["wait", "w", "--until", "applied", "--timeout", "10m"]);
     let message = waited.error("recipe_not_applicable");
-    assert!(message.contains("recipe bad failed in w: exit status 7"), "{message}");
+    assert!(
+        message.contains("recipe bad failed in w: exit status 7"),
+        "{message}"
+    );
     // The human form says the same on one line and exits 1.
     let human = env.run(&["wait", "w", "--until", "applied", "--timeout", "10m"]);
     assert_eq!(human.status.code(), Some(1));
@@ -669,7 +672,10 @@ fn first_boot_is_recorded_with_the_params_it_ran_with() {
         plan_row(&dry),
         ("skip".into(), "applied at first boot by cloud-init".into())
     );
-    assert!(!env.vm_toml("w").contains("[applied.r]"), "the dry run records nothing");
+    assert!(
+        !env.vm_toml("w").contains("[applied.r]"),
+        "the dry run records nothing"
+    );
     let run = env.json(&["apply", "w"]);
     assert_eq!(run.data()["applied"], serde_json::json!([]));
     assert_eq!(
@@ -679,7 +685,10 @@ fn first_boot_is_recorded_with_the_params_it_ran_with() {
     assert!(!run.stdout.contains("ran for"), "{}", run.stdout);
     let get = env.json(&["get", "w"]);
     assert_eq!(detail(get.data(), "r")["params"]["who"], "cloud");
-    assert_eq!(detail(get.data(), "r")["outputs"]["greeting"], "hello cloud");
+    assert_eq!(
+        detail(get.data(), "r")["outputs"]["greeting"],
+        "hello cloud"
+    );
 }
 
 #[test]
@@ -691,13 +700,18 @@ fn a_param_given_after_first_boot_runs_the_recipe_with_it() {
     assert_eq!(run.data()["applied"], serde_json::json!(["r"]));
     assert_eq!(run.data()["skipped_reason"], "");
     assert!(
-        run.lines.iter().any(|l| l["data"]["line"] == "ran for other"),
+        run.lines
+            .iter()
+            .any(|l| l["data"]["line"] == "ran for other"),
         "{}",
         run.stdout
     );
     let get = env.json(&["get", "w"]);
     assert_eq!(detail(get.data(), "r")["params"]["who"], "other");
-    assert_eq!(detail(get.data(), "r")["outputs"]["greeting"], "hello other");
+    assert_eq!(
+        detail(get.data(), "r")["outputs"]["greeting"],
+        "hello other"
+    );
 }
 
 #[test]

@@ -114,7 +114,11 @@ fn awaits_first_boot(stored: &StoredVm, steps: &[Step]) -> bool {
 }
 
 /// The plan the seed was built from: the stored params, nothing given, nothing narrowed.
-fn seed_steps(catalog: &super::Catalog, registry: &Registry, stored: &StoredVm) -> Result<Vec<Step>> {
+fn seed_steps(
+    catalog: &super::Catalog,
+    registry: &Registry,
+    stored: &StoredVm,
+) -> Result<Vec<Step>> {
     plan::plan(catalog, registry, stored, &[], &ParamTables::new())
 }
 
@@ -272,7 +276,8 @@ pub fn apply(
 fn record_failure(stored: &StoredVm, err: &Error) {
     let wire = err.to_wire();
     let text = serde_json::json!({"code": wire.code.as_str(), "message": wire.message});
-    let _ = crate::vm::write_atomically(&stored.dir.join(FAILURE_FILE), text.to_string().as_bytes());
+    let _ =
+        crate::vm::write_atomically(&stored.dir.join(FAILURE_FILE), text.to_string().as_bytes());
 }
 
 /// How the VM's last apply ended, as its log and failure file say.
@@ -292,7 +297,11 @@ pub enum LastApply {
 /// Reads how the last apply of the VM in `vm_dir` ended.
 pub fn last_apply(vm_dir: &std::path::Path) -> LastApply {
     let log = std::fs::read_to_string(vm_dir.join(LOG_FILE)).unwrap_or_default();
-    let last = log.lines().rev().find(|l| !l.trim().is_empty()).map(str::trim);
+    let last = log
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(str::trim);
     if last == Some("done") {
         return LastApply::Done;
     }
