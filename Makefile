@@ -8,12 +8,12 @@ CARGO ?= cargo
 STOAT := $(CURDIR)/target/debug/stoat
 CONFORMANCE := $(CURDIR)/target/debug/stoat-conformance
 
-.PHONY: setup host-deps guest mcp-client report-consumers toolchain build dist lint test test-fast conformance golden fuzz bench docs clean \
+.PHONY: setup host-deps guest mcp-client mcp-inspector report-consumers toolchain build dist lint test test-fast conformance golden fuzz bench docs clean \
   distro-guest test-distro bench-distro
 
 ## setup: host packages (QEMU 10 from bookworm-backports, xorriso, ssh), the test guest,
 ## the report consumers and the toolchain components `make lint` uses
-setup: host-deps guest mcp-client report-consumers toolchain
+setup: host-deps guest mcp-client mcp-inspector report-consumers toolchain
 
 toolchain:
 	if command -v rustup >/dev/null; then rustup component add clippy rustfmt; fi
@@ -32,6 +32,11 @@ distro-guest: host-deps
 ## mcp-client: the Python MCP SDK (a real client no one here wrote) in target/mcp-venv
 mcp-client:
 	impl/cli/tests/mcp_client/setup.sh
+
+## mcp-inspector: the official MCP Inspector CLI and a Node.js 22 from npm, in target/mcp-inspector
+## (about 60 MB to download, 15-30 s in CI; a second run only compares the lock file)
+mcp-inspector:
+	impl/cli/tests/mcp_inspector/setup.sh
 
 ## report-consumers: prove's and npm's TAP readers, two JUnit parsers, an XSD validator and
 ## chromium, under target/report-consumers (tests/report_consumers.rs and the HTML screenshots)

@@ -21,6 +21,7 @@ pub mod log;
 pub mod ops;
 pub mod ports;
 pub mod project;
+pub mod proxy;
 pub mod qemu;
 pub mod recipe_state;
 pub mod recipes;

@@ -5,5 +5,6 @@
 pub mod clients;
 pub mod guards;
 pub mod rate;
+pub mod schemas;
 pub mod server;
 pub mod tools;
