@@ -1,4 +1,4 @@
-//! MCP clients' configuration files: `mcp doctor` reads them, `mcp install <client>` adds
+//! MCP clients' configuration files (the data behind `stoat_core::app::mcp`): `mcp doctor` reads them, `mcp install <client>` adds
 //! stoat's entry (json-v3#per-command-data, MCPClient). Every path is under HOME from the
 //! captured environment. The entry names this binary and records the stoat settings of the
 //! installing environment ([`SETTINGS`]), so the client starts the server as the person runs
@@ -10,11 +10,11 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::{Env, Error, Result};
 use serde_json::{json, Map, Value};
-use stoat_core::{Env, Error, Result};
 use stoat_wire::dto::{McpClient, McpDoctorData, McpInstallData};
 
-use super::jsonc;
+use crate::jsonc;
 
 /// The entry name stoat uses in every client's server table.
 pub const ENTRY: &str = "stoat";
@@ -126,7 +126,7 @@ pub fn doctor(env: &Env, binary: &Path) -> Result<McpDoctorData> {
         .collect();
     Ok(McpDoctorData {
         contract: stoat_wire::CONTRACT_VERSION,
-        version: crate::VERSION.to_owned(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
         transport: "stdio".into(),
         binary: binary.to_string_lossy().into_owned(),
         clients,
@@ -204,7 +204,7 @@ pub fn install(env: &Env, binary: &Path, name: &str) -> Result<McpInstallData> {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
     }
-    stoat_core::vm::write_atomically(&target, text.as_bytes())?;
+    crate::vm::write_atomically(&target, text.as_bytes())?;
     if let Some(mode) = mode {
         let _ = std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode));
     }
