@@ -19,5 +19,6 @@ mod test_proxy;
 mod test_recipes;
 mod test_remote;
 mod test_runtime;
+mod test_snapshots;
 mod test_ssh_mux;
 mod test_vmops;
