@@ -8,12 +8,12 @@ CARGO ?= cargo
 STOAT := $(CURDIR)/target/debug/stoat
 CONFORMANCE := $(CURDIR)/target/debug/stoat-conformance
 
-.PHONY: setup host-deps guest mcp-client report-consumers toolchain build dist lint test test-fast conformance golden fuzz bench docs clean \
+.PHONY: setup host-deps guest mcp-client mcp-inspector report-consumers toolchain build dist lint test test-fast conformance golden fuzz bench docs clean \
   distro-guest test-distro bench-distro
 
 ## setup: host packages (QEMU 10 from bookworm-backports, xorriso, ssh), the test guest,
 ## the report consumers and the toolchain components `make lint` uses
-setup: host-deps guest mcp-client report-consumers toolchain
+setup: host-deps guest mcp-client mcp-inspector report-consumers toolchain
 
 toolchain:
 	if command -v rustup >/dev/null; then rustup component add clippy rustfmt; fi
@@ -33,6 +33,11 @@ distro-guest: host-deps
 mcp-client:
 	impl/cli/tests/mcp_client/setup.sh
 
+## mcp-inspector: the official MCP Inspector CLI and a Node.js 22 from npm, in target/mcp-inspector
+## (about 60 MB to download, 15-30 s in CI; a second run only compares the lock file)
+mcp-inspector:
+	impl/cli/tests/mcp_inspector/setup.sh
+
 ## report-consumers: prove's and npm's TAP readers, two JUnit parsers, an XSD validator and
 ## chromium, under target/report-consumers (tests/report_consumers.rs and the HTML screenshots)
 report-consumers:
@@ -51,13 +56,14 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-## test: every tier: pure and fake everywhere, the ignored real tier (needs the built guest)
-## included (the distro tier has its own target, test-distro); the report consumers
-## required; a short fuzz smoke
+## test: every tier: pure and fake everywhere, the ignored real tier (needs the built guest),
+## the report consumers required, a short fuzz smoke, then the distro tier (test-distro: builds
+## the Debian cloud image the first time)
 test: setup build lint
 	STOAT_REAL_GUEST=$(GUEST_DIR) STOAT_REPORT_CONSUMERS=$(CURDIR)/target/report-consumers $(CARGO) test --workspace -- --include-ignored --skip test_distro::
 	$(CONFORMANCE) run --guest $(GUEST_DIR) -- $(STOAT)
 	fuzz/smoke.sh 3
+	$(MAKE) test-distro
 
 ## test-fast: pure and fake tiers only (no apt, no guest); the real tier shows as ignored
 test-fast:
