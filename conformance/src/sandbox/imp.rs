@@ -443,6 +443,8 @@ const SHM: &str = "/dev/shm";
 
 /// Whether `dir` is a tmpfs this process may write, with at least 256 MiB free (a container's
 /// default 64 MiB /dev/shm is passed over).
+// statfs field types differ between architectures, so the casts are not always no-ops.
+#[allow(clippy::unnecessary_cast)]
 fn roomy_tmpfs(dir: &Path) -> bool {
     const TMPFS_MAGIC: i64 = 0x0102_1994;
     const ROOM: u64 = 256 << 20;
