@@ -109,7 +109,7 @@ fn update_human(data: &UpdateData) -> String {
 
 /// `rm`.
 pub fn rm(ctx: &Ctx, args: RmArgs) -> Result<Reply> {
-    // TODO(projects): with no VM name inside a project, fan out over its VMs (ProjectRun).
+    // Without a VM name, dispatch sends rm to the project fan-out (commands::project::rm).
     let name = args
         .vm
         .ok_or_else(|| Error::Usage("rm needs a VM name: stoat rm <vm> -y".into()))?;
