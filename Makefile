@@ -69,12 +69,12 @@ test: setup build lint
 test-fast:
 	$(CARGO) test --workspace
 
-## test-distro: stoat's lifecycle on the Debian cloud image (docs/distro-guest.md); one
-## booting run at a time on this host. The suite's real tier also takes the image's directory:
-## $(CONFORMANCE) run --tier real --guest $(DISTRO_DIR) -- $(STOAT)
+## test-distro: stoat's lifecycle on the Debian cloud image, then the suite's real tier on it
+## (docs/distro-guest.md); one booting run at a time on this host
 test-distro: distro-guest build
 	STOAT_DISTRO_GUEST=$(DISTRO_DIR) flock /tmp/stoat-guest.lock \
 	  $(CARGO) test -p stoat-cli --test cli test_distro:: -- --include-ignored --test-threads=1
+	flock /tmp/stoat-guest.lock $(CONFORMANCE) run --tier real --guest $(DISTRO_DIR) -- $(STOAT)
 
 ## conformance: the suite against the reference stoat
 conformance: setup build

@@ -129,7 +129,8 @@ pub struct LsArgs {
 pub struct CreateArgs {
     /// The new VM's name (letters, digits, '-', '_')
     pub name: String,
-    /// Catalog id (`stoat images`), a file in isos/, or a path to an image file
+    /// Catalog id (`stoat images`), a file in isos/, or a path to an image file (absolute, or
+    /// relative with a '/', e.g. ./disk.qcow2; stored absolute)
     #[arg(long)]
     pub image: String,
     /// Guest OS (default: from the image; `stoat guest ls` lists them)
