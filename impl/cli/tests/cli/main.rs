@@ -5,6 +5,7 @@ mod common;
 
 mod test_apply;
 mod test_basics;
+mod test_cliux;
 mod test_distro;
 mod test_host;
 mod test_images;
@@ -18,5 +19,6 @@ mod test_proxy;
 mod test_recipes;
 mod test_remote;
 mod test_runtime;
+mod test_snapshots;
 mod test_ssh_mux;
 mod test_vmops;

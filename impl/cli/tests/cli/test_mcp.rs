@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-use crate::common::{TestEnv, PLANTED_PASSWORD};
+use crate::common::{JsonRun, TestEnv, PLANTED_PASSWORD};
 
 /// The stoat binary with the same hermetic environment `TestEnv::cmd` sets.
 fn mcp_command(env: &TestEnv, extra: &[(&str, &str)]) -> Command {
@@ -687,6 +687,81 @@ fn mcp_doctor_reports_a_stale_entry() {
         .iter()
         .filter(|c| c["client"] == "claude-code" || c["client"] == "vscode")
         .all(|c| c["current"] == true));
+}
+
+/// The `current` flag of one client in `mcp doctor --json`, run with `extra` set.
+fn doctor_current(env: &TestEnv, client: &str, extra: &[(&str, &str)]) -> Value {
+    let mut cmd = env.cmd(&["mcp", "doctor", "--json"]);
+    for (key, value) in extra {
+        cmd.env(key, value);
+    }
+    let run = JsonRun::check(cmd.output().unwrap());
+    run.data()["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["client"] == client)
+        .unwrap()["current"]
+        .clone()
+}
+
+#[test]
+fn mcp_install_keeps_jsonc_comments_and_records_the_environment() {
+    let env = TestEnv::new();
+    let config = env.home().join(".config/Code/User/mcp.json");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let before = "// VS Code MCP servers\n{\n  /* the ones I use */\n  \"servers\": {\n    \"other\": {\"type\": \"stdio\", \"command\": \"/usr/bin/other\"}, // keep\n  },\n  \"inputs\": [],\n}\n";
+    std::fs::write(&config, before).unwrap();
+    let run = env.json(&["mcp", "install", "vscode"]);
+    let entry: Value = serde_json::from_str(run.data()["json"].as_str().unwrap()).unwrap();
+    assert_eq!(entry["env"]["STOAT_HOME"], env.root().to_str().unwrap());
+    assert_eq!(entry["env"]["STOAT_ACCEL"], "tcg");
+    assert!(
+        entry["env"].get("HOME").is_none(),
+        "only stoat's settings: {entry}"
+    );
+    let after = std::fs::read_to_string(&config).unwrap();
+    for kept in [
+        "// VS Code MCP servers\n",
+        "/* the ones I use */",
+        "\"command\": \"/usr/bin/other\"}, // keep\n",
+        "\"inputs\": [],\n}",
+    ] {
+        assert!(after.contains(kept), "lost {kept:?}:\n{after}");
+    }
+    assert!(after.contains("\"STOAT_HOME\""), "{after}");
+    assert_eq!(doctor_current(&env, "vscode", &[]), true, "{after}");
+
+    // Same command, other settings: the client would start a different stoat.
+    let elsewhere = env.tmp().join("other-root");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    assert_eq!(
+        doctor_current(
+            &env,
+            "vscode",
+            &[("STOAT_HOME", elsewhere.to_str().unwrap())]
+        ),
+        false
+    );
+    assert_eq!(
+        doctor_current(&env, "vscode", &[("STOAT_ACCEL", "kvm")]),
+        false
+    );
+    assert_eq!(
+        doctor_current(&env, "vscode", &[("STOAT_MCP_RATE", "5/1")]),
+        false,
+        "a setting the entry does not record"
+    );
+
+    // The right command without the settings is not current either; install refreshes it.
+    let bare = format!(
+        "{{\"servers\": {{\"stoat\": {{\"type\": \"stdio\", \"command\": {:?}, \"args\": [\"mcp\"]}}}}}}",
+        stoat_binary().display().to_string()
+    );
+    std::fs::write(&config, bare).unwrap();
+    assert_eq!(doctor_current(&env, "vscode", &[]), false);
+    env.json(&["mcp", "install", "vscode"]);
+    assert_eq!(doctor_current(&env, "vscode", &[]), true);
 }
 
 #[test]
