@@ -50,7 +50,7 @@ const TEMPLATE: &str = r#"# stoat.toml: the VMs of this project. Inside this dir
 name = "NAME"
 
 # [vm.dev]
-# image = "debian-13"        # a catalog id (`stoat images`), a file in isos/, or a path
+# image = "debian-13"        # a catalog id (`stoat images`), a file in isos/, or an absolute path
 # cpus = 2
 # ram = 2048                 # MB
 # disk = "16G"               # can only grow

@@ -6,7 +6,7 @@
 //! name = "myrepo"            # optional: the directory's name
 //!
 //! [vm.dev]                   # one table per VM, in the order they are brought up
-//! image = "debian-13"        # required: a catalog id, a file in isos/, or a path
+//! image = "debian-13"        # required: a catalog id, a file in isos/, or an absolute path
 //! cpus = 2
 //! ram = 2048                 # MB
 //! disk = "16G"
