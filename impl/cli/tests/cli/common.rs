@@ -101,6 +101,19 @@ impl TestEnv {
         JsonRun::check(self.cmd(args).output().unwrap())
     }
 
+    /// Makes `bin/<tool>` the multi-call fake host tool ([`stoat_fake`]), which answers as
+    /// the tool it is called as: ssh, scp, ssh-keygen, qemu-img, qemu-system-x86_64, xorriso.
+    pub fn fake_tool(&self, tool: &str) {
+        std::os::unix::fs::symlink(stoat_fake(), self.bin().join(tool)).unwrap();
+    }
+
+    /// Writes the fakes' script (docs/conformance-fakes.md) and points every later run at it.
+    pub fn fake_script(&mut self, script: &Value) {
+        let path = self.tmp().join("fake-script.json");
+        std::fs::write(&path, script.to_string()).unwrap();
+        self.set_env("STOAT_FAKE_SCRIPT", path.to_str().unwrap());
+    }
+
     /// Writes `<root>/<name>/vm.toml`.
     pub fn write_vm(&self, name: &str, toml: &str) {
         let dir = self.root().join(name);
@@ -258,6 +271,19 @@ impl JsonRun {
             self.stdout
         );
     }
+}
+
+/// The suite's fake host tools, `stoat-fake` (one binary answering as ssh, scp, qemu-img,
+/// qemu-system-x86_64, ...), built beside `stoat` by `cargo build --workspace` and
+/// `cargo test --workspace`; a test asking for it without it fails, naming the fix.
+pub fn stoat_fake() -> PathBuf {
+    let path = assert_cmd::cargo::cargo_bin("stoat-fake");
+    assert!(
+        path.exists(),
+        "no {}: build it with `cargo build -p stoat-conformance --bin stoat-fake` (cargo test --workspace does)",
+        path.display()
+    );
+    path
 }
 
 /// Answers every connection on a free loopback port with an SSH banner, as a booted guest's
