@@ -101,10 +101,20 @@ impl TestEnv {
         JsonRun::check(self.cmd(args).output().unwrap())
     }
 
-    /// Makes `bin/<tool>` the multi-call fake host tool ([`stoat_fake`]), which answers as
-    /// the tool it is called as: ssh, scp, ssh-keygen, qemu-img, qemu-system-x86_64, xorriso.
+    /// Makes `bin/<tool>` the multi-call fake host tool ([`stoat_fake`]) answering as `tool`
+    /// (ssh, scp, ssh-keygen, qemu-img, qemu-system-x86_64, xorriso). A one-line `exec`, not a
+    /// symlink: a test that later writes its own `bin/<tool>` must not write through a link
+    /// into the shared binary.
     pub fn fake_tool(&self, tool: &str) {
-        std::os::unix::fs::symlink(stoat_fake(), self.bin().join(tool)).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.bin().join(tool);
+        let fake = stoat_fake().display().to_string().replace('\'', "'\\''");
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\nexec '{fake}' --as {tool} \"$@\"\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 
     /// Writes the fakes' script (docs/conformance-fakes.md) and points every later run at it.
