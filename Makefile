@@ -51,6 +51,24 @@ dist:
 build:
 	$(CARGO) build --workspace --bins
 
+## install: the binaries, a man page per command and bash/zsh/fish completions under PREFIX
+## (default /usr/local; DESTDIR for packaging). PROFILE=debug installs the debug build;
+## BIN_DIR names built binaries to install as they are (no cargo run)
+PREFIX ?= /usr/local
+PROFILE ?= release
+BIN_DIR ?=
+INSTALL_BINS ?= stoat stoat-conformance stoat-fake
+install:
+	$(if $(BIN_DIR),,$(CARGO) build --workspace --bins $(if $(filter release,$(PROFILE)),--release))
+	set -e; bins="$(or $(BIN_DIR),$(CURDIR)/target/$(PROFILE))"; dest="$(DESTDIR)$(PREFIX)"; \
+	  install -d "$$dest/bin" "$$dest/share/man/man1" "$$dest/share/bash-completion/completions" \
+	    "$$dest/share/zsh/site-functions" "$$dest/share/fish/vendor_completions.d"; \
+	  for bin in $(INSTALL_BINS); do install -m 0755 "$$bins/$$bin" "$$dest/bin/$$bin"; done; \
+	  "$$bins/stoat" man --dir "$$dest/share/man/man1" >/dev/null; \
+	  "$$bins/stoat" completions bash > "$$dest/share/bash-completion/completions/stoat"; \
+	  "$$bins/stoat" completions zsh > "$$dest/share/zsh/site-functions/_stoat"; \
+	  "$$bins/stoat" completions fish > "$$dest/share/fish/vendor_completions.d/stoat.fish"
+
 ## lint: formatting and clippy, warnings as errors
 lint:
 	$(CARGO) fmt --all --check
@@ -69,12 +87,12 @@ test: setup build lint
 test-fast:
 	$(CARGO) test --workspace
 
-## test-distro: stoat's lifecycle on the Debian cloud image (docs/distro-guest.md); one
-## booting run at a time on this host. The suite's real tier also takes the image's directory:
-## $(CONFORMANCE) run --tier real --guest $(DISTRO_DIR) -- $(STOAT)
+## test-distro: stoat's lifecycle on the Debian cloud image, then the suite's real tier on it
+## (docs/distro-guest.md); one booting run at a time on this host
 test-distro: distro-guest build
 	STOAT_DISTRO_GUEST=$(DISTRO_DIR) flock /tmp/stoat-guest.lock \
 	  $(CARGO) test -p stoat-cli --test cli test_distro:: -- --include-ignored --test-threads=1
+	flock /tmp/stoat-guest.lock $(CONFORMANCE) run --tier real --guest $(DISTRO_DIR) -- $(STOAT)
 
 ## conformance: the suite against the reference stoat
 conformance: setup build
