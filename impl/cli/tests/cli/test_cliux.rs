@@ -287,3 +287,35 @@ fn the_init_template_uncommented_creates_its_vm_with_a_catalog_image_and_real_re
         assert!(toml.contains(field), "{field} in {toml}");
     }
 }
+
+#[test]
+fn ssh_command_in_human_mode_is_one_line_a_shell_reads_back_as_the_argv() {
+    let mut env = TestEnv::new();
+    // A data root whose path needs quoting: the key path has a space and a quote in it.
+    let root = env.tmp().join("my stoat's root");
+    env.set_env("STOAT_HOME", root.to_str().unwrap());
+    std::fs::create_dir_all(root.join("work")).unwrap();
+    std::fs::write(
+        root.join("work/vm.toml"),
+        "name = \"work\"\nmode = \"cloud\"\nos = \"debian\"\nbackend = \"cloudinit\"\nram = 1024\ncpus = 1\ndisk = \"8G\"\nsshport = 2207\nsshuser = \"stoat\"\n",
+    )
+    .unwrap();
+    let argv: Vec<String> = env.json(&["ssh-command", "work"]).data()["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        argv.iter().any(|w| w.contains("my stoat's root")),
+        "{argv:?}"
+    );
+    let line = stdout(&env.run(&["ssh-command", "work"]));
+    let words = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("printf '%s\\n' {}", line.trim_end()))
+        .output()
+        .unwrap();
+    let read_back: Vec<String> = stdout(&words).lines().map(str::to_owned).collect();
+    assert_eq!(read_back, argv, "{line}");
+}
