@@ -267,7 +267,7 @@ pub const OPERATORS: &[Operator] = &[
     Operator {
         name: "recipe-list-no-pin",
         breaks: "recipe list rows of remote recipes without source, ref and commit",
-        caught_by: &["RECIPE.remote-list-row"],
+        caught_by: &["RECIPE.remote-list-row", "RECIPE.remote-project-scope"],
     },
     Operator {
         name: "git-required-internal",
@@ -371,7 +371,7 @@ pub fn triggers(op: &str) -> &'static [&'static str] {
         "recipe-pin-short" => &["RECIPE.remote-add-pins", "RECIPE.remote-lock-sync-keep"],
         "recipe-update-stale" => &["RECIPE.remote-update-moves"],
         "recipe-rm-noop" => &["RECIPE.remote-rm", "RECIPE.remote-rm-in-use"],
-        "recipe-list-no-pin" => &["RECIPE.remote-list-row"],
+        "recipe-list-no-pin" => &["RECIPE.remote-list-row", "RECIPE.remote-project-scope"],
         "git-required-internal" => &["RECIPE.git-required"],
         "show-unknown-internal" => &["RECIPE.show-unknown"],
         "refresh-all-current" => &["RECIPE.refresh-statuses"],
@@ -404,6 +404,7 @@ pub fn triggers(op: &str) -> &'static [&'static str] {
             "UP.applies-recipes",
             "RECIPE.remote-add-pins",
             "RECIPE.remote-list-row",
+            "RECIPE.remote-project-scope",
             "RECIPE.remote-update-moves",
             "RECIPE.remote-rm-in-use",
             "RECIPE.git-required",
@@ -1012,10 +1013,12 @@ fn transform_output(op: &Operator, stdout: Vec<u8>, code: i32) -> (Vec<u8>, i32)
         }
         "recipe-list-no-pin" if cmd == "recipe" && ok == Some(true) => {
             if let Some(Value::Array(rows)) = result.pointer_mut("/data/recipes") {
-                for row in rows
-                    .iter_mut()
-                    .filter(|r| r.get("scope") == Some(&json!("global")))
-                {
+                for row in rows.iter_mut().filter(|r| {
+                    matches!(
+                        r.get("scope").and_then(Value::as_str),
+                        Some("global" | "project")
+                    )
+                }) {
                     if let Some(map) = row.as_object_mut() {
                         for key in ["source", "ref", "commit"] {
                             map.remove(key);

@@ -514,6 +514,23 @@ fn up_applies_after_boot_with_cmd_up_and_the_vm_last() {
     // --no-apply boots and nothing else; a once recipe already applied would not run anyway.
     let again = env.json(&["up", "w", "--no-apply"]);
     assert_eq!(again.lines.len(), 1, "{}", again.stdout);
+    // Each boot opens the console log with a dated line of its own.
+    let console = std::fs::read_to_string(env.root().join("w/console.log")).unwrap();
+    let separators: Vec<&str> = console
+        .lines()
+        .filter(|l| l.starts_with("===== stoat: boot at "))
+        .collect();
+    assert_eq!(separators.len(), 2, "{console}");
+    for line in separators {
+        let at = line
+            .strip_prefix("===== stoat: boot at ")
+            .and_then(|rest| rest.strip_suffix(" ====="))
+            .unwrap();
+        assert!(
+            at.len() == 20 && at.ends_with('Z') && at.as_bytes()[10] == b'T',
+            "{line}"
+        );
+    }
 }
 
 #[test]

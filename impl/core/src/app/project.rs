@@ -290,6 +290,9 @@ fn converge(s: &Session, project: &Project, decl: &Declaration) -> Result<vm::St
                     current: stored.config.disk.clone(),
                     requested: decl.disk.clone().unwrap_or_default(),
                 },
+                Mismatch::NoDisk(_) => Error::NoDisk {
+                    name: decl.name.clone(),
+                },
                 Mismatch::Immutable(why) => Error::ImmutableField(why),
             }
         })?;
