@@ -51,6 +51,24 @@ dist:
 build:
 	$(CARGO) build --workspace --bins
 
+## install: the binaries, a man page per command and bash/zsh/fish completions under PREFIX
+## (default /usr/local; DESTDIR for packaging). PROFILE=debug installs the debug build;
+## BIN_DIR names built binaries to install as they are (no cargo run)
+PREFIX ?= /usr/local
+PROFILE ?= release
+BIN_DIR ?=
+INSTALL_BINS ?= stoat stoat-conformance stoat-fake
+install:
+	$(if $(BIN_DIR),,$(CARGO) build --workspace --bins $(if $(filter release,$(PROFILE)),--release))
+	set -e; bins="$(or $(BIN_DIR),$(CURDIR)/target/$(PROFILE))"; dest="$(DESTDIR)$(PREFIX)"; \
+	  install -d "$$dest/bin" "$$dest/share/man/man1" "$$dest/share/bash-completion/completions" \
+	    "$$dest/share/zsh/site-functions" "$$dest/share/fish/vendor_completions.d"; \
+	  for bin in $(INSTALL_BINS); do install -m 0755 "$$bins/$$bin" "$$dest/bin/$$bin"; done; \
+	  "$$bins/stoat" man --dir "$$dest/share/man/man1" >/dev/null; \
+	  "$$bins/stoat" completions bash > "$$dest/share/bash-completion/completions/stoat"; \
+	  "$$bins/stoat" completions zsh > "$$dest/share/zsh/site-functions/_stoat"; \
+	  "$$bins/stoat" completions fish > "$$dest/share/fish/vendor_completions.d/stoat.fish"
+
 ## lint: formatting and clippy, warnings as errors
 lint:
 	$(CARGO) fmt --all --check

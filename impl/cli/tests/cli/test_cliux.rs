@@ -2,6 +2,8 @@
 //! where stoat runs, the console password `random` makes (shown once in human mode, never
 //! under --json or in a log), shell completions, man pages and `make install`.
 
+use std::path::Path;
+
 use crate::common::TestEnv;
 
 const DEBIAN_CLOUD: &str = "debian-13-genericcloud-amd64.qcow2";
@@ -114,4 +116,206 @@ fn a_random_console_password_is_shown_once_to_a_human_and_never_under_json_or_in
         "mine-0123",
     ]));
     assert!(!chosen.contains("mine-0123"), "{chosen}");
+}
+
+#[test]
+fn completions_load_in_bash_and_name_the_commands() {
+    let env = TestEnv::new();
+    let bash = stdout(&env.run(&["completions", "bash"]));
+    let script = env.tmp().join("stoat.bash");
+    std::fs::write(&script, &bash).unwrap();
+    // A real bash sources it and asks its completion function for `stoat cr<TAB>`.
+    let probe = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source {}; complete -p stoat; COMP_WORDS=(stoat cr); COMP_CWORD=1; _stoat stoat cr stoat; echo \"${{COMPREPLY[@]}}\"",
+            script.display()
+        ))
+        .output()
+        .unwrap();
+    let said = stdout(&probe);
+    assert!(said.contains("-F _stoat stoat"), "{said}");
+    assert_eq!(said.lines().last(), Some("create"), "{said}");
+    for shell in ["zsh", "fish"] {
+        let text = stdout(&env.run(&["completions", shell]));
+        assert!(
+            text.contains("ssh-command") && text.contains("console-password"),
+            "{shell}"
+        );
+    }
+    let bad = env.run(&["completions", "tcsh"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("bash, zsh, fish"));
+    env.json(&["completions", "bash"]).error("usage");
+}
+
+#[test]
+fn man_prints_a_page_per_command_and_writes_them_all() {
+    let env = TestEnv::new();
+    let page = stdout(&env.run(&["man", "recipe", "add"]));
+    assert!(page.contains(".TH stoat-recipe-add 1"), "{page}");
+    let create = stdout(&env.run(&["man", "create"]));
+    assert!(create.contains("console\\-password"), "{create}");
+    let dir = env.tmp().join("man1");
+    stdout(&env.run(&["man", "--dir", dir.to_str().unwrap()]));
+    for name in [
+        "stoat.1",
+        "stoat-create.1",
+        "stoat-recipe-add.1",
+        "stoat-ssh-command.1",
+    ] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        assert!(text.contains(".SH NAME"), "{name}");
+    }
+    assert!(
+        !dir.join("stoat-provision.1").exists(),
+        "hidden aliases get no page"
+    );
+    let bad = env.run(&["man", "nope"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no command `nope`"));
+}
+
+#[test]
+fn make_install_puts_binaries_man_pages_and_completions_under_the_prefix() {
+    let env = TestEnv::new();
+    let prefix = env.tmp().join("prefix");
+    let stoat = assert_cmd::cargo::cargo_bin("stoat");
+    let bin_dir = stoat.parent().unwrap();
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let made = std::process::Command::new("make")
+        .arg("-C")
+        .arg(&workspace)
+        .arg("install")
+        .arg(format!("PREFIX={}", prefix.display()))
+        .arg(format!("BIN_DIR={}", bin_dir.display()))
+        .arg("INSTALL_BINS=stoat")
+        .output()
+        .unwrap();
+    stdout(&made);
+    let installed = prefix.join("bin/stoat");
+    let version = std::process::Command::new(&installed)
+        .arg("version")
+        .output()
+        .unwrap();
+    assert!(stdout(&version).starts_with("stoat "));
+    for file in [
+        "share/man/man1/stoat.1",
+        "share/man/man1/stoat-up.1",
+        "share/bash-completion/completions/stoat",
+        "share/zsh/site-functions/_stoat",
+        "share/fish/vendor_completions.d/stoat.fish",
+    ] {
+        let len = std::fs::metadata(prefix.join(file))
+            .map(|m| m.len())
+            .unwrap_or(0);
+        assert!(len > 0, "{file} installed");
+    }
+}
+
+/// The `stoat init` template with its example VM uncommented, as a user would.
+fn uncomment_example(template: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for line in template.lines() {
+        if line.starts_with("# [vm.") {
+            inside = true;
+        } else if line.is_empty() {
+            inside = false;
+        }
+        let line = if inside {
+            line.strip_prefix("# ")
+                .unwrap_or(line.trim_start_matches('#'))
+        } else {
+            line
+        };
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn the_init_template_uncommented_creates_its_vm_with_a_catalog_image_and_real_recipe_params() {
+    let env = TestEnv::new();
+    let dir = env.home().join("shop");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut init = env.cmd(&["init"]);
+    init.current_dir(&dir);
+    assert!(init.output().unwrap().status.success());
+    let template = std::fs::read_to_string(dir.join("stoat.toml")).unwrap();
+    let edited = uncomment_example(&template);
+    assert!(edited.contains("\n[vm.dev]\n"), "{edited}");
+    std::fs::write(dir.join("stoat.toml"), &edited).unwrap();
+    // The catalog image the template names, as `pull` leaves it (a real qcow2).
+    std::fs::create_dir_all(env.root().join("isos")).unwrap();
+    let base = env.root().join("isos").join(DEBIAN_CLOUD);
+    let made = std::process::Command::new("qemu-img")
+        .args(["create", "-q", "-f", "qcow2"])
+        .arg(&base)
+        .arg("64M")
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // No guest boots here: a QEMU that refuses to start, so the fan-out stops after create.
+    let qemu = env.bin().join("qemu-system-x86_64");
+    std::fs::write(
+        &qemu,
+        "#!/bin/sh\necho 'not booting in this test' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&qemu, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut up = env.cmd(&["up", "--no-wait", "--no-apply"]);
+    up.current_dir(&dir);
+    let out = up.output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("created shop-dev"), "{said}");
+    assert!(said.contains("not booting in this test"), "{said}");
+    let toml = env.vm_toml("shop-dev");
+    for field in [
+        "cpus = 2",
+        "ram = 2048",
+        "disk = \"16G\"",
+        "[recipe_params.docker]",
+        "user = \"stoat\"",
+        "8080",
+    ] {
+        assert!(toml.contains(field), "{field} in {toml}");
+    }
+}
+
+#[test]
+fn ssh_command_in_human_mode_is_one_line_a_shell_reads_back_as_the_argv() {
+    let mut env = TestEnv::new();
+    // A data root whose path needs quoting: the key path has a space and a quote in it.
+    let root = env.tmp().join("my stoat's root");
+    env.set_env("STOAT_HOME", root.to_str().unwrap());
+    std::fs::create_dir_all(root.join("work")).unwrap();
+    std::fs::write(
+        root.join("work/vm.toml"),
+        "name = \"work\"\nmode = \"cloud\"\nos = \"debian\"\nbackend = \"cloudinit\"\nram = 1024\ncpus = 1\ndisk = \"8G\"\nsshport = 2207\nsshuser = \"stoat\"\n",
+    )
+    .unwrap();
+    let argv: Vec<String> = env.json(&["ssh-command", "work"]).data()["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        argv.iter().any(|w| w.contains("my stoat's root")),
+        "{argv:?}"
+    );
+    let line = stdout(&env.run(&["ssh-command", "work"]));
+    let words = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("printf '%s\\n' {}", line.trim_end()))
+        .output()
+        .unwrap();
+    let read_back: Vec<String> = stdout(&words).lines().map(str::to_owned).collect();
+    assert_eq!(read_back, argv, "{line}");
 }
