@@ -13,6 +13,8 @@
 #
 # Every QEMU it starts is stopped by PID on exit; the data root is a temp dir.
 set -euo pipefail
+# A failed `up` inside $(...) must end the run, not fall through to an endless login poll.
+shopt -s inherit_errexit
 
 repo="$(cd "$(dirname "$0")/../../.." && pwd)"
 guest="${DISTRO_GUEST:-$repo/.guest-distro}"
