@@ -8,12 +8,12 @@ CARGO ?= cargo
 STOAT := $(CURDIR)/target/debug/stoat
 CONFORMANCE := $(CURDIR)/target/debug/stoat-conformance
 
-.PHONY: setup host-deps guest mcp-client report-consumers toolchain build dist lint test test-fast conformance golden fuzz bench docs clean \
+.PHONY: setup host-deps guest mcp-client mcp-inspector report-consumers toolchain build dist lint test test-fast conformance golden fuzz bench docs clean \
   distro-guest test-distro bench-distro
 
 ## setup: host packages (QEMU 10 from bookworm-backports, xorriso, ssh), the test guest,
 ## the report consumers and the toolchain components `make lint` uses
-setup: host-deps guest mcp-client report-consumers toolchain
+setup: host-deps guest mcp-client mcp-inspector report-consumers toolchain
 
 toolchain:
 	if command -v rustup >/dev/null; then rustup component add clippy rustfmt; fi
@@ -33,6 +33,11 @@ distro-guest: host-deps
 mcp-client:
 	impl/cli/tests/mcp_client/setup.sh
 
+## mcp-inspector: the official MCP Inspector CLI and a Node.js 22 from npm, in target/mcp-inspector
+## (about 60 MB to download, 15-30 s in CI; a second run only compares the lock file)
+mcp-inspector:
+	impl/cli/tests/mcp_inspector/setup.sh
+
 ## report-consumers: prove's and npm's TAP readers, two JUnit parsers, an XSD validator and
 ## chromium, under target/report-consumers (tests/report_consumers.rs and the HTML screenshots)
 report-consumers:
@@ -46,29 +51,48 @@ dist:
 build:
 	$(CARGO) build --workspace --bins
 
+## install: the binaries, a man page per command and bash/zsh/fish completions under PREFIX
+## (default /usr/local; DESTDIR for packaging). PROFILE=debug installs the debug build;
+## BIN_DIR names built binaries to install as they are (no cargo run)
+PREFIX ?= /usr/local
+PROFILE ?= release
+BIN_DIR ?=
+INSTALL_BINS ?= stoat stoat-conformance stoat-fake
+install:
+	$(if $(BIN_DIR),,$(CARGO) build --workspace --bins $(if $(filter release,$(PROFILE)),--release))
+	set -e; bins="$(or $(BIN_DIR),$(CURDIR)/target/$(PROFILE))"; dest="$(DESTDIR)$(PREFIX)"; \
+	  install -d "$$dest/bin" "$$dest/share/man/man1" "$$dest/share/bash-completion/completions" \
+	    "$$dest/share/zsh/site-functions" "$$dest/share/fish/vendor_completions.d"; \
+	  for bin in $(INSTALL_BINS); do install -m 0755 "$$bins/$$bin" "$$dest/bin/$$bin"; done; \
+	  "$$bins/stoat" man --dir "$$dest/share/man/man1" >/dev/null; \
+	  "$$bins/stoat" completions bash > "$$dest/share/bash-completion/completions/stoat"; \
+	  "$$bins/stoat" completions zsh > "$$dest/share/zsh/site-functions/_stoat"; \
+	  "$$bins/stoat" completions fish > "$$dest/share/fish/vendor_completions.d/stoat.fish"
+
 ## lint: formatting and clippy, warnings as errors
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-## test: every tier: pure and fake everywhere, the ignored real tier (needs the built guest)
-## included (the distro tier has its own target, test-distro); the report consumers
-## required; a short fuzz smoke
+## test: every tier: pure and fake everywhere, the ignored real tier (needs the built guest),
+## the report consumers required, a short fuzz smoke, then the distro tier (test-distro: builds
+## the Debian cloud image the first time)
 test: setup build lint
 	STOAT_REAL_GUEST=$(GUEST_DIR) STOAT_REPORT_CONSUMERS=$(CURDIR)/target/report-consumers $(CARGO) test --workspace -- --include-ignored --skip test_distro::
 	$(CONFORMANCE) run --guest $(GUEST_DIR) -- $(STOAT)
 	fuzz/smoke.sh 3
+	$(MAKE) test-distro
 
 ## test-fast: pure and fake tiers only (no apt, no guest); the real tier shows as ignored
 test-fast:
 	$(CARGO) test --workspace
 
-## test-distro: stoat's lifecycle on the Debian cloud image (docs/distro-guest.md); one
-## booting run at a time on this host. The suite's real tier also takes the image's directory:
-## $(CONFORMANCE) run --tier real --guest $(DISTRO_DIR) -- $(STOAT)
+## test-distro: stoat's lifecycle on the Debian cloud image, then the suite's real tier on it
+## (docs/distro-guest.md); one booting run at a time on this host
 test-distro: distro-guest build
 	STOAT_DISTRO_GUEST=$(DISTRO_DIR) flock /tmp/stoat-guest.lock \
 	  $(CARGO) test -p stoat-cli --test cli test_distro:: -- --include-ignored --test-threads=1
+	flock /tmp/stoat-guest.lock $(CONFORMANCE) run --tier real --guest $(DISTRO_DIR) -- $(STOAT)
 
 ## conformance: the suite against the reference stoat
 conformance: setup build

@@ -1,7 +1,7 @@
 //! Owns the suite's benchmark: the whole pure + fake run against a SUT, timed, with the
 //! summed wall time of the SUT processes it ran, so the suite's own overhead shows. It
 //! prints numbers and never asserts a time (the machine is shared; the aim is a guide:
-//! whole run under 60 s, overhead under 15%). Used by `stoat-conformance bench -- <sut>`
+//! whole run under 60 s, overhead under 10%). Used by `stoat-conformance bench -- <sut>`
 //! and `cargo bench -p stoat-conformance` (benches/suite.rs).
 
 use std::path::PathBuf;
@@ -94,7 +94,7 @@ pub fn render(sut: &Sut, timings: &[Timing]) -> String {
             t.overhead() * 100.0
         ));
     }
-    out.push_str("aim: whole run under 60 s, overhead under 15% (printed, never asserted)\n");
+    out.push_str("aim: whole run under 60 s, overhead under 10% (printed, never asserted)\n");
     out
 }
 

@@ -8,10 +8,12 @@
 //!
 //! Both the reference `stoat` and `stoat-conformance` read the contract through this crate, and
 //! `stoat schema [NAME]` prints these texts. With the `validate` feature, [`validate::Validator`]
-//! checks values and whole `--json` lines against them.
+//! checks values and whole `--json` lines against them. [`bundle`] makes one schema
+//! self-contained, for a consumer that cannot follow references between files.
 //!
 //! `docs/schemas.md` describes the layout and the decisions taken where the contract is silent.
 
+pub mod bundle;
 #[cfg(feature = "validate")]
 pub mod validate;
 

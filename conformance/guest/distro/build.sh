@@ -12,6 +12,8 @@
 #                                       real tier looks for in a guest directory
 #   OUTDIR/manifest.txt                 suite, kernel, every installed package and version,
 #                                       layout, sizes and sha256
+#   OUTDIR/guest.toml                   what the real tier needs to boot it (RAM, vCPUs,
+#                                       boot timeout); copied from this directory
 # The last line printed is the absolute path of the image.
 #
 # Idempotent and cached: the .debs are kept in OUTDIR/.cache/debs; the fingerprint covers
@@ -89,6 +91,9 @@ VERSIONS=$(apt-cache "${APT[@]}" show --no-all-versions $CLOSURE 2> /dev/null |
   awk '/^Package:/ {p = $2} /^Version:/ {print p, $2}' | sort -u)
 FINGERPRINT=$( { echo "$SUITE"; echo "$PACKAGES"; echo "$VERSIONS"; cat "$HERE/build.sh" "$HERE/customize-hook.sh" "$HERE/boot-hook.sh"; } |
   sha256sum | cut -c1-64)
+# The guest's description for the real tier says nothing about the image's bytes: copied on
+# every run, so changing it never rebuilds the image.
+cp "$HERE/guest.toml" "$OUT/guest.toml"
 up_to_date() {
   [ "$(cat "$OUT/.fingerprint" 2> /dev/null)" = "$FINGERPRINT" ] && [ -s "$IMAGE" ] &&
     [ -s "$OUT/manifest.txt" ] && [ -L "$OUT/stoat-testguest-cloud.qcow2" ]

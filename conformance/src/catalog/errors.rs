@@ -9,7 +9,7 @@ use super::helpers::{expect_eq, get_vm, with_running_work, with_work, Banner};
 use super::streaming::write_recipe;
 use super::{scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
-use crate::fakes::script::{FakeScript, Rule};
+use crate::fakes::script::{FakeScript, QemuScript, Rule};
 use crate::finding::Level::Must;
 use crate::run::Case;
 use crate::sandbox::{Sandbox, VmFixture};
@@ -19,6 +19,10 @@ pub(super) const CHECKS: &[CheckDef] = &[
         "`up` of a VM whose share is missing, or is a file, fails with share_invalid and leaves the VM stopped", &["errors", "share", "up"], share_invalid), "contract 2 has no share_invalid code"),
     v3_only(scenario("ERRORS.monitor-unreachable", Must, Tier::Fake, "json-v3#error-codes", "monitor_unreachable the VM's qemu monitor socket does not answer",
         "`screenshot` of a running VM whose qemu has no monitor socket fails with monitor_unreachable", &["errors", "monitor"], monitor_unreachable), "contract 2 has no monitor_unreachable code"),
+    v3_only(scenario("ERRORS.monitor-rejected", Must, Tier::Fake, "json-v3#error-codes", "monitor_rejected qemu answered the monitor command with an error",
+        "`snapshot work clean` of a running disk VM whose qemu answers savevm with an error fails with monitor_rejected, and the snapshot is not listed", &["errors", "monitor", "snapshot"], monitor_rejected), "contract 2 has no monitor_rejected code"),
+    v3_only(scenario("ERRORS.no-xattr", Must, Tier::Fake, "json-v3#error-codes", "no_xattr the share's filesystem cannot store user.* extended attributes",
+        "`up` with the data root on a filesystem without user.* xattrs (STOAT_CONFORMANCE_NO_XATTR_DIR; SKIP when no such directory is available) fails with no_xattr and leaves the VM stopped", &["errors", "share", "up"], no_xattr), "contract 2 has no no_xattr code"),
     scenario("ERRORS.recipe-new-invalid", Must, Tier::Pure, "json-v3#error-codes", "invalid_spec the request itself is malformed",
         "`recipe new` with a name that is not a name, or an unknown --os, fails with invalid_spec (not internal) and writes no recipe", &["errors", "recipes"], recipe_new_invalid),
     scenario("ERRORS.update-recipes-unknown", Must, Tier::Pure, "json-v3#error-codes", "recipe_not_applicable a named recipe cannot run on this VM",
@@ -57,6 +61,95 @@ fn monitor_unreachable(case: &mut Case<'_>) -> Result<(), HarnessError> {
     let sandbox = with_running_work(case)?;
     let ran = case.json(&sandbox, &["screenshot", "work"])?;
     case.expect_error(&ran, "monitor_unreachable");
+    Ok(())
+}
+
+fn monitor_rejected(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    let dir = sandbox.write_vm(&VmFixture::disk("work"))?;
+    super::streaming::bootable_files(&sandbox, &dir)?;
+    sandbox.write_script(&FakeScript {
+        qemu: QemuScript {
+            savevm_error: Some("Device 'drive0' is writable but does not support snapshots".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    })?;
+    let up = case.json(&sandbox, &["up", "work"])?;
+    if case.expect_ok(&up).is_none() {
+        return Ok(());
+    }
+    let ran = case.json(&sandbox, &["snapshot", "work", "clean"])?;
+    case.expect_error(&ran, "monitor_rejected");
+    let listed = case.json(&sandbox, &["snapshot", "work"])?;
+    if let Some(snapshots) = listed
+        .data()
+        .and_then(|d| d.get("snapshots"))
+        .and_then(Value::as_array)
+    {
+        case.ensure(
+            !snapshots
+                .iter()
+                .any(|s| s.get("tag") == Some(&json!("clean"))),
+            "/data/snapshots",
+            "qemu refused savevm, yet `snapshot work` lists the tag clean",
+        );
+    }
+    let _ = case.json(&sandbox, &["down", "work"])?;
+    Ok(())
+}
+
+/// The variable naming a directory on a filesystem that cannot store user.* xattrs.
+const NO_XATTR_DIR: &str = "STOAT_CONFORMANCE_NO_XATTR_DIR";
+
+/// Whether `dir`'s filesystem refuses a user.* extended attribute (the suite's own probe).
+fn refuses_user_xattrs(dir: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt as _;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    let name = c"user.stoat-conformance.probe";
+    // SAFETY: both strings are NUL-terminated and outlive the calls; the value is 1 byte.
+    let set = unsafe { libc::setxattr(path.as_ptr(), name.as_ptr(), b"1".as_ptr().cast(), 1, 0) };
+    if set == 0 {
+        // SAFETY: as above.
+        unsafe { libc::removexattr(path.as_ptr(), name.as_ptr()) };
+        return false;
+    }
+    matches!(
+        std::io::Error::last_os_error().raw_os_error(),
+        Some(libc::EOPNOTSUPP | libc::EPERM | libc::EACCES)
+    )
+}
+
+fn no_xattr(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let Some(parent) = std::env::var_os(NO_XATTR_DIR).map(std::path::PathBuf::from) else {
+        case.skip(format!(
+            "no_xattr is reachable only with the data root on a filesystem that cannot store user.* extended attributes (tmpfs has stored them since Linux 6.6); set {NO_XATTR_DIR} to a writable directory on one (a ramfs or vfat mount)"
+        ));
+        return Ok(());
+    };
+    if !refuses_user_xattrs(&parent) {
+        case.skip(format!(
+            "{NO_XATTR_DIR}={} is on a filesystem that stores user.* extended attributes; no_xattr cannot be reached there",
+            parent.display()
+        ));
+        return Ok(());
+    }
+    let sandbox = case.sandbox_from(crate::sandbox::SandboxOptions {
+        fakes: case.fakes(),
+        seed_keys: true,
+        parent: Some(parent),
+        ..Default::default()
+    })?;
+    let dir = sandbox.write_vm(&VmFixture::live("work"))?;
+    super::streaming::bootable_files(&sandbox, &dir)?;
+    let ran = case.json(&sandbox, &["up", "work"])?;
+    case.expect_error(&ran, "no_xattr");
+    if let Some(vm) = get_vm(case, &sandbox, "work")? {
+        expect_eq(case, &vm, "/state", &json!("stopped"));
+    }
+    let _ = case.json(&sandbox, &["down", "work"])?;
     Ok(())
 }
 

@@ -30,6 +30,9 @@ pub struct Watched {
     exit: Option<(Instant, Option<i32>)>,
     pub stdin: Option<ChildStdin>,
     eof: bool,
+    started: Instant,
+    /// The case's clock of watched SUT time, credited when the watch ends.
+    sut_clock: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Watched {
@@ -41,6 +44,7 @@ impl Watched {
         stdin: bool,
     ) -> Result<Self, HarnessError> {
         let sut = case.sut();
+        let started = Instant::now();
         let mut command = Command::new(&sut.program);
         command
             .args(&sut.leading)
@@ -91,6 +95,8 @@ impl Watched {
             exit: None,
             stdin,
             eof: false,
+            started,
+            sut_clock: case.watched_us.clone(),
         })
     }
 
@@ -137,6 +143,10 @@ impl Watched {
 impl Drop for Watched {
     fn drop(&mut self) {
         self.stdin = None;
+        let ended = self.exited().map_or_else(Instant::now, |(at, _)| at);
+        let ran = ended.saturating_duration_since(self.started).as_micros() as u64;
+        self.sut_clock
+            .fetch_add(ran, std::sync::atomic::Ordering::Relaxed);
         if self.pid > 1 {
             // SAFETY: kill(2) on the process group this watch created for its SUT.
             unsafe {

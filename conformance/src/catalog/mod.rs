@@ -16,6 +16,7 @@ mod oracle_rules;
 mod project;
 mod pull;
 mod real;
+mod remote;
 pub use real::GUEST_IMAGE;
 mod state;
 mod streaming;
@@ -191,6 +192,7 @@ pub fn all() -> &'static [CheckDef] {
             project::SCENARIOS,
             errors::CHECKS,
             mcp::CHECKS,
+            remote::CHECKS,
         ] {
             out.extend_from_slice(part);
         }

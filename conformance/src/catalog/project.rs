@@ -3,12 +3,12 @@
 //! every declared VM in declaration order, `skipped` after a failure), plus the design rule
 //! that keeps a fan-out's stream JSON lines although the contract tolerates prose there.
 
-use super::{from_design, rule, CheckDef};
+use super::{from_design, rule, v3_only, CheckDef};
 use crate::finding::Level::Should;
 
 pub(super) const CHECKS: &[CheckDef] = &[
-    from_design(rule("PROJECT.fanout-json-lines", Should, "design#decisions", "stays pure JSON lines (the seed's known defect is not copied): progress is events, never prose",
-        "a project fan-out (up/down/apply answering ProjectRun) writes only JSON lines; the contract tolerates prose there, so this is judged apart from ENV.json-lines", &["project", "envelope"])),
+    v3_only(from_design(rule("PROJECT.fanout-json-lines", Should, "design#decisions", "stays pure JSON lines (the seed's known defect is not copied): progress is events, never prose",
+        "a project fan-out (up/down/apply answering ProjectRun) writes only JSON lines; the contract tolerates prose there, so this is judged apart from ENV.json-lines", &["project", "envelope"])), "contract 2 has no project fan-out"),
 ];
 
 // ---- scenarios ------------------------------------------------------------------------
@@ -16,7 +16,7 @@ pub(super) const CHECKS: &[CheckDef] = &[
 use serde_json::{json, Value};
 
 use super::helpers::{expect_eq, str_at, with_work};
-use super::{scenario, v3_only, Tier};
+use super::{scenario, Tier};
 use crate::error::HarnessError;
 use crate::finding::Level::Must;
 use crate::run::{Case, Ran};

@@ -1,9 +1,12 @@
-//! Owns the real tier: a real SUT booting the conformance test guest (conformance/guest/,
-//! `--guest <dir>`) under real QEMU (`STOAT_ACCEL=tcg`), every invocation judged by the same
+//! Owns the real tier: a real SUT booting the guest of a guest directory (`--guest <dir>`:
+//! conformance/guest/'s test guest, or any guest whose `guest.toml` says what it needs, see
+//! [`guest`]) under real QEMU (`STOAT_ACCEL=tcg`), every invocation judged by the same
 //! oracle. The sandbox's PATH is the host's `/usr/bin:/bin`, its data root lives under
 //! `/var/tmp` (user xattrs), and any QEMU left behind is killed by PID when it drops.
 
-use std::path::{Path, PathBuf};
+mod guest;
+
+use std::path::Path;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -16,78 +19,117 @@ use crate::finding::Level::Must;
 use crate::run::{Case, Inv};
 use crate::sandbox::Sandbox;
 
-/// The guest image `conformance/guest/build.sh` writes.
-pub const GUEST_IMAGE: &str = "stoat-testguest-cloud.qcow2";
+pub use guest::GUEST_IMAGE;
+use guest::{Guest, GuestError};
 
 pub(super) const CHECKS: &[CheckDef] = &[
     scenario("REAL.lifecycle", Must, Tier::Real, "json-v3#per-command-data", "up (one VM) {\"vm\":VM} (re-read after start, so state is authoritative)",
-        "the test guest end to end: create (BYO qcow2, --ram 256 --cpus 1), up, wait reachable, exec echo, exec non-UTF-8 (stdout_base64 \"//4=\"), cp both ways byte-exact, down, wait stopped, rm -y; no QEMU left", &["real", "lifecycle", "exec", "cp"], lifecycle),
+        "the guest end to end: create (BYO qcow2, --ram/--cpus from the guest directory, 256/1 by default), up, wait reachable, exec true until a login works (ssh's 255 only), exec echo, exec non-UTF-8 (stdout_base64 \"//4=\"), cp both ways byte-exact, down, wait stopped, rm -y; no QEMU left", &["real", "lifecycle", "exec", "cp"], lifecycle),
 ];
 
 const VM: &str = "rt";
 
-/// The guest image to boot, or why the check cannot run here.
-fn guest_image(case: &Case<'_>) -> Result<PathBuf, String> {
-    let dir = case
-        .guest()
-        .ok_or("the real tier needs --guest <dir> (the output of conformance/guest/build.sh)")?;
-    let image = dir.join(GUEST_IMAGE);
-    if !image.is_file() {
-        return Err(format!("no {GUEST_IMAGE} in {}", dir.display()));
-    }
+/// The guest to boot; `Ok(Err(reason))` when the check cannot run here.
+fn guest(case: &Case<'_>) -> Result<Result<Guest, String>, HarnessError> {
+    let Some(dir) = case.guest() else {
+        return Ok(Err(
+            "the real tier needs --guest <dir> (the output of conformance/guest/build.sh)".into(),
+        ));
+    };
+    let guest = match guest::open(dir) {
+        Ok(guest) => guest,
+        Err(GuestError::NoImage(dir)) => {
+            return Ok(Err(format!("no {GUEST_IMAGE} in {}", dir.display())))
+        }
+        Err(GuestError::Invalid { path, message }) => {
+            return Err(HarnessError::BadInput { path, message })
+        }
+    };
     if !Path::new("/usr/bin/qemu-system-x86_64").exists() {
-        return Err("no /usr/bin/qemu-system-x86_64 on this host".into());
+        return Ok(Err("no /usr/bin/qemu-system-x86_64 on this host".into()));
     }
-    Ok(image)
+    Ok(Ok(guest))
 }
 
 fn lifecycle(case: &mut Case<'_>) -> Result<(), HarnessError> {
-    let image = match guest_image(case) {
-        Ok(image) => image,
+    let guest = match guest(case)? {
+        Ok(guest) => guest,
         Err(reason) => {
             case.skip(reason);
             return Ok(());
         }
     };
     let sandbox = case.real_sandbox()?;
-    let image = image.to_string_lossy().into_owned();
+    let image = guest.image.to_string_lossy().into_owned();
+    let (ram, cpus) = (guest.ram_mib.to_string(), guest.cpus.to_string());
     let created = case.json(
         &sandbox,
         &[
-            "create", VM, "--image", &image, "--ram", "256", "--cpus", "1",
+            "create", VM, "--image", &image, "--ram", &ram, "--cpus", &cpus,
         ],
     )?;
     if case.expect_ok(&created).is_none() {
         return Ok(());
     }
-    if !boot(case, &sandbox)? {
+    let started = std::time::Instant::now();
+    if !boot(case, &sandbox, guest.boot_timeout)? {
         return Ok(());
     }
+    settle(
+        case,
+        &sandbox,
+        guest.boot_timeout.saturating_sub(started.elapsed()),
+    )?;
     exec_checks(case, &sandbox)?;
     cp_checks(case, &sandbox)?;
     shut_down(case, &sandbox)?;
     remove(case, &sandbox)
 }
 
-/// `up`, then `wait --until reachable`; false when the guest never came up.
-fn boot(case: &mut Case<'_>, sandbox: &Sandbox) -> Result<bool, HarnessError> {
-    let up = case.run(
-        sandbox,
-        Inv::json(&["up", VM]).timeout(Duration::from_secs(120)),
-    )?;
+/// `up`, then `wait --until reachable`, each within the guest's boot timeout; false when the
+/// guest never came up.
+fn boot(case: &mut Case<'_>, sandbox: &Sandbox, limit: Duration) -> Result<bool, HarnessError> {
+    let up = case.run(sandbox, Inv::json(&["up", VM]).timeout(limit))?;
     let Some(data) = case.expect_ok(&up).cloned() else {
         return Ok(false);
     };
     expect_eq(case, &data, "/vm/state", &json!("running"));
+    // The SUT's own wait ends first, so a slow guest reads as `reached:false`, not a kill.
+    let wait_for = format!("{}s", limit.as_secs());
     let waited = case.run(
         sandbox,
-        Inv::json(&["wait", VM, "--until", "reachable", "--timeout", "180s"])
-            .timeout(Duration::from_secs(200)),
+        Inv::json(&["wait", VM, "--until", "reachable", "--timeout", &wait_for])
+            .timeout(limit + Duration::from_secs(20)),
     )?;
     let Some(data) = case.expect_ok(&waited).cloned() else {
         return Ok(false);
     };
     Ok(expect_eq(case, &data, "/reached", &json!(true)))
+}
+
+/// Waits until a login works. Reachable means sshd answers its banner, not that a login
+/// succeeds: a cloud image's cloud-init restarts sshd after writing its configuration, seconds
+/// after the banner first answered, and an exec in that window ends with ssh's own status 255.
+/// Polls `exec true` while it answers 255, within what is left of the boot timeout; any other
+/// answer ends the wait, and the checks that follow judge exec as before.
+fn settle(case: &mut Case<'_>, sandbox: &Sandbox, left: Duration) -> Result<(), HarnessError> {
+    let deadline = std::time::Instant::now() + left;
+    loop {
+        let ran = case.run(
+            sandbox,
+            Inv::json(&["exec", VM, "true"]).timeout(Duration::from_secs(60)),
+        )?;
+        let ssh_failed = ran
+            .data()
+            .and_then(|d| d.get("exit_code"))
+            .and_then(Value::as_i64)
+            == Some(255);
+        if !ssh_failed || std::time::Instant::now() >= deadline {
+            return Ok(());
+        }
+        // A poll interval, not a synchronisation: the next attempt asks the guest again.
+        std::thread::sleep(Duration::from_secs(1));
+    }
 }
 
 fn exec_checks(case: &mut Case<'_>, sandbox: &Sandbox) -> Result<(), HarnessError> {

@@ -64,6 +64,12 @@ impl Control {
                 String::new()
             }
             ("quit" | "q", _) => self.exit_now(),
+            ("savevm", _) if self.script.savevm_error.is_some() => {
+                format!(
+                    "Error: {}\r\n",
+                    self.script.savevm_error.as_deref().unwrap_or("")
+                )
+            }
             ("savevm", tag) => {
                 let mut snapshots = self.lock_snapshots();
                 if !snapshots.iter().any(|t| t == tag) {

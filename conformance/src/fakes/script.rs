@@ -136,6 +136,10 @@ pub struct QemuScript {
     /// Make `screendump` fail with this QMP error description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screendump_error: Option<String>,
+    /// Make the monitor's `savevm` answer this error text instead of saving (a disk whose
+    /// format cannot hold a snapshot, as qemu words it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub savevm_error: Option<String>,
     /// Do not answer an SSH banner on the forwarded ssh port (a guest that never boots).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_ssh: bool,

@@ -179,6 +179,9 @@ pub struct Case<'a> {
     pub skipped: Option<String>,
     /// Per invocation (by index), the oracle rules the `also_judge` edition flagged there.
     pub also_flagged: Vec<BTreeSet<&'static str>>,
+    /// Microseconds the SUT ran in invocations a scenario watched itself (`catalog::live`),
+    /// which [`Case::run`] does not record: the benchmark counts them as SUT time.
+    pub watched_us: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl<'a> Case<'a> {
@@ -193,6 +196,7 @@ impl<'a> Case<'a> {
             crashed: false,
             skipped: None,
             also_flagged: Vec::new(),
+            watched_us: Default::default(),
         }
     }
 

@@ -31,6 +31,78 @@ pub struct Profile {
     /// How to point the SUT at the suite's image catalog.
     #[serde(default)]
     pub catalog: CatalogKnob,
+    /// How to point `recipe search` at the suite's recipe index.
+    #[serde(default)]
+    pub recipe_index: RecipeIndexKnob,
+}
+
+/// The reference's recipe-index variable (not named by the contract).
+pub const DEFAULT_RECIPE_INDEX_VAR: &str = "STOAT_RECIPE_INDEX";
+/// One entry of the reference's recipe-index format.
+pub const DEFAULT_RECIPE_INDEX_ENTRY: &str = "[[recipe]]\nname = \"{name}\"\nsource = \"{source}\"\ndescription = \"{description}\"\nos = {os}\n\n";
+
+/// How the SUT reads a recipe index the suite writes: `env` names the variable holding the
+/// file's path; the file is `header`, one `entry` per recipe, then `footer`, with the
+/// placeholders `{name} {source} {description}` and `{os}` (a list, written `["a","b"]`).
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RecipeIndexKnob {
+    #[serde(default = "default_recipe_index_var")]
+    pub env: String,
+    #[serde(default)]
+    pub header: String,
+    #[serde(default = "default_recipe_index_entry")]
+    pub entry: String,
+    #[serde(default)]
+    pub footer: String,
+}
+
+/// One recipe of the index the suite writes.
+pub struct IndexRecipe<'a> {
+    pub name: &'a str,
+    pub source: &'a str,
+    pub description: &'a str,
+    pub os: &'a [&'a str],
+}
+
+fn default_recipe_index_var() -> String {
+    DEFAULT_RECIPE_INDEX_VAR.to_string()
+}
+
+fn default_recipe_index_entry() -> String {
+    DEFAULT_RECIPE_INDEX_ENTRY.to_string()
+}
+
+impl Default for RecipeIndexKnob {
+    fn default() -> Self {
+        RecipeIndexKnob {
+            env: default_recipe_index_var(),
+            header: String::new(),
+            entry: default_recipe_index_entry(),
+            footer: String::new(),
+        }
+    }
+}
+
+impl RecipeIndexKnob {
+    /// The index file's text for these recipes (entries separated by nothing: a format
+    /// that needs separators puts them in `entry`).
+    pub fn render(&self, recipes: &[IndexRecipe<'_>]) -> String {
+        let mut out = self.header.clone();
+        for recipe in recipes {
+            let os = serde_json::to_string(recipe.os).unwrap_or_else(|_| "[]".into());
+            out.push_str(
+                &self
+                    .entry
+                    .replace("{name}", recipe.name)
+                    .replace("{source}", recipe.source)
+                    .replace("{description}", recipe.description)
+                    .replace("{os}", &os),
+            );
+        }
+        out.push_str(&self.footer);
+        out
+    }
 }
 
 /// How the SUT reads an image catalog the suite writes: `env` names the variable holding
@@ -91,6 +163,7 @@ impl Default for Profile {
             data_root_var: default_data_root_var(),
             env: Default::default(),
             catalog: CatalogKnob::default(),
+            recipe_index: RecipeIndexKnob::default(),
         }
     }
 }

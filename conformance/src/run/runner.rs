@@ -72,6 +72,8 @@ struct Done {
     crashed: bool,
     skipped: Option<String>,
     duration_ms: u64,
+    /// Milliseconds of SUT time in invocations the scenario watched itself.
+    watched_sut_ms: u64,
     /// Migration view: the same check judged by the SUT's own edition did not pass.
     fails_in_sut_edition: Option<bool>,
 }
@@ -213,7 +215,8 @@ pub fn run(
                 .invocations
                 .iter()
                 .map(|i| i.capture.duration_ms)
-                .sum::<u64>();
+                .sum::<u64>()
+                + done.watched_sut_ms;
             exercised.extend(done.exercised.iter().copied());
             for (index, finding) in &done.oracle_findings {
                 if let Some(record) = done.invocations.get(*index) {
@@ -578,6 +581,7 @@ fn run_one(def: &'static CheckDef, env: &RunEnv) -> Done {
         crashed: case.crashed,
         skipped: case.skipped,
         duration_ms: started.elapsed().as_millis() as u64,
+        watched_sut_ms: case.watched_us.load(Ordering::Relaxed) / 1000,
         fails_in_sut_edition: None,
     }
 }

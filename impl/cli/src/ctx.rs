@@ -50,6 +50,11 @@ impl Ctx {
         }
     }
 
+    /// Whether the answer is JSON lines (`--json`).
+    pub fn is_json(&self) -> bool {
+        self.json
+    }
+
     /// Whether the guest of `exec` gets stoat's stdin: only a human's (json-v3#json-implies).
     pub fn hands_stdin_to_guest(&self) -> bool {
         !self.json

@@ -36,7 +36,7 @@ pub enum Command {
     Ls(LsArgs),
     /// Show one VM, with recipe state
     Get(VmArg),
-    /// Create a VM from a catalog image, a file in isos/, or an absolute path
+    /// Create a VM from a catalog image, a file in isos/, or an image file's path
     Create(CreateArgs),
     /// Change a stopped or running VM's configuration
     Update(UpdateArgs),
@@ -100,10 +100,38 @@ pub enum Command {
     Status,
     /// The MCP server and its client configuration
     Mcp(McpArgs),
+    /// Print a shell completion script: stoat completions bash|zsh|fish
+    Completions(CompletionsArgs),
+    /// Print a command's man page, or write every page with --dir
+    Man(ManArgs),
     /// Print the version
     Version,
     /// Print help
     Help,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell the script is for
+    #[arg(value_enum)]
+    pub shell: CompletionShell,
+}
+
+/// The shells `completions` writes for.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write stoat.1 and one stoat-<command>.1 per command into this directory
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
+    /// The command whose page to print (none: stoat.1), e.g. `recipe add`
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -129,7 +157,8 @@ pub struct LsArgs {
 pub struct CreateArgs {
     /// The new VM's name (letters, digits, '-', '_')
     pub name: String,
-    /// Catalog id (`stoat images`), a file in isos/, or a path to an image file
+    /// Catalog id (`stoat images`), a file in isos/, or a path to an image file (absolute, or
+    /// relative with a '/', e.g. ./disk.qcow2; stored absolute)
     #[arg(long)]
     pub image: String,
     /// Guest OS (default: from the image; `stoat guest ls` lists them)
@@ -549,6 +578,8 @@ impl Command {
             Command::Init => "init",
             Command::Status => "status",
             Command::Mcp(_) => "mcp",
+            Command::Completions(_) => "completions",
+            Command::Man(_) => "man",
             Command::Version => "version",
             Command::Help => "help",
         }

@@ -29,6 +29,18 @@ pub const VARS: &[(&str, &str)] = &[
         "seconds without a byte before `pull` gives up (download_stalled); default 60",
     ),
     (
+        "HTTP_PROXY",
+        "proxy for http:// downloads (http_proxy wins when both are set)",
+    ),
+    (
+        "HTTPS_PROXY",
+        "proxy for https:// downloads, through CONNECT (https_proxy wins)",
+    ),
+    (
+        "NO_PROXY",
+        "hosts, domains, addresses or networks that skip the proxy (no_proxy wins)",
+    ),
+    (
         "STOAT_RECIPE_INDEX",
         "path or URL of the index `recipe search` reads",
     ),

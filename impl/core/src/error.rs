@@ -31,6 +31,21 @@ pub enum Error {
     ImageNotDownloaded { id: String },
     #[error("recipe not applicable: {0}")]
     RecipeNotApplicable(String),
+    /// A recipe's script (or its interpreter's bootstrap) failed in the guest.
+    #[error("recipe {recipe} failed in {vm}: {detail}; `stoat logs {vm} --which apply` shows its output")]
+    RecipeFailed {
+        vm: String,
+        recipe: String,
+        detail: String,
+    },
+    /// The VM's last apply failed, read back later (`wait --until applied`): the code and
+    /// message it was reported with then, so both answers agree.
+    #[error("{vm}'s last apply failed: {message}")]
+    LastApplyFailed {
+        vm: String,
+        code: ErrorCode,
+        message: String,
+    },
     #[error("in use: {0}")]
     InUse(String),
     #[error("git is required: {0}")]
@@ -125,6 +140,9 @@ impl Error {
             Error::InvalidSpec(_) => ErrorCode::InvalidSpec,
             Error::ImageNotDownloaded { .. } => ErrorCode::ImageNotDownloaded,
             Error::RecipeNotApplicable(_) => ErrorCode::RecipeNotApplicable,
+            // The recipe could not run to the end on this VM: the nearest code the contract has.
+            Error::RecipeFailed { .. } => ErrorCode::RecipeNotApplicable,
+            Error::LastApplyFailed { code, .. } => *code,
             Error::InUse(_) => ErrorCode::InUse,
             Error::GitRequired(_) => ErrorCode::GitRequired,
             Error::NotRunning { .. } => ErrorCode::NotRunning,

@@ -1,12 +1,11 @@
 //! The CLI adapters of the host-side operations: ssh-command, ssh, logs, doctor, prune,
-//! snapshot, capabilities (`stoat_core::app::host`; json-v3#per-command-data). `ssh` is the
-//! CLI's alone: it replaces the process.
+//! snapshot, capabilities (`stoat_core::app::host`; json-v3#per-command-data). `ssh` replaces
+//! the process with the session core prepared.
 
 use std::os::unix::process::CommandExt;
 
 use stoat_core::app::host::{self as app_host, PruneOptions, SnapshotAction};
-use stoat_core::host::ssh_argv;
-use stoat_core::{keys, vm, Error, Result};
+use stoat_core::{Error, Result};
 use stoat_wire::dto::{CapabilityEntry, CapabilityReport, DoctorData, PruneData, SnapshotListData};
 
 use crate::ctx::Ctx;
@@ -22,19 +21,10 @@ pub fn ssh_command(ctx: &Ctx, name: &str) -> Result<Reply> {
 
 /// `ssh <vm>` (human mode only): replaces stoat with ssh. Returns only on failure.
 pub fn ssh(ctx: &Ctx, name: &str) -> Result<Reply> {
-    let root = ctx.root()?;
-    let stored = vm::load_ok(root, name)?;
-    if stored.running_pid().is_none() {
-        return Err(Error::NotRunning { name: stored.name });
-    }
-    let key = keys::ensure(root, &ctx.env)?;
-    let program = ctx.env.which("ssh").ok_or_else(|| Error::Tool {
-        tool: "ssh".into(),
-        message: "not found on PATH; `stoat doctor` says how to install it".into(),
-    })?;
-    let err = std::process::Command::new(program)
+    let session = app_host::ssh(ctx, name)?;
+    let err = std::process::Command::new(session.program)
         .arg0("ssh")
-        .args(ssh_argv::ssh_args(&key, &stored))
+        .args(session.args)
         .exec();
     Err(Error::io("run ssh", err))
 }

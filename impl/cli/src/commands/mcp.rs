@@ -1,13 +1,14 @@
 //! `mcp`: with no subcommand, serve MCP over stdio (refused under --json by
 //! `commands::refused_under_json`: MCP owns stdout);
-//! `mcp doctor` and `mcp install <client>` (json-v3#per-command-data).
+//! `mcp doctor` and `mcp install <client>` (json-v3#per-command-data), adapters of
+//! `stoat_core::app::mcp`.
 
-use stoat_core::{Error, Result};
+use stoat_core::{app, Error, Result};
 use stoat_wire::dto::{McpDoctorData, McpInstallData};
 
 use crate::ctx::Ctx;
 use crate::grammar::{McpArgs, McpCommand};
-use crate::mcp::{clients, server};
+use crate::mcp::server;
 use crate::{human, Reply};
 
 /// `mcp [doctor | install <client>]`.
@@ -18,12 +19,12 @@ pub fn mcp(ctx: &Ctx, args: &McpArgs) -> Result<Reply> {
             Ok(Reply::new(&serde_json::json!({}), ""))
         }
         Some(McpCommand::Doctor) => {
-            let data = clients::doctor(&ctx.env, &this_binary()?)?;
+            let data = app::mcp::doctor(ctx, &this_binary()?)?;
             let human = doctor_human(&data);
             Ok(Reply::new(&data, human))
         }
         Some(McpCommand::Install(install)) => {
-            let data = clients::install(&ctx.env, &this_binary()?, &install.client)?;
+            let data = app::mcp::install(ctx, &this_binary()?, &install.client)?;
             let human = install_human(&data);
             Ok(Reply::new(&data, human))
         }
@@ -42,6 +43,9 @@ fn doctor_human(data: &McpDoctorData) -> String {
             let state = match (c.installed, c.current) {
                 (false, _) => "not installed".to_owned(),
                 (true, true) => "current".to_owned(),
+                (true, false) if same_file(&c.command, &data.binary) => {
+                    "stale: other stoat settings (STOAT_*)".to_owned()
+                }
                 (true, false) => format!("stale: {}", c.command),
             };
             vec![c.client.clone(), state, c.path.clone()]
@@ -56,6 +60,13 @@ fn doctor_human(data: &McpDoctorData) -> String {
         out.push_str("add or refresh an entry with: stoat mcp install <client>\n");
     }
     out
+}
+
+fn same_file(a: &str, b: &str) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 fn install_human(data: &McpInstallData) -> String {

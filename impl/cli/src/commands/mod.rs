@@ -1,6 +1,7 @@
 //! Dispatch: one match arm per command, each calling `commands::<area>::<cmd>`.
 
 pub mod apply;
+pub mod generated;
 pub mod host;
 pub mod images;
 pub mod info;
@@ -27,6 +28,9 @@ pub fn refused_under_json(command: &Command) -> Option<Error> {
         Command::Mcp(args) if args.action.is_none() => Some(Error::Usage(
             "`stoat mcp` speaks MCP (JSON-RPC) on stdin/stdout, not JSON lines; run it without --json".into(),
         )),
+        Command::Completions(_) | Command::Man(_) => Some(Error::Usage(
+            "completions and man write files for a shell or man(1), not JSON lines; run it without --json".into(),
+        )),
         _ => None,
     }
 }
@@ -37,6 +41,8 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Reply> {
         Command::Version => Ok(info::version()),
         Command::Help => Ok(info::help(info::usage_text())),
         Command::Schema(args) => info::schema(&args),
+        Command::Completions(args) => Ok(generated::completions(args.shell)),
+        Command::Man(args) => generated::man(&args),
         Command::Init => project::init(ctx),
         Command::Status => project::status(ctx),
         Command::Ls(args) if args.project => project::ls(ctx),

@@ -18,9 +18,10 @@ use crate::Reply;
 
 /// `create`.
 pub fn create(ctx: &Ctx, args: CreateArgs) -> Result<Reply> {
+    let random_password = args.console_password.as_deref() == Some("random");
     let spec = CreateSpec {
         name: args.name,
-        image: args.image,
+        image: image_from_here(&args.image)?,
         os: args.os,
         backend: args.backend,
         mode: args.mode,
@@ -37,8 +38,31 @@ pub fn create(ctx: &Ctx, args: CreateArgs) -> Result<Reply> {
         ..CreateSpec::default()
     };
     let data = vmops::create(ctx, &spec)?;
-    let human = create_human(&data.vm);
+    let mut human = create_human(&data.vm);
+    if random_password && !ctx.is_json() {
+        // Shown this once, to the person who asked for it; never under --json, never logged.
+        let stored = stoat_core::vm::load_ok(ctx.root()?, &data.vm.name)?;
+        human.push_str(&format!(
+            "console password (shown only now): {}\n",
+            stored.config.console_password
+        ));
+    }
     Ok(Reply::new(&data, human))
+}
+
+/// `--image` as core resolves it: a relative path that names a file from here (it has a
+/// `/`, so it is no catalog id or bare name in isos/) becomes absolute, as vm.toml keeps it.
+fn image_from_here(image: &str) -> Result<String> {
+    let path = std::path::Path::new(image.trim());
+    if path.is_absolute() || image.starts_with('~') || !image.contains('/') {
+        return Ok(image.to_owned());
+    }
+    let here = std::env::current_dir().map_err(|e| Error::io("find the current directory", e))?;
+    let path: std::path::PathBuf = path
+        .components()
+        .filter(|c| *c != std::path::Component::CurDir)
+        .collect();
+    Ok(here.join(path).to_string_lossy().into_owned())
 }
 
 fn create_human(vm: &Vm) -> String {
@@ -109,7 +133,7 @@ fn update_human(data: &UpdateData) -> String {
 
 /// `rm`.
 pub fn rm(ctx: &Ctx, args: RmArgs) -> Result<Reply> {
-    // TODO(projects): with no VM name inside a project, fan out over its VMs (ProjectRun).
+    // Without a VM name, dispatch sends rm to the project fan-out (commands::project::rm).
     let name = args
         .vm
         .ok_or_else(|| Error::Usage("rm needs a VM name: stoat rm <vm> -y".into()))?;

@@ -87,8 +87,6 @@ pub fn check_image_id(image: &str) -> Result<()> {
     )))
 }
 
-/// Returns a VM's effective agent_access. A broken vm.toml cannot say, so it counts as
-/// `observe`: an agent may see that it is broken and nothing more.
 /// Checks a project tool's `dir`: an absolute path to an existing directory.
 pub fn project_dir(dir: &str) -> Result<std::path::PathBuf> {
     let path = std::path::PathBuf::from(dir);
@@ -105,6 +103,8 @@ pub fn project_dir(dir: &str) -> Result<std::path::PathBuf> {
     Ok(path)
 }
 
+/// Returns a VM's effective agent_access. A broken vm.toml cannot say, so it counts as
+/// `observe`: an agent may see that it is broken and nothing more.
 pub fn access_of(root: &Root, name: &str) -> Result<AgentAccess> {
     match vm::load(root, name)? {
         Loaded::Ok(stored) => Ok(stored.config.agent_access()),

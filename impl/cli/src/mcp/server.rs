@@ -17,7 +17,7 @@ use stoat_core::{Cancel, Env, Error, Result};
 
 use super::guards;
 use super::rate::RateLimiter;
-use super::tools::{self, Args, Tool};
+use super::tools::{self, Tool};
 use stoat_core::app::Session;
 
 /// The protocol revisions this server speaks, oldest first. Every ordering question goes
@@ -256,23 +256,28 @@ impl Server {
 
     /// The guards in order (forbidden fields, argument shapes, names, agent_access), then the
     /// tool itself, with a panic turned into `internal`.
-    fn run_guarded(&self, tool: &Tool, arguments: Map<String, Value>) -> Result<Value> {
+    fn run_guarded(&self, tool: &Tool, mut arguments: Map<String, Value>) -> Result<Value> {
         guards::refuse_forbidden(tool.name, tool.forbidden, &arguments)?;
-        tool.validate(&arguments)?;
-        let args = Args(arguments);
+        tool.validate(&mut arguments)?;
+        let text = |key: &str| {
+            arguments
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
         let mut ctx = Session::quiet(self.env.clone(), self.cancel.clone(), "mcp");
-        if let Some(dir) = args.opt_str("dir") {
+        if let Some(dir) = text("dir") {
             ctx = ctx.with_work_dir(guards::project_dir(&dir)?);
         }
         let root = ctx.root()?;
         stoat_core::log::append(root, "info", &format!("mcp tool={}", tool.name));
         if let Some(param) = tool.vm_param {
-            let vm = args.str(param);
+            let vm = text(param).unwrap_or_default();
             guards::check_vm_name(&vm)?;
             let have = guards::access_of(root, &vm)?;
             guards::require(tool.name, &vm, have, tool.class.needs())?;
         }
-        match panic::catch_unwind(AssertUnwindSafe(|| (tool.run)(&ctx, &args))) {
+        match panic::catch_unwind(AssertUnwindSafe(|| (tool.run)(&ctx, arguments))) {
             Ok(result) => result,
             Err(_) => Err(Error::Internal(format!("{} panicked", tool.name))),
         }
@@ -284,8 +289,10 @@ impl Server {
             "content": [{"type": "text", "text": text}],
             "isError": is_error,
         });
-        // structuredContent arrived with 2025-06-18; older clients get the text alone.
-        if at_least(self.protocol, "2025-06-18") {
+        // structuredContent arrived with 2025-06-18; older clients get the text alone. It
+        // must match the tool's outputSchema (clients check it, some even on errors), which
+        // describes success: a failure's `{code, message}` is the text alone.
+        if !is_error && at_least(self.protocol, "2025-06-18") {
             result["structuredContent"] = data;
         }
         result
@@ -540,15 +547,16 @@ mod tests {
         );
         let result = &reply["result"];
         assert_eq!(result["isError"], true);
-        assert_eq!(result["structuredContent"]["code"], "not_found");
-        let text: Value =
-            serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
-        assert_eq!(text, result["structuredContent"]);
+        assert!(result.get("structuredContent").is_none(), "{result}");
+        let text = |result: &Value| -> Value {
+            serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap()
+        };
+        assert_eq!(text(result)["code"], "not_found");
         let reply = ask(
             &mut s,
             r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"vm_status","arguments":{"vm":"../etc"}}}"#,
         );
-        assert_eq!(reply["result"]["structuredContent"]["code"], "invalid_spec");
+        assert_eq!(text(&reply["result"])["code"], "invalid_spec");
         let reply = ask(
             &mut s,
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_vms"}}"#,

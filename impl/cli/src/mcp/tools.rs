@@ -1,9 +1,13 @@
 //! The MCP tool table: each tool's name, class (annotations and the agent_access it needs),
-//! input parameters (the inputSchema, `additionalProperties:false`, and their validation), and
-//! the runner that calls the same `stoat_core::app` function the CLI's command calls, so
-//! results are the contract's DTOs (docs/contract.md behaviour#mcp). Tools never call the
-//! CLI's commands.
+//! its argument struct (whose schemars schema is the inputSchema, and which the arguments are
+//! checked against and read into), what a success answers (the outputSchema, from the
+//! contract's schemas) and the runner that calls the same `stoat_core::app` function the CLI's
+//! command calls, so results are the contract's DTOs (docs/contract.md behaviour#mcp). Tools
+//! never call the CLI's commands.
 
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use stoat_core::app::{
     self, host::PruneOptions, host::SnapshotAction, vmops::ForwardChange, Session,
@@ -17,49 +21,20 @@ use stoat_wire::dto::{
 };
 
 use super::guards::{self, Class};
+use super::schemas;
 use stoat_core::project::Project;
 
-/// The type of one parameter.
+/// Runs a tool once its arguments passed the guards and the input schema.
+pub type Runner = fn(&Session, Map<String, Value>) -> Result<Value>;
+
+/// What a successful call answers.
 #[derive(Debug, Clone, Copy)]
-pub enum Kind {
-    Str,
-    /// An integer within `[min, max]`.
-    Int(i64, i64),
-    Bool,
-    /// A list of strings with at least this many items.
-    List(usize),
-    Enum(&'static [&'static str]),
+pub enum Answer {
+    /// The `data` schema of a CLI command, in the schemas the binary ships.
+    Data(&'static str),
+    /// A result only MCP gives (docs/mcp.md), written over the shipped schemas.
+    Mcp(fn() -> Value),
 }
-
-/// One input parameter.
-#[derive(Debug, Clone, Copy)]
-pub struct Param {
-    pub name: &'static str,
-    pub kind: Kind,
-    pub required: bool,
-    pub description: &'static str,
-}
-
-const fn req(name: &'static str, kind: Kind, description: &'static str) -> Param {
-    Param {
-        name,
-        kind,
-        required: true,
-        description,
-    }
-}
-
-const fn opt(name: &'static str, kind: Kind, description: &'static str) -> Param {
-    Param {
-        name,
-        kind,
-        required: false,
-        description,
-    }
-}
-
-/// Runs a tool once its arguments passed the guards.
-pub type Runner = fn(&Session, &Args) -> Result<Value>;
 
 /// One MCP tool.
 pub struct Tool {
@@ -67,15 +42,15 @@ pub struct Tool {
     pub title: &'static str,
     pub description: &'static str,
     pub class: Class,
-    pub params: &'static [Param],
+    /// The argument struct's JSON Schema.
+    pub input: fn() -> schemars::Schema,
+    pub answer: Answer,
     /// The parameter naming the VM whose agent_access guards this tool, if any.
     pub vm_param: Option<&'static str>,
     /// Fields refused with access_denied before anything else.
     pub forbidden: &'static [&'static str],
     pub run: Runner,
 }
-
-const VM: Param = req("vm", Kind::Str, "the VM's name");
 
 /// The changing tools whose repetition with the same arguments changes nothing more (the
 /// read-only ones are idempotent by definition).
@@ -88,7 +63,279 @@ const IDEMPOTENT: &[&str] = &[
     "project_down",
     "project_wait",
 ];
-const BYTE_SIZE: &str = "a size such as 20G";
+
+/// The schema of an argument struct.
+fn input<A: JsonSchema>() -> schemars::Schema {
+    schemas::input_schema::<A>()
+}
+
+/// Reads the checked arguments into the tool's struct and runs `f`.
+fn typed<A: DeserializeOwned, R: Serialize>(
+    session: &Session,
+    args: Map<String, Value>,
+    f: fn(&Session, A) -> Result<R>,
+) -> Result<Value> {
+    let args: A = serde_json::from_value(Value::Object(args))
+        .map_err(|e| Error::Usage(format!("arguments: {e}")))?;
+    let answer = f(session, args)?;
+    serde_json::to_value(&answer)
+        .map_err(|e| Error::Internal(format!("a result did not serialise: {e}")))
+}
+
+// ---------------------------------------------------------------- argument structs
+
+/// No arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VmArgs {
+    /// the VM's name
+    #[schemars(length(min = 1))]
+    pub vm: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListRecipesArgs {
+    /// guest OS, e.g. debian
+    #[schemars(length(min = 1))]
+    pub os: Option<String>,
+    /// cloudinit or another backend
+    #[schemars(length(min = 1))]
+    // Taken like the CLI's `recipes --backend`: the offer does not depend on it.
+    #[allow(dead_code)]
+    pub backend: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckRecipesArgs {
+    /// recipe names
+    #[schemars(length(min = 1))]
+    pub recipes: Vec<String>,
+    /// guest OS, e.g. debian
+    #[schemars(length(min = 1))]
+    pub os: String,
+    /// backend; the OS's default when absent
+    #[schemars(length(min = 1))]
+    pub backend: Option<String>,
+}
+
+/// Which log `logs` reads.
+#[derive(Deserialize, JsonSchema, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+pub enum Which {
+    Console,
+    Apply,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LogsArgs {
+    /// the VM's name
+    #[schemars(length(min = 1))]
+    pub vm: String,
+    /// console (default) or apply
+    pub which: Option<Which>,
+    /// lines from the end, 0 for all (default 50)
+    #[schemars(range(min = 0, max = 100_000))]
+    pub n: Option<u32>,
+}
+
+/// An agent_access level `create` may record.
+#[derive(Deserialize, JsonSchema, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    None,
+    Observe,
+    Manage,
+    Exec,
+}
+
+impl Access {
+    fn as_str(self) -> &'static str {
+        match self {
+            Access::None => "none",
+            Access::Observe => "observe",
+            Access::Manage => "manage",
+            Access::Exec => "exec",
+        }
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateArgs {
+    /// the new VM's name
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// catalog id or a file name in isos/
+    #[schemars(length(min = 1))]
+    pub image: String,
+    /// guest OS when it cannot be inferred
+    #[schemars(length(min = 1))]
+    pub os: Option<String>,
+    /// provisioning backend
+    #[schemars(length(min = 1))]
+    pub backend: Option<String>,
+    /// cloud, live or disk
+    #[schemars(length(min = 1))]
+    pub mode: Option<String>,
+    /// RAM in MB (default 4096)
+    #[schemars(range(min = 64, max = 1_048_576))]
+    pub ram_mb: Option<u32>,
+    /// vCPUs (default 4)
+    #[schemars(range(min = 1, max = 1024))]
+    pub cpus: Option<u32>,
+    /// a size such as 20G
+    #[schemars(length(min = 1))]
+    pub disk: Option<String>,
+    /// recipes to apply at start
+    pub recipes: Option<Vec<String>>,
+    /// record that exec is allowed (default true)
+    pub allow_exec: Option<bool>,
+    /// what MCP agents may do with the VM; default from allow_exec
+    pub agent_access: Option<Access>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyRecipesArgs {
+    /// the VM's name
+    #[schemars(length(min = 1))]
+    pub vm: String,
+    /// only these recipes
+    pub only: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateArgs {
+    /// the VM's name
+    #[schemars(length(min = 1))]
+    pub vm: String,
+    /// RAM in MB
+    #[schemars(range(min = 64, max = 1_048_576))]
+    pub ram_mb: Option<u32>,
+    /// vCPUs
+    #[schemars(range(min = 1, max = 1024))]
+    pub cpus: Option<u32>,
+    /// host ssh port
+    #[schemars(range(min = 1, max = 65_535))]
+    pub ssh_port: Option<u16>,
+    /// a size such as 20G
+    #[schemars(length(min = 1))]
+    pub disk: Option<String>,
+    /// the new recipe list ([] clears it)
+    pub recipes: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CloneArgs {
+    /// the VM to copy
+    #[schemars(length(min = 1))]
+    pub source: String,
+    /// the new VM's name
+    #[schemars(length(min = 1))]
+    pub name: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotArgs {
+    /// the VM's name
+    #[schemars(length(min = 1))]
+    pub vm: String,
+    /// snapshot tag
+    #[schemars(length(min = 1))]
+    pub tag: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForwardArgs {
+    /// the VM's name
+    #[schemars(length(min = 1))]
+    pub vm: String,
+    /// HOST:GUEST pairs, e.g. 8080:80
+    pub pairs: Option<Vec<String>>,
+    /// remove every forward
+    pub clear: Option<bool>,
+}
+
+/// The state `wait` waits for.
+#[derive(Deserialize, JsonSchema, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+pub enum UntilArg {
+    Reachable,
+    Stopped,
+    Applied,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitArgs {
+    /// the VM's name
+    #[schemars(length(min = 1))]
+    pub vm: String,
+    /// default reachable
+    pub until: Option<UntilArg>,
+    /// default 120
+    #[schemars(range(min = 1, max = 3600))]
+    pub timeout_seconds: Option<u32>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PruneArgs {
+    /// delete for real (default: dry run)
+    pub apply: Option<bool>,
+    /// include broken VMs
+    pub broken: Option<bool>,
+    /// include images no VM uses
+    pub images: Option<bool>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExecArgs {
+    /// the VM's name
+    #[schemars(length(min = 1))]
+    pub vm: String,
+    /// argv, e.g. ["uname", "-a"]
+    #[schemars(length(min = 1))]
+    pub command: Vec<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CopyArgs {
+    /// the VM's name
+    #[schemars(length(min = 1))]
+    pub vm: String,
+    /// host path inside shared/<vm> (relative paths are relative to it)
+    #[schemars(length(min = 1))]
+    pub local: String,
+    /// guest path
+    #[schemars(length(min = 1))]
+    pub remote: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectArgs {
+    /// absolute directory holding stoat.toml (default: the server's working directory)
+    #[schemars(length(min = 1))]
+    // Read by the server, which moves the session there before the tool runs.
+    #[allow(dead_code)]
+    pub dir: Option<String>,
+}
+
+// ---------------------------------------------------------------- the table
 
 /// Every tool, in the order tools/list shows them.
 pub static TOOLS: &[Tool] = &[
@@ -97,339 +344,299 @@ pub static TOOLS: &[Tool] = &[
         title: "List VMs",
         description: "List the VMs an agent may see (agent_access other than none), with their state.",
         class: Class::ReadOnly,
-        params: &[],
+        input: input::<NoArgs>,
+        answer: Answer::Data("data/ls.json"),
         vm_param: None,
         forbidden: &[],
-        run: list_vms,
+        run: |s, a| typed(s, a, list_vms),
     },
     Tool {
         name: "vm_status",
         title: "VM status",
         description: "One VM's configuration, state and stored recipe state (VMStatus).",
         class: Class::ReadOnly,
-        params: &[VM],
+        input: input::<VmArgs>,
+        answer: Answer::Data("data/get.json"),
         vm_param: Some("vm"),
         forbidden: &[],
-        run: vm_status,
+        run: |s, a| typed(s, a, vm_status),
     },
     Tool {
         name: "list_images",
         title: "List images",
         description: "Catalog and local images, with whether each is downloaded.",
         class: Class::ReadOnly,
-        params: &[],
+        input: input::<NoArgs>,
+        answer: Answer::Data("data/images.json"),
         vm_param: None,
         forbidden: &[],
-        run: list_images,
+        run: |s, a| typed(s, a, list_images),
     },
     Tool {
         name: "list_recipes",
         title: "List recipes",
         description: "Recipes offered to a guest OS and backend.",
         class: Class::ReadOnly,
-        params: &[
-            opt("os", Kind::Str, "guest OS, e.g. debian"),
-            opt("backend", Kind::Str, "cloudinit or another backend"),
-        ],
+        input: input::<ListRecipesArgs>,
+        answer: Answer::Data("data/recipes.json"),
         vm_param: None,
         forbidden: &[],
-        run: list_recipes,
+        run: |s, a| typed(s, a, list_recipes),
     },
     Tool {
         name: "check_recipes",
         title: "Check recipes",
         description: "Check that recipes can run on a guest OS and backend.",
         class: Class::ReadOnly,
-        params: &[
-            req("recipes", Kind::List(1), "recipe names"),
-            req("os", Kind::Str, "guest OS, e.g. debian"),
-            opt("backend", Kind::Str, "backend; the OS's default when absent"),
-        ],
+        input: input::<CheckRecipesArgs>,
+        answer: Answer::Data("data/check-recipes.json"),
         vm_param: None,
         forbidden: &[],
-        run: check_recipes,
+        run: |s, a| typed(s, a, check_recipes),
     },
     Tool {
         name: "logs",
         title: "VM logs",
         description: "The last lines of a VM's console or apply log.",
         class: Class::ReadOnly,
-        params: &[
-            VM,
-            opt("which", Kind::Enum(&["console", "apply"]), "console (default) or apply"),
-            opt("n", Kind::Int(0, 100_000), "lines from the end, 0 for all (default 50)"),
-        ],
+        input: input::<LogsArgs>,
+        answer: Answer::Data("data/logs/vm.json"),
         vm_param: Some("vm"),
         forbidden: &[],
-        run: logs,
+        run: |s, a| typed(s, a, logs),
     },
     Tool {
         name: "doctor",
         title: "Check the host",
         description: "Check this host: QEMU, accelerator, tools, data root.",
         class: Class::ReadOnly,
-        params: &[],
+        input: input::<NoArgs>,
+        answer: Answer::Data("data/doctor.json"),
         vm_param: None,
         forbidden: &[],
-        run: doctor,
+        run: |s, a| typed(s, a, doctor),
     },
     Tool {
         name: "create",
         title: "Create a VM",
         description: "Create a VM from a catalog image id or a file name in isos/ (never a path). No share and no console password through MCP.",
         class: Class::Mutating,
-        params: &[
-            req("name", Kind::Str, "the new VM's name"),
-            req("image", Kind::Str, "catalog id or a file name in isos/"),
-            opt("os", Kind::Str, "guest OS when it cannot be inferred"),
-            opt("backend", Kind::Str, "provisioning backend"),
-            opt("mode", Kind::Str, "cloud, live or disk"),
-            opt("ram_mb", Kind::Int(64, 1_048_576), "RAM in MB (default 4096)"),
-            opt("cpus", Kind::Int(1, 1024), "vCPUs (default 4)"),
-            opt("disk", Kind::Str, BYTE_SIZE),
-            opt("recipes", Kind::List(0), "recipes to apply at start"),
-            opt("allow_exec", Kind::Bool, "record that exec is allowed (default true)"),
-            opt(
-                "agent_access",
-                Kind::Enum(&["none", "observe", "manage", "exec"]),
-                "what MCP agents may do with the VM; default from allow_exec",
-            ),
-        ],
+        input: input::<CreateArgs>,
+        answer: Answer::Data("data/create.json"),
         vm_param: None,
         forbidden: guards::FORBIDDEN_CREATE,
-        run: create,
+        run: |s, a| typed(s, a, create),
     },
     Tool {
         name: "start",
         title: "Start a VM",
         description: "Boot a stopped VM.",
         class: Class::Mutating,
-        params: &[VM],
+        input: input::<VmArgs>,
+        answer: Answer::Data("data/up.json"),
         vm_param: Some("vm"),
         forbidden: &[],
-        run: start,
+        run: |s, a| typed(s, a, start),
     },
     Tool {
         name: "stop",
         title: "Stop a VM",
         description: "Shut a running VM down.",
         class: Class::Mutating,
-        params: &[VM],
+        input: input::<VmArgs>,
+        answer: Answer::Data("data/down.json"),
         vm_param: Some("vm"),
         forbidden: &[],
-        run: stop,
+        run: |s, a| typed(s, a, stop),
     },
     Tool {
         name: "apply_recipes",
         title: "Apply recipes",
         description: "Run a running VM's recipes (all, or only the named ones).",
         class: Class::Mutating,
-        params: &[VM, opt("only", Kind::List(0), "only these recipes")],
+        input: input::<ApplyRecipesArgs>,
+        answer: Answer::Mcp(schemas::apply_result),
         vm_param: Some("vm"),
         forbidden: &[],
-        run: apply_recipes,
+        run: |s, a| typed(s, a, apply_recipes),
     },
     Tool {
         name: "update",
         title: "Update a VM",
         description: "Change RAM, vCPUs, ssh port, disk size (grow only) or the recipe list. share, image, base, iso, console_password and access levels cannot be changed through MCP.",
         class: Class::Mutating,
-        params: &[
-            VM,
-            opt("ram_mb", Kind::Int(64, 1_048_576), "RAM in MB"),
-            opt("cpus", Kind::Int(1, 1024), "vCPUs"),
-            opt("ssh_port", Kind::Int(1, 65_535), "host ssh port"),
-            opt("disk", Kind::Str, BYTE_SIZE),
-            opt("recipes", Kind::List(0), "the new recipe list ([] clears it)"),
-        ],
+        input: input::<UpdateArgs>,
+        answer: Answer::Data("data/update.json"),
         vm_param: Some("vm"),
         forbidden: guards::FORBIDDEN_UPDATE,
-        run: update,
+        run: |s, a| typed(s, a, update),
     },
     Tool {
         name: "clone",
         title: "Clone a VM",
         description: "Copy a stopped VM under a new name (its disk becomes an overlay).",
         class: Class::Mutating,
-        params: &[
-            req("source", Kind::Str, "the VM to copy"),
-            req("name", Kind::Str, "the new VM's name"),
-        ],
+        input: input::<CloneArgs>,
+        answer: Answer::Data("data/clone.json"),
         vm_param: Some("source"),
         forbidden: &[],
-        run: clone,
+        run: |s, a| typed(s, a, clone),
     },
     Tool {
         name: "snapshot",
         title: "Save a snapshot",
         description: "Save a snapshot of a VM's disk under a tag.",
         class: Class::Mutating,
-        params: &[VM, req("tag", Kind::Str, "snapshot tag")],
+        input: input::<SnapshotArgs>,
+        answer: Answer::Data("data/snapshot/act.json"),
         vm_param: Some("vm"),
         forbidden: &[],
-        run: snapshot,
+        run: |s, a| typed(s, a, snapshot),
     },
     Tool {
         name: "restore",
         title: "Restore a snapshot",
         description: "Restore a VM to a saved snapshot (its current disk state is lost).",
         class: Class::Destructive,
-        params: &[VM, req("tag", Kind::Str, "snapshot tag")],
+        input: input::<SnapshotArgs>,
+        answer: Answer::Data("data/snapshot/act.json"),
         vm_param: Some("vm"),
         forbidden: &[],
-        run: restore,
+        run: |s, a| typed(s, a, restore),
     },
     Tool {
         name: "forward",
         title: "Port forwards",
         description: "Show a VM's port forwards, set them (HOST:GUEST pairs) or clear them.",
         class: Class::Mutating,
-        params: &[
-            VM,
-            opt("pairs", Kind::List(0), "HOST:GUEST pairs, e.g. 8080:80"),
-            opt("clear", Kind::Bool, "remove every forward"),
-        ],
+        input: input::<ForwardArgs>,
+        answer: Answer::Mcp(schemas::forward_list),
         vm_param: Some("vm"),
         forbidden: &[],
-        run: forward,
+        run: |s, a| typed(s, a, forward),
     },
     Tool {
         name: "wait",
         title: "Wait for a VM",
         description: "Wait until a VM is reachable over ssh, stopped, or has its recipes applied; healthy says whether it got there in time.",
         class: Class::Mutating,
-        params: &[
-            VM,
-            opt(
-                "until",
-                Kind::Enum(&["reachable", "stopped", "applied"]),
-                "default reachable",
-            ),
-            opt("timeout_seconds", Kind::Int(1, 3600), "default 120"),
-        ],
+        input: input::<WaitArgs>,
+        answer: Answer::Mcp(schemas::wait_result),
         vm_param: Some("vm"),
         forbidden: &[],
-        run: wait,
+        run: |s, a| typed(s, a, wait),
     },
     Tool {
         name: "destroy",
         title: "Delete a VM",
         description: "Delete a stopped VM and its disk.",
         class: Class::Destructive,
-        params: &[VM],
+        input: input::<VmArgs>,
+        answer: Answer::Data("data/rm.json"),
         vm_param: Some("vm"),
         forbidden: &[],
-        run: destroy,
+        run: |s, a| typed(s, a, destroy),
     },
     Tool {
         name: "prune",
         title: "Prune leftovers",
         description: "List (or with apply, delete) leftovers: stale files, and optionally broken VMs and unused images.",
         class: Class::Destructive,
-        params: &[
-            opt("apply", Kind::Bool, "delete for real (default: dry run)"),
-            opt("broken", Kind::Bool, "include broken VMs"),
-            opt("images", Kind::Bool, "include images no VM uses"),
-        ],
+        input: input::<PruneArgs>,
+        answer: Answer::Data("data/prune.json"),
         vm_param: None,
         forbidden: &[],
-        run: prune,
+        run: |s, a| typed(s, a, prune),
     },
     Tool {
         name: "exec",
         title: "Run a command",
         description: "Run a command in a running VM over ssh; returns its exit code, stdout and stderr.",
         class: Class::Execution,
-        params: &[VM, req("command", Kind::List(1), "argv, e.g. [\"uname\", \"-a\"]")],
+        input: input::<ExecArgs>,
+        answer: Answer::Data("data/exec.json"),
         vm_param: Some("vm"),
         forbidden: &[],
-        run: exec,
+        run: |s, a| typed(s, a, exec),
     },
     Tool {
         name: "copy_to",
         title: "Copy into a VM",
         description: "Copy a host file from <stoat home>/shared/<vm> into a running VM.",
         class: Class::Execution,
-        params: &[
-            VM,
-            req("local", Kind::Str, "host path inside shared/<vm> (relative paths are relative to it)"),
-            req("remote", Kind::Str, "guest path"),
-        ],
+        input: input::<CopyArgs>,
+        answer: Answer::Mcp(schemas::copy_result),
         vm_param: Some("vm"),
         forbidden: &[],
-        run: copy_to,
+        run: |s, a| typed(s, a, copy_to),
     },
     Tool {
         name: "copy_from",
         title: "Copy out of a VM",
         description: "Copy a file from a running VM to <stoat home>/shared/<vm> on the host.",
         class: Class::Execution,
-        params: &[
-            VM,
-            req("remote", Kind::Str, "guest path"),
-            req("local", Kind::Str, "host path inside shared/<vm> (relative paths are relative to it)"),
-        ],
+        input: input::<CopyArgs>,
+        answer: Answer::Mcp(schemas::copy_result),
         vm_param: Some("vm"),
         forbidden: &[],
-        run: copy_from,
+        run: |s, a| typed(s, a, copy_from),
     },
     Tool {
         name: "project_status",
         title: "Project status",
         description: "Compare a project's stoat.toml declarations with its VMs.",
         class: Class::ReadOnly,
-        params: &[PROJECT_DIR],
+        input: input::<ProjectArgs>,
+        answer: Answer::Data("data/status.json"),
         vm_param: None,
         forbidden: &[],
-        run: project_status,
+        run: |s, a| typed(s, a, project_status),
     },
     Tool {
         name: "project_up",
         title: "Start a project",
         description: "Create and start every VM a project declares.",
         class: Class::Mutating,
-        params: &[PROJECT_DIR],
+        input: input::<ProjectArgs>,
+        answer: Answer::Data("dto/project-run.json"),
         vm_param: None,
         forbidden: &[],
-        run: project_up,
+        run: |s, a| typed(s, a, project_up),
     },
     Tool {
         name: "project_down",
         title: "Stop a project",
         description: "Stop every VM of a project.",
         class: Class::Mutating,
-        params: &[PROJECT_DIR],
+        input: input::<ProjectArgs>,
+        answer: Answer::Data("dto/project-run.json"),
         vm_param: None,
         forbidden: &[],
-        run: project_down,
+        run: |s, a| typed(s, a, project_down),
     },
     Tool {
         name: "project_apply",
         title: "Apply a project",
         description: "Apply the recipes of every VM of a project.",
         class: Class::Mutating,
-        params: &[PROJECT_DIR],
+        input: input::<ProjectArgs>,
+        answer: Answer::Data("dto/project-run.json"),
         vm_param: None,
         forbidden: &[],
-        run: project_apply,
+        run: |s, a| typed(s, a, project_apply),
     },
     Tool {
         name: "project_wait",
         title: "Wait for a project",
         description: "Wait until every VM of a project is reachable.",
         class: Class::Mutating,
-        params: &[PROJECT_DIR],
+        input: input::<ProjectArgs>,
+        answer: Answer::Data("dto/project-run.json"),
         vm_param: None,
         forbidden: &[],
-        run: project_wait,
+        run: |s, a| typed(s, a, project_wait),
     },
 ];
-
-const PROJECT_DIR: Param = opt(
-    "dir",
-    Kind::Str,
-    "absolute directory holding stoat.toml (default: the server's working directory)",
-);
 
 /// Finds a tool by name.
 pub fn find(name: &str) -> Option<&'static Tool> {
@@ -439,16 +646,6 @@ pub fn find(name: &str) -> Option<&'static Tool> {
 impl Tool {
     /// The tools/list entry.
     pub fn describe(&self) -> Value {
-        let mut properties = Map::new();
-        for param in self.params {
-            properties.insert(param.name.into(), param.schema());
-        }
-        let required: Vec<&str> = self
-            .params
-            .iter()
-            .filter(|p| p.required)
-            .map(|p| p.name)
-            .collect();
         let (read_only, destructive, open_world) = match self.class {
             Class::ReadOnly => (true, false, false),
             Class::Mutating => (false, false, false),
@@ -459,12 +656,8 @@ impl Tool {
             "name": self.name,
             "title": self.title,
             "description": self.description,
-            "inputSchema": {
-                "type": "object",
-                "properties": properties,
-                "required": required,
-                "additionalProperties": false,
-            },
+            "inputSchema": schemas::of(self).input,
+            "outputSchema": schemas::of(self).output,
             "annotations": {
                 "title": self.title,
                 "readOnlyHint": read_only,
@@ -475,317 +668,191 @@ impl Tool {
         })
     }
 
-    /// Checks arguments against the parameters: no unknown key, every required one, types and
-    /// ranges. A failure is `usage`, naming what this tool takes.
-    pub fn validate(&self, args: &Map<String, Value>) -> Result<()> {
-        let takes = || {
-            let names: Vec<&str> = self.params.iter().map(|p| p.name).collect();
-            if names.is_empty() {
-                "no arguments".to_owned()
-            } else {
-                names.join(", ")
-            }
-        };
-        for key in args.keys() {
-            if !self.params.iter().any(|p| p.name == key) {
-                return Err(Error::Usage(format!(
-                    "{}: unknown argument {key:?}; it takes {}",
-                    self.name,
-                    takes()
-                )));
-            }
-        }
-        for param in self.params {
-            match args.get(param.name) {
-                None | Some(Value::Null) if param.required => {
-                    return Err(Error::Usage(format!(
-                        "{}: missing argument {:?}",
-                        self.name, param.name
-                    )))
-                }
-                None | Some(Value::Null) => {}
-                Some(value) => param.check(self.name, value)?,
-            }
-        }
-        Ok(())
+    /// Checks arguments against the input schema (null reads as absent). A failure is `usage`,
+    /// naming what this tool takes.
+    pub fn validate(&self, args: &mut Map<String, Value>) -> Result<()> {
+        schemas::check_args(self, args)
     }
 }
 
-impl Param {
-    fn schema(&self) -> Value {
-        let mut schema = match self.kind {
-            Kind::Str => json!({"type": "string", "minLength": 1}),
-            Kind::Int(min, max) => json!({"type": "integer", "minimum": min, "maximum": max}),
-            Kind::Bool => json!({"type": "boolean"}),
-            Kind::List(min) => {
-                json!({"type": "array", "items": {"type": "string"}, "minItems": min})
-            }
-            Kind::Enum(values) => json!({"type": "string", "enum": values}),
-        };
-        schema["description"] = Value::from(self.description);
-        schema
-    }
+// ---------------------------------------------------------------- runners
 
-    fn check(&self, tool: &str, value: &Value) -> Result<()> {
-        let fail = |what: String| {
-            Err(Error::Usage(format!(
-                "{tool}: argument {:?} {what}",
-                self.name
-            )))
-        };
-        match (self.kind, value) {
-            (Kind::Str, Value::String(s)) if !s.is_empty() => Ok(()),
-            (Kind::Str, _) => fail("must be a non-empty string".into()),
-            (Kind::Int(min, max), Value::Number(n)) => match n.as_i64() {
-                Some(i) if (min..=max).contains(&i) => Ok(()),
-                _ => fail(format!("must be an integer from {min} to {max}")),
-            },
-            (Kind::Int(min, max), _) => fail(format!("must be an integer from {min} to {max}")),
-            (Kind::Bool, Value::Bool(_)) => Ok(()),
-            (Kind::Bool, _) => fail("must be true or false".into()),
-            (Kind::List(min), Value::Array(items))
-                if items.len() >= min && items.iter().all(Value::is_string) =>
-            {
-                Ok(())
-            }
-            (Kind::List(min), _) => fail(format!(
-                "must be a list of strings with at least {min} item(s)"
-            )),
-            (Kind::Enum(values), Value::String(s)) if values.contains(&s.as_str()) => Ok(()),
-            (Kind::Enum(values), _) => fail(format!("must be one of {}", values.join(", "))),
-        }
-    }
-}
-
-/// Validated arguments, read by name (missing or mistyped reads as absent).
-pub struct Args(pub Map<String, Value>);
-
-impl Args {
-    pub fn str(&self, key: &str) -> String {
-        self.opt_str(key).unwrap_or_default()
-    }
-    pub fn opt_str(&self, key: &str) -> Option<String> {
-        self.0.get(key).and_then(Value::as_str).map(str::to_owned)
-    }
-    pub fn opt_u32(&self, key: &str) -> Option<u32> {
-        self.0
-            .get(key)
-            .and_then(Value::as_u64)
-            .and_then(|n| u32::try_from(n).ok())
-    }
-    pub fn bool_or(&self, key: &str, default: bool) -> bool {
-        self.0.get(key).and_then(Value::as_bool).unwrap_or(default)
-    }
-    pub fn opt_list(&self, key: &str) -> Option<Vec<String>> {
-        let items = self.0.get(key)?.as_array()?;
-        Some(
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect(),
-        )
-    }
-    pub fn list(&self, key: &str) -> Vec<String> {
-        self.opt_list(key).unwrap_or_default()
-    }
-}
-
-fn to_value<T: serde::Serialize>(dto: &T) -> Value {
-    serde_json::to_value(dto).unwrap_or_else(|e| panic!("wire DTOs always serialise: {e}"))
-}
-
-fn list_vms(ctx: &Session, _args: &Args) -> Result<Value> {
+fn list_vms(ctx: &Session, _: NoArgs) -> Result<stoat_wire::dto::LsData> {
     let mut data = app::vms::ls(ctx)?;
     data.vms.retain(|vm| vm.agent_access != AgentAccess::None);
-    Ok(to_value(&data))
+    Ok(data)
 }
 
-fn vm_status(ctx: &Session, args: &Args) -> Result<Value> {
-    Ok(to_value(&app::vms::get(ctx, &args.str("vm"))?))
+fn vm_status(ctx: &Session, args: VmArgs) -> Result<impl Serialize> {
+    app::vms::get(ctx, &args.vm)
 }
 
-fn list_images(ctx: &Session, _args: &Args) -> Result<Value> {
-    Ok(to_value(&app::images::images(ctx)?))
+fn list_images(ctx: &Session, _: NoArgs) -> Result<impl Serialize> {
+    app::images::images(ctx)
 }
 
-fn list_recipes(ctx: &Session, args: &Args) -> Result<Value> {
-    Ok(to_value(&app::recipes::recipes(
-        ctx,
-        args.opt_str("os").as_deref(),
-    )?))
+fn list_recipes(ctx: &Session, args: ListRecipesArgs) -> Result<impl Serialize> {
+    app::recipes::recipes(ctx, args.os.as_deref())
 }
 
-fn check_recipes(ctx: &Session, args: &Args) -> Result<Value> {
-    let data = app::recipes::check_recipes(
-        ctx,
-        &args.list("recipes"),
-        &args.str("os"),
-        args.opt_str("backend").as_deref(),
-    )?;
-    Ok(to_value(&data))
+fn check_recipes(ctx: &Session, args: CheckRecipesArgs) -> Result<impl Serialize> {
+    app::recipes::check_recipes(ctx, &args.recipes, &args.os, args.backend.as_deref())
 }
 
-fn logs(ctx: &Session, args: &Args) -> Result<Value> {
-    let which = args.opt_str("which").unwrap_or_else(|| "console".into());
-    let lines = args.opt_u32("n").map(i64::from).unwrap_or(50);
-    let data = app::host::logs(ctx, Some(&args.str("vm")), &which, lines)?;
-    Ok(to_value(&data))
+fn logs(ctx: &Session, args: LogsArgs) -> Result<impl Serialize> {
+    let which = match args.which.unwrap_or(Which::Console) {
+        Which::Console => "console",
+        Which::Apply => "apply",
+    };
+    let lines = args.n.map(i64::from).unwrap_or(50);
+    app::host::logs(ctx, Some(&args.vm), which, lines)
 }
 
-fn doctor(ctx: &Session, _args: &Args) -> Result<Value> {
-    Ok(to_value(&app::host::doctor(ctx)?))
+fn doctor(ctx: &Session, _: NoArgs) -> Result<impl Serialize> {
+    app::host::doctor(ctx)
 }
 
-fn create(ctx: &Session, args: &Args) -> Result<Value> {
-    guards::check_vm_name(&args.str("name"))?;
-    guards::check_image_id(&args.str("image"))?;
+fn create(ctx: &Session, args: CreateArgs) -> Result<impl Serialize> {
+    guards::check_vm_name(&args.name)?;
+    guards::check_image_id(&args.image)?;
     let spec = CreateSpec {
-        name: args.str("name"),
-        image: args.str("image"),
-        os: args.opt_str("os"),
-        backend: args.opt_str("backend"),
-        mode: args.opt_str("mode"),
-        ram_mb: args.opt_u32("ram_mb"),
-        cpus: args.opt_u32("cpus"),
-        disk: args.opt_str("disk"),
-        recipes: args.list("recipes"),
-        allow_exec: args.bool_or("allow_exec", true),
-        agent_access: args.opt_str("agent_access"),
+        name: args.name,
+        image: args.image,
+        os: args.os,
+        backend: args.backend,
+        mode: args.mode,
+        ram_mb: args.ram_mb,
+        cpus: args.cpus,
+        disk: args.disk,
+        recipes: args.recipes.unwrap_or_default(),
+        allow_exec: args.allow_exec.unwrap_or(true),
+        agent_access: args.agent_access.map(|a| a.as_str().to_owned()),
         ..CreateSpec::default()
     };
-    Ok(to_value(&app::vmops::create(ctx, &spec)?))
+    app::vmops::create(ctx, &spec)
 }
 
-fn start(ctx: &Session, args: &Args) -> Result<Value> {
-    Ok(to_value(
-        // The start tool answers once QEMU runs; the wait tool waits.
-        &app::runtime::up(ctx, &args.str("vm"), true, None)?.data,
-    ))
+fn start(ctx: &Session, args: VmArgs) -> Result<impl Serialize> {
+    // The start tool answers once QEMU runs; the wait tool waits.
+    Ok(app::runtime::up(ctx, &args.vm, true, None)?.data)
 }
 
-fn stop(ctx: &Session, args: &Args) -> Result<Value> {
-    Ok(to_value(&app::runtime::down(ctx, &args.str("vm"))?))
+fn stop(ctx: &Session, args: VmArgs) -> Result<impl Serialize> {
+    app::runtime::down(ctx, &args.vm)
 }
 
 /// Applies the VM's recipes, then answers its stored recipe state.
-fn apply_recipes(ctx: &Session, args: &Args) -> Result<Value> {
-    let name = args.str("vm");
+fn apply_recipes(ctx: &Session, args: ApplyRecipesArgs) -> Result<ApplyResult> {
     let request = ApplyRequest {
         only: args
-            .list("only")
+            .only
+            .unwrap_or_default()
             .iter()
             .map(|s| s.trim().to_owned())
             .filter(|s| !s.is_empty())
             .collect(),
         params: Vec::new(),
     };
-    app::runtime::apply(ctx, &name, &request)?;
-    let status = app::vms::get(ctx, &name)?.vm;
-    Ok(to_value(&ApplyResult {
+    app::runtime::apply(ctx, &args.vm, &request)?;
+    let status = app::vms::get(ctx, &args.vm)?.vm;
+    Ok(ApplyResult {
         vm: status.vm.name,
         recipes_detail: status.recipes_detail,
-    }))
+    })
 }
 
-fn update(ctx: &Session, args: &Args) -> Result<Value> {
+fn update(ctx: &Session, args: UpdateArgs) -> Result<impl Serialize> {
     let spec = UpdateSpec {
-        ram_mb: args.opt_u32("ram_mb"),
-        cpus: args.opt_u32("cpus"),
-        ssh_port: args.opt_u32("ssh_port").and_then(|p| u16::try_from(p).ok()),
-        disk: args.opt_str("disk"),
-        recipes: args.opt_list("recipes").map(|names| names.join(",")),
+        ram_mb: args.ram_mb,
+        cpus: args.cpus,
+        ssh_port: args.ssh_port,
+        disk: args.disk,
+        recipes: args.recipes.map(|names| names.join(",")),
         ..UpdateSpec::default()
     };
-    Ok(to_value(&app::vmops::update(ctx, &args.str("vm"), &spec)?))
+    app::vmops::update(ctx, &args.vm, &spec)
 }
 
-fn clone(ctx: &Session, args: &Args) -> Result<Value> {
-    guards::check_vm_name(&args.str("name"))?;
-    let data = app::vmops::clone(ctx, &args.str("source"), &args.str("name"))?;
-    Ok(to_value(&data))
+fn clone(ctx: &Session, args: CloneArgs) -> Result<impl Serialize> {
+    guards::check_vm_name(&args.name)?;
+    app::vmops::clone(ctx, &args.source, &args.name)
 }
 
-fn snapshot(ctx: &Session, args: &Args) -> Result<Value> {
-    let data =
-        app::host::snapshot_act(ctx, &args.str("vm"), &args.str("tag"), SnapshotAction::Save)?;
-    Ok(to_value(&data))
+fn snapshot(ctx: &Session, args: SnapshotArgs) -> Result<impl Serialize> {
+    app::host::snapshot_act(ctx, &args.vm, &args.tag, SnapshotAction::Save)
 }
 
-fn restore(ctx: &Session, args: &Args) -> Result<Value> {
-    let data = app::host::snapshot_act(
-        ctx,
-        &args.str("vm"),
-        &args.str("tag"),
-        SnapshotAction::Restore,
-    )?;
-    Ok(to_value(&data))
+fn restore(ctx: &Session, args: SnapshotArgs) -> Result<impl Serialize> {
+    app::host::snapshot_act(ctx, &args.vm, &args.tag, SnapshotAction::Restore)
 }
 
-fn forward(ctx: &Session, args: &Args) -> Result<Value> {
-    let change = ForwardChange::parse(&args.list("pairs"), args.bool_or("clear", false))?;
-    let data = app::vmops::forward(ctx, &args.str("vm"), &change)?;
+fn forward(ctx: &Session, args: ForwardArgs) -> Result<ForwardList> {
+    let change =
+        ForwardChange::parse(&args.pairs.unwrap_or_default(), args.clear.unwrap_or(false))?;
+    let data = app::vmops::forward(ctx, &args.vm, &change)?;
     // ForwardList: the forwards after the call, nothing else.
-    Ok(to_value(&ForwardList {
+    Ok(ForwardList {
         forwards: data.forwards,
-    }))
+    })
 }
 
 /// `wait`: a timeout is an answer (`healthy:false`), not an error.
-fn wait(ctx: &Session, args: &Args) -> Result<Value> {
-    let seconds = args.opt_u32("timeout_seconds").unwrap_or(120);
-    let until = Until::parse(&args.opt_str("until").unwrap_or_else(|| "reachable".into()))?;
-    let timeout = std::time::Duration::from_secs(u64::from(seconds));
-    let healthy = match app::runtime::wait(ctx, &args.str("vm"), until, timeout) {
+fn wait(ctx: &Session, args: WaitArgs) -> Result<WaitResult> {
+    let until = match args.until.unwrap_or(UntilArg::Reachable) {
+        UntilArg::Reachable => Until::Reachable,
+        UntilArg::Stopped => Until::Stopped,
+        UntilArg::Applied => Until::Applied,
+    };
+    let timeout = std::time::Duration::from_secs(u64::from(args.timeout_seconds.unwrap_or(120)));
+    let healthy = match app::runtime::wait(ctx, &args.vm, until, timeout) {
         Ok(data) => data.reached,
         Err(Error::Timeout(_)) => false,
         Err(other) => return Err(other),
     };
-    Ok(to_value(&WaitResult { healthy }))
+    Ok(WaitResult { healthy })
 }
 
-fn destroy(ctx: &Session, args: &Args) -> Result<Value> {
-    Ok(to_value(&app::vmops::rm(ctx, &args.str("vm"))?))
+fn destroy(ctx: &Session, args: VmArgs) -> Result<impl Serialize> {
+    app::vmops::rm(ctx, &args.vm)
 }
 
-fn prune(ctx: &Session, args: &Args) -> Result<Value> {
+fn prune(ctx: &Session, args: PruneArgs) -> Result<impl Serialize> {
     let options = PruneOptions {
-        apply: args.bool_or("apply", false),
-        broken: args.bool_or("broken", false),
-        images: args.bool_or("images", false),
+        apply: args.apply.unwrap_or(false),
+        broken: args.broken.unwrap_or(false),
+        images: args.images.unwrap_or(false),
     };
-    Ok(to_value(&app::host::prune(ctx, options)?))
+    app::host::prune(ctx, options)
 }
 
-fn exec(ctx: &Session, args: &Args) -> Result<Value> {
+fn exec(ctx: &Session, args: ExecArgs) -> Result<impl Serialize> {
     let command: Vec<std::ffi::OsString> = args
-        .list("command")
+        .command
         .into_iter()
         .map(std::ffi::OsString::from)
         .collect();
-    let data = app::runtime::exec(
+    app::runtime::exec(
         ctx,
-        &args.str("vm"),
+        &args.vm,
         &command,
         stoat_core::runtime::exec::Streams::Capture,
         stoat_core::runtime::exec::REACH_WAIT,
-    )?;
-    Ok(to_value(&data))
+    )
 }
 
-fn copy_to(ctx: &Session, args: &Args) -> Result<Value> {
+fn copy_to(ctx: &Session, args: CopyArgs) -> Result<CopyResult> {
     copy(ctx, args, true)
 }
 
-fn copy_from(ctx: &Session, args: &Args) -> Result<Value> {
+fn copy_from(ctx: &Session, args: CopyArgs) -> Result<CopyResult> {
     copy(ctx, args, false)
 }
 
 /// Both copy tools: confine the host path, copy, and check that the copy used exactly the
 /// authorised path.
-fn copy(ctx: &Session, args: &Args, to_remote: bool) -> Result<Value> {
-    let name = args.str("vm");
-    let local = guards::confine_host_path(&ctx.env, ctx.root()?, &name, &args.str("local"))?;
+fn copy(ctx: &Session, args: CopyArgs, to_remote: bool) -> Result<CopyResult> {
+    let name = args.vm;
+    let local = guards::confine_host_path(&ctx.env, ctx.root()?, &name, &args.local)?;
     let local_text = local
         .to_str()
         .ok_or_else(|| Error::InvalidSpec("the host path is not UTF-8".into()))?
@@ -793,7 +860,7 @@ fn copy(ctx: &Session, args: &Args, to_remote: bool) -> Result<Value> {
     if to_remote && !local.is_file() {
         return Err(Error::InvalidSpec(format!(
             "copy_to: {} is not a file in shared/{name}",
-            args.str("local")
+            args.local
         )));
     }
     let request = CopyRequest {
@@ -804,7 +871,7 @@ fn copy(ctx: &Session, args: &Args, to_remote: bool) -> Result<Value> {
             CopyDirection::FromGuest
         },
         local: local_text.clone(),
-        remote: args.str("remote"),
+        remote: args.remote.clone(),
     };
     let cwd = std::env::current_dir().map_err(|e| Error::io("read the current directory", e))?;
     let data = app::runtime::cp(ctx, &cwd, &request, stoat_core::runtime::exec::REACH_WAIT)?;
@@ -814,16 +881,17 @@ fn copy(ctx: &Session, args: &Args, to_remote: bool) -> Result<Value> {
             data.local
         )));
     }
-    Ok(to_value(&CopyResult {
+    Ok(CopyResult {
         vm: data.vm,
         local: local_text,
-        remote: args.str("remote"),
+        remote: args.remote,
         to_remote,
-    }))
+    })
 }
 
 /// Loads the project a project tool acts on and checks the caller's access to every VM it
 /// declares that exists: a project tool must not reach a VM its own tool would be refused.
+/// (The server has already moved the session to the tool's `dir`.)
 fn project_with_access(ctx: &Session, tool: &str, class: Class) -> Result<Project> {
     let project = app::project::required(ctx)?;
     let root = ctx.root()?;
@@ -837,36 +905,35 @@ fn project_with_access(ctx: &Session, tool: &str, class: Class) -> Result<Projec
     Ok(project)
 }
 
-fn project_status(ctx: &Session, _args: &Args) -> Result<Value> {
+fn project_status(ctx: &Session, _: ProjectArgs) -> Result<impl Serialize> {
     let project = project_with_access(ctx, "project_status", Class::ReadOnly)?;
-    Ok(to_value(&app::project::status(ctx, &project)?))
+    app::project::status(ctx, &project)
 }
-fn project_up(ctx: &Session, _args: &Args) -> Result<Value> {
+fn project_up(ctx: &Session, _: ProjectArgs) -> Result<impl Serialize> {
     let project = project_with_access(ctx, "project_up", Class::Mutating)?;
     // Like start: answers once each QEMU runs; project_wait waits.
-    Ok(to_value(&app::project::up(ctx, &project, true, None)?))
+    app::project::up(ctx, &project, true, None)
 }
-fn project_down(ctx: &Session, _args: &Args) -> Result<Value> {
+fn project_down(ctx: &Session, _: ProjectArgs) -> Result<impl Serialize> {
     let project = project_with_access(ctx, "project_down", Class::Mutating)?;
-    Ok(to_value(&app::project::down(ctx, &project)?))
+    app::project::down(ctx, &project)
 }
-fn project_apply(ctx: &Session, _args: &Args) -> Result<Value> {
+fn project_apply(ctx: &Session, _: ProjectArgs) -> Result<impl Serialize> {
     let project = project_with_access(ctx, "project_apply", Class::Mutating)?;
     let request = ApplyRequest {
         only: Vec::new(),
         params: Vec::new(),
     };
-    Ok(to_value(&app::project::apply(ctx, &project, &request)?))
+    app::project::apply(ctx, &project, &request)
 }
-fn project_wait(ctx: &Session, _args: &Args) -> Result<Value> {
+fn project_wait(ctx: &Session, _: ProjectArgs) -> Result<impl Serialize> {
     let project = project_with_access(ctx, "project_wait", Class::Mutating)?;
-    let timeout = std::time::Duration::from_secs(120);
-    Ok(to_value(&app::project::wait(
+    app::project::wait(
         ctx,
         &project,
         "reachable",
-        timeout,
-    )?))
+        std::time::Duration::from_secs(120),
+    )
 }
 
 #[cfg(test)]
@@ -932,8 +999,10 @@ mod tests {
                 assert!(d["annotations"][hint].is_boolean(), "{} {hint}", tool.name);
             }
             if let Some(vm) = tool.vm_param {
-                assert!(tool.params.iter().any(|p| p.name == vm && p.required));
+                let required = d["inputSchema"]["required"].as_array().unwrap();
+                assert!(required.contains(&json!(vm)), "{}", tool.name);
             }
+            assert_eq!(d["outputSchema"]["type"], "object", "{}", tool.name);
         }
         assert_eq!(
             find("exec").unwrap().describe()["annotations"]["openWorldHint"],
@@ -960,10 +1029,13 @@ mod tests {
     fn validation_names_the_problem() {
         let tool = find("logs").unwrap();
         let args = |text: &str| serde_json::from_str::<Map<String, Value>>(text).unwrap();
-        assert!(tool.validate(&args(r#"{"vm":"w"}"#)).is_ok());
+        assert!(tool.validate(&mut args(r#"{"vm":"w"}"#)).is_ok());
         assert!(tool
-            .validate(&args(r#"{"vm":"w","n":10,"which":"apply"}"#))
+            .validate(&mut args(r#"{"vm":"w","n":10,"which":"apply"}"#))
             .is_ok());
+        let mut with_null = args(r#"{"vm":"w","n":null}"#);
+        assert!(tool.validate(&mut with_null).is_ok());
+        assert!(!with_null.contains_key("n"), "null reads as absent");
         for bad in [
             r#"{}"#,
             r#"{"vm":3}"#,
@@ -973,13 +1045,61 @@ mod tests {
             r#"{"vm":"w","which":"boot"}"#,
             r#"{"vm":"w","extra":1}"#,
         ] {
-            let err = tool.validate(&args(bad)).unwrap_err();
+            let err = tool.validate(&mut args(bad)).unwrap_err();
             assert_eq!(err.code(), stoat_wire::ErrorCode::Usage, "{bad}");
         }
+        let message = tool
+            .validate(&mut args(r#"{"vm":"w","n":-1}"#))
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("\"n\""), "{message}");
+        let message = tool
+            .validate(&mut args(r#"{"vm":"w","extra":1}"#))
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("it takes vm, which, n"), "{message}");
         let exec = find("exec").unwrap();
-        assert!(exec.validate(&args(r#"{"vm":"w","command":[]}"#)).is_err());
         assert!(exec
-            .validate(&args(r#"{"vm":"w","command":["ls",1]}"#))
+            .validate(&mut args(r#"{"vm":"w","command":[]}"#))
             .is_err());
+        assert!(exec
+            .validate(&mut args(r#"{"vm":"w","command":["ls",1]}"#))
+            .is_err());
+    }
+
+    /// The struct and the schema agree: what the schema accepts, the struct reads.
+    #[test]
+    fn every_schema_accepts_what_its_struct_reads() {
+        let samples = [
+            ("list_vms", json!({})),
+            ("logs", json!({"vm":"w","which":"console","n":0})),
+            (
+                "create",
+                json!({"name":"w","image":"i","ram_mb":64,"cpus":1,"recipes":[],
+                "allow_exec":false,"agent_access":"exec","os":"debian","backend":"cloudinit",
+                "mode":"cloud","disk":"8G"}),
+            ),
+            ("update", json!({"vm":"w","ssh_port":65535,"recipes":["a"]})),
+            (
+                "wait",
+                json!({"vm":"w","until":"applied","timeout_seconds":3600}),
+            ),
+            ("prune", json!({"apply":true,"broken":true,"images":true})),
+            ("copy_to", json!({"vm":"w","local":"f","remote":"/tmp/f"})),
+            ("project_up", json!({"dir":"/x"})),
+        ];
+        for (name, sample) in samples {
+            let tool = find(name).unwrap();
+            let mut args = sample.as_object().unwrap().clone();
+            tool.validate(&mut args)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        for tool in TOOLS {
+            let input = &tool.describe()["inputSchema"];
+            assert!(input.get("title").is_none(), "{}", tool.name);
+            let text = input.to_string();
+            assert!(!text.contains("null"), "{}: {text}", tool.name);
+            assert!(!text.contains("$ref"), "{}: {text}", tool.name);
+        }
     }
 }

@@ -244,8 +244,12 @@ fn a_failing_recipe_stops_the_apply_and_keeps_earlier_records() {
     recipe(&env, "bad", "", "echo trying\nexit 7\n");
     recipe(&env, "later", "", "echo never\n");
     let run = env.json(&["apply", "w"]);
-    let message = run.error("internal");
-    assert!(message.contains("recipe bad: exit status 7"), "{message}");
+    let message = run.error("recipe_not_applicable");
+    assert!(
+        message.contains("recipe bad failed in w: exit status 7")
+            && message.contains("stoat logs w --which apply"),
+        "{message}"
+    );
     let log = log_text(&env);
     assert!(
         log.ends_with("FAILED: recipe bad: exit status 7\n"),
@@ -257,8 +261,26 @@ fn a_failing_recipe_stops_the_apply_and_keeps_earlier_records() {
         toml.contains("[applied.good]") && !toml.contains("[applied.bad]"),
         "{toml}"
     );
-    env.json(&["wait", "w", "--until", "applied", "--timeout", "1s"])
-        .error("timeout");
+    // `wait --until applied` answers at once with that failure, not at its deadline.
+    let waited = env.json(&["wait", "w", "--until", "applied", "--timeout", "10m"]);
+    let message = waited.error("recipe_not_applicable");
+    assert!(
+        message.contains("recipe bad failed in w: exit status 7"),
+        "{message}"
+    );
+    // The human form says the same on one line and exits 1.
+    let human = env.run(&["wait", "w", "--until", "applied", "--timeout", "10m"]);
+    assert_eq!(human.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&human.stderr);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    // The next apply starts afresh: a fixed script runs, and wait sees `done`.
+    recipe(&env, "bad", "", "echo fixed\n");
+    assert_eq!(
+        env.json(&["apply", "w"]).data()["applied"],
+        serde_json::json!(["bad", "later"])
+    );
+    let waited = env.json(&["wait", "w", "--until", "applied", "--timeout", "10m"]);
+    assert_eq!(waited.data()["reached"], true);
 }
 
 #[test]
@@ -595,6 +617,118 @@ fn first_boot_detection_reports_its_skipped_reason() {
         "applied at first boot by cloud-init"
     );
     assert!(!run.stdout.contains("must not run"));
+}
+
+/// A running cloudinit VM `w` whose first boot ran recipe `r` with `who = "cloud"`: the
+/// stub ssh maps /var/lib/stoat into the test's tmp, where the markers say so.
+fn after_first_boot() -> (TestEnv, FakeRunningVm) {
+    let (env, vm) = setup(&["r"], "[recipe_params.r]\nwho = \"cloud\"\n");
+    let toml = env
+        .vm_toml("w")
+        .replace("backend = \"ssh\"", "backend = \"cloudinit\"");
+    env.write_vm("w", &toml);
+    let guest = env.tmp().join("guest");
+    std::fs::create_dir_all(guest.join("var/lib/stoat/.applied")).unwrap();
+    std::fs::create_dir_all(guest.join("var/lib/stoat/outputs")).unwrap();
+    std::fs::write(guest.join("var/lib/stoat/.applied/r"), "").unwrap();
+    std::fs::write(
+        guest.join("var/lib/stoat/outputs/r"),
+        "greeting=hello cloud\n",
+    )
+    .unwrap();
+    install(
+        &env,
+        "ssh",
+        &format!(
+            "#!/bin/sh\nwhile [ $# -gt 0 ]; do case \"$1\" in *@127.0.0.1) shift; break;; esac; shift; done\nsed 's#/var/lib/stoat#{}/var/lib/stoat#g' | sh -c \"$*\"\n",
+            guest.display()
+        ),
+    );
+    recipe(
+        &env,
+        "r",
+        "[params.who]\n[outputs.greeting]\n",
+        "echo \"ran for $STOAT_PARAM_WHO\"\necho \"greeting=hello $STOAT_PARAM_WHO\" >> \"$STOAT_OUTPUTS\"\n",
+    );
+    (env, vm)
+}
+
+fn plan_row(run: &crate::common::JsonRun) -> (String, String) {
+    let plan = run.data()["plan"].as_array().unwrap();
+    assert_eq!(plan.len(), 1, "{}", run.stdout);
+    (
+        plan[0]["action"].as_str().unwrap().to_owned(),
+        plan[0]["reason"].as_str().unwrap().to_owned(),
+    )
+}
+
+#[test]
+fn first_boot_is_recorded_with_the_params_it_ran_with() {
+    let (env, _vm) = after_first_boot();
+    // Nothing recorded yet (as after an interrupted `up`): the dry run asks the guest, so it
+    // says what the apply then does.
+    let dry = env.json(&["apply", "w", "--dry-run"]);
+    assert_eq!(
+        plan_row(&dry),
+        ("skip".into(), "applied at first boot by cloud-init".into())
+    );
+    assert!(
+        !env.vm_toml("w").contains("[applied.r]"),
+        "the dry run records nothing"
+    );
+    let run = env.json(&["apply", "w"]);
+    assert_eq!(run.data()["applied"], serde_json::json!([]));
+    assert_eq!(
+        run.data()["skipped_reason"],
+        "applied at first boot by cloud-init"
+    );
+    assert!(!run.stdout.contains("ran for"), "{}", run.stdout);
+    let get = env.json(&["get", "w"]);
+    assert_eq!(detail(get.data(), "r")["params"]["who"], "cloud");
+    assert_eq!(
+        detail(get.data(), "r")["outputs"]["greeting"],
+        "hello cloud"
+    );
+}
+
+#[test]
+fn a_param_given_after_first_boot_runs_the_recipe_with_it() {
+    let (env, _vm) = after_first_boot();
+    let dry = env.json(&["apply", "w", "--dry-run", "--param", "r.who=other"]);
+    assert_eq!(plan_row(&dry), ("run".into(), "params changed".into()));
+    let run = env.json(&["apply", "w", "--param", "r.who=other"]);
+    assert_eq!(run.data()["applied"], serde_json::json!(["r"]));
+    assert_eq!(run.data()["skipped_reason"], "");
+    assert!(
+        run.lines
+            .iter()
+            .any(|l| l["data"]["line"] == "ran for other"),
+        "{}",
+        run.stdout
+    );
+    let get = env.json(&["get", "w"]);
+    assert_eq!(detail(get.data(), "r")["params"]["who"], "other");
+    assert_eq!(
+        detail(get.data(), "r")["outputs"]["greeting"],
+        "hello other"
+    );
+}
+
+#[test]
+fn a_param_equal_to_the_first_boot_one_runs_nothing_and_records_it() {
+    let (env, _vm) = after_first_boot();
+    let dry = env.json(&["apply", "w", "--dry-run", "--param", "r.who=cloud"]);
+    assert_eq!(
+        plan_row(&dry),
+        ("skip".into(), "applied at first boot by cloud-init".into())
+    );
+    let run = env.json(&["apply", "w", "--param", "r.who=cloud"]);
+    assert_eq!(run.data()["applied"], serde_json::json!([]));
+    assert!(!run.stdout.contains("ran for"), "{}", run.stdout);
+    assert_eq!(
+        detail(env.json(&["get", "w"]).data(), "r")["params"]["who"],
+        "cloud"
+    );
 }
 
 // ---- REAL tier ----------------------------------------------------------------------------

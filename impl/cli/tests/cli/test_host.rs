@@ -3,43 +3,11 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::common::{TestEnv, PLANTED_PASSWORD};
-
-/// A process whose command line names `<vm dir>/`, so stoat sees the VM as running.
-struct FakeQemu(Child);
-
-impl FakeQemu {
-    fn start(env: &TestEnv, vm: &str) -> FakeQemu {
-        let dir = env.root().join(vm);
-        let child = Command::new("/bin/sh")
-            .args(["-c", "sleep 30; :"])
-            .arg(dir.join("disk.qcow2"))
-            .spawn()
-            .unwrap();
-        std::fs::write(dir.join("qemu.pid"), child.id().to_string()).unwrap();
-        // Wait until /proc shows the argv (exec has happened).
-        for _ in 0..100 {
-            let cmdline =
-                std::fs::read(format!("/proc/{}/cmdline", child.id())).unwrap_or_default();
-            if String::from_utf8_lossy(&cmdline).contains("sleep 30") {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        FakeQemu(child)
-    }
-}
-
-impl Drop for FakeQemu {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use crate::common::{FakeRunningVm, TestEnv, PLANTED_PASSWORD};
 
 fn write_script(path: &Path, body: &str) {
     std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
@@ -143,7 +111,7 @@ fn ssh_replaces_stoat_with_ssh_and_the_same_argv() {
         ),
     );
     let expected = strings(&env.json(&["ssh-command", "work"]).data()["argv"]);
-    let _qemu = FakeQemu::start(&env, "work");
+    let _qemu = FakeRunningVm::start(&env.root().join("work"));
     let out = env.run(&["ssh", "work"]);
     assert_eq!(out.status.code(), Some(7), "ssh's own status: {out:?}");
     let seen: Vec<String> = std::fs::read_to_string(&record)
@@ -411,7 +379,7 @@ fn prune_dry_run_lists_and_apply_deletes_in_order() {
 fn prune_keeps_a_running_broken_vm() {
     let env = TestEnv::new();
     env.write_broken_vm("bad");
-    let _qemu = FakeQemu::start(&env, "bad");
+    let _qemu = FakeRunningVm::start(&env.root().join("bad"));
     let run = env.json(&["prune", "--broken", "--apply"]);
     assert_eq!(run.data()["items"], json!([]));
     assert!(env.root().join("bad/vm.toml").exists());
@@ -504,7 +472,7 @@ fn snapshot_errors() {
         json!([])
     );
     env.json(&["snapshot", "fresh", "t"]).error("no_disk");
-    let _qemu = FakeQemu::start(&env, "work");
+    let _qemu = FakeRunningVm::start(&env.root().join("work"));
     let running = env.json(&["snapshot", "work", "t"]);
     assert!(running.error("monitor_unreachable").contains("qmp.sock"));
     assert_eq!(

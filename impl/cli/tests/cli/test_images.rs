@@ -14,7 +14,7 @@ use crate::common::{JsonRun, TestEnv};
 use server::{Behaviour, Server};
 
 /// Deterministic, incompressible-looking bytes.
-fn payload(len: usize) -> Vec<u8> {
+pub(crate) fn payload(len: usize) -> Vec<u8> {
     let mut state: u32 = 0x1234_5678;
     (0..len)
         .map(|_| {
@@ -26,7 +26,7 @@ fn payload(len: usize) -> Vec<u8> {
         .collect()
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
@@ -664,7 +664,7 @@ fn human_pull_off_a_terminal_prints_a_line_per_ten_percent() {
 
 /// A small HTTP/1.1 server on 127.0.0.1 for these tests: one request per connection, files
 /// by path, each with a behaviour. Stops (and its handlers with it) when dropped.
-mod server {
+pub(crate) mod server {
     use std::collections::HashMap;
     use std::io::{BufRead, BufReader, Write};
     use std::net::{TcpListener, TcpStream};
@@ -722,6 +722,10 @@ mod server {
                 shared,
                 acceptor: Some(acceptor),
             }
+        }
+
+        pub fn port(&self) -> u16 {
+            self.port
         }
 
         pub fn base(&self) -> String {

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-use crate::common::{TestEnv, PLANTED_PASSWORD};
+use crate::common::{JsonRun, TestEnv, PLANTED_PASSWORD};
 
 /// The stoat binary with the same hermetic environment `TestEnv::cmd` sets.
 fn mcp_command(env: &TestEnv, extra: &[(&str, &str)]) -> Command {
@@ -84,22 +84,70 @@ fn call(id: u64, tool: &str, arguments: Value) -> String {
     .to_string()
 }
 
-/// A session that initializes, then makes `calls`; returns the answers by id (1-based).
+/// A session that initializes, lists the tools, then makes `calls`; returns the answers by id
+/// (1-based). Every successful answer's structuredContent must validate against its tool's
+/// outputSchema from that tools/list (a real JSON Schema validator, nothing to fetch).
 pub(crate) fn calls(env: &TestEnv, extra: &[(&str, &str)], calls: &[(&str, Value)]) -> Vec<Value> {
-    let mut lines = vec![initialize(), initialized()];
+    let mut lines = vec![
+        initialize(),
+        initialized(),
+        json!({"jsonrpc":"2.0","id":"tools","method":"tools/list"}).to_string(),
+    ];
     for (i, (tool, args)) in calls.iter().enumerate() {
         lines.push(call(i as u64 + 1, tool, args.clone()));
     }
     let answers = session(env, extra, &lines);
-    assert_eq!(answers.len(), calls.len() + 1, "{answers:#?}");
-    answers[1..]
+    assert_eq!(answers.len(), calls.len() + 2, "{answers:#?}");
+    let schemas = output_schemas(&answers[1]);
+    answers[2..]
         .iter()
         .enumerate()
         .map(|(i, a)| {
             assert_eq!(a["id"], i as u64 + 1);
-            a["result"].clone()
+            let result = a["result"].clone();
+            if result["isError"] == false {
+                let tool = calls[i].0;
+                check_output(&schemas, tool, &result["structuredContent"]);
+            }
+            result
         })
         .collect()
+}
+
+/// Each tool's outputSchema, compiled, from a tools/list answer.
+fn output_schemas(list: &Value) -> std::collections::BTreeMap<String, jsonschema::Validator> {
+    list["result"]["tools"]
+        .as_array()
+        .expect("tools/list answers a list")
+        .iter()
+        .map(|tool| {
+            let name = tool["name"].as_str().unwrap().to_owned();
+            let schema = &tool["outputSchema"];
+            assert_eq!(
+                schema["type"], "object",
+                "{name}: MCP wants an object schema"
+            );
+            let validator = jsonschema::draft202012::options()
+                .build(schema)
+                .unwrap_or_else(|e| panic!("{name}: outputSchema does not compile: {e}"));
+            (name, validator)
+        })
+        .collect()
+}
+
+fn check_output(
+    schemas: &std::collections::BTreeMap<String, jsonschema::Validator>,
+    tool: &str,
+    content: &Value,
+) {
+    let errors: Vec<String> = schemas[tool]
+        .iter_errors(content)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{tool}: structuredContent breaks its outputSchema: {errors:#?}\n{content:#}"
+    );
 }
 
 /// The structured content of a successful tool result.
@@ -110,10 +158,17 @@ pub(crate) fn ok(result: &Value) -> &Value {
     &result["structuredContent"]
 }
 
+/// The `{code, message, ...}` of a failed tool result: its text, never structuredContent
+/// (the outputSchema describes success only).
+fn error_object(result: &Value) -> Value {
+    assert_eq!(result["isError"], true, "{result:#}");
+    assert!(result.get("structuredContent").is_none(), "{result:#}");
+    serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap()
+}
+
 /// The error code of a failed tool result.
 fn err(result: &Value) -> String {
-    assert_eq!(result["isError"], true, "{result:#}");
-    let error = &result["structuredContent"];
+    let error = error_object(result);
     assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()));
     error["code"].as_str().unwrap().to_owned()
 }
@@ -356,6 +411,83 @@ fn create_update_destroy_through_mcp() {
     assert_eq!(ok(&results[13]), &json!({"vms": []}));
 }
 
+/// Every tool that can succeed without a booted guest, called once successfully: `calls`
+/// validates each answer against the tool's outputSchema. The rest need a running VM and are
+/// validated by the real tier (`real_exec_and_copy_tools_on_the_test_guest`).
+#[test]
+fn every_tool_answers_what_its_output_schema_says() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.root().join("isos")).unwrap();
+    std::fs::write(
+        env.root()
+            .join("isos")
+            .join("alpine-virt-3.24.1-x86_64.iso"),
+        b"image",
+    )
+    .unwrap();
+    let project = env.home().join("shop");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("stoat.toml"),
+        "[project]\nname = \"shop\"\n\n[vm.web]\nimage = \"debian-13\"\n",
+    )
+    .unwrap();
+    let dir = project.display().to_string();
+    let wanted = [
+        (
+            "create",
+            json!({"name":"w","image":"alpine-virt","mode":"disk","disk":"64M"}),
+        ),
+        ("list_vms", json!({})),
+        ("vm_status", json!({"vm":"w"})),
+        ("list_images", json!({})),
+        ("list_recipes", json!({})),
+        ("check_recipes", json!({"recipes":["nope"],"os":"alpine"})),
+        ("logs", json!({"vm":"w"})),
+        ("doctor", json!({})),
+        ("update", json!({"vm":"w","cpus":2})),
+        ("forward", json!({"vm":"w","pairs":["8080:80"]})),
+        (
+            "wait",
+            json!({"vm":"w","until":"stopped","timeout_seconds":1}),
+        ),
+        ("snapshot", json!({"vm":"w","tag":"t1"})),
+        ("restore", json!({"vm":"w","tag":"t1"})),
+        ("clone", json!({"source":"w","name":"w2"})),
+        ("destroy", json!({"vm":"w2"})),
+        ("prune", json!({})),
+        ("project_status", json!({"dir": dir})),
+        ("project_down", json!({"dir": dir})),
+    ];
+    let results = calls(&env, &[], &wanted);
+    for ((tool, _), result) in wanted.iter().zip(&results) {
+        assert_eq!(result["isError"], false, "{tool}: {result:#}");
+    }
+    let needs_a_guest = [
+        "start",
+        "stop",
+        "apply_recipes",
+        "exec",
+        "copy_to",
+        "copy_from",
+        "project_up",
+        "project_apply",
+        "project_wait",
+    ];
+    let listed = calls(&env, &[], &[]);
+    assert!(listed.is_empty());
+    let covered: std::collections::BTreeSet<&str> = wanted
+        .iter()
+        .map(|(tool, _)| *tool)
+        .chain(needs_a_guest)
+        .collect();
+    assert_eq!(
+        covered.len(),
+        27,
+        "every tool is here or named as needing a guest"
+    );
+}
+
 #[test]
 fn rate_limits_refuse_with_a_retry_hint() {
     let env = TestEnv::new();
@@ -372,11 +504,10 @@ fn rate_limits_refuse_with_a_retry_hint() {
     ok(&results[0]);
     ok(&results[1]);
     assert_eq!(err(&results[2]), "rate_limited");
-    let hint = results[2]["structuredContent"]["retry_after_seconds"]
-        .as_u64()
-        .unwrap();
+    let refusal = error_object(&results[2]);
+    let hint = refusal["retry_after_seconds"].as_u64().unwrap();
     assert!((90..=100).contains(&hint), "{hint}");
-    assert!(results[2]["structuredContent"]["message"]
+    assert!(refusal["message"]
         .as_str()
         .unwrap()
         .contains("retry in about"));
@@ -556,6 +687,81 @@ fn mcp_doctor_reports_a_stale_entry() {
         .iter()
         .filter(|c| c["client"] == "claude-code" || c["client"] == "vscode")
         .all(|c| c["current"] == true));
+}
+
+/// The `current` flag of one client in `mcp doctor --json`, run with `extra` set.
+fn doctor_current(env: &TestEnv, client: &str, extra: &[(&str, &str)]) -> Value {
+    let mut cmd = env.cmd(&["mcp", "doctor", "--json"]);
+    for (key, value) in extra {
+        cmd.env(key, value);
+    }
+    let run = JsonRun::check(cmd.output().unwrap());
+    run.data()["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["client"] == client)
+        .unwrap()["current"]
+        .clone()
+}
+
+#[test]
+fn mcp_install_keeps_jsonc_comments_and_records_the_environment() {
+    let env = TestEnv::new();
+    let config = env.home().join(".config/Code/User/mcp.json");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let before = "// VS Code MCP servers\n{\n  /* the ones I use */\n  \"servers\": {\n    \"other\": {\"type\": \"stdio\", \"command\": \"/usr/bin/other\"}, // keep\n  },\n  \"inputs\": [],\n}\n";
+    std::fs::write(&config, before).unwrap();
+    let run = env.json(&["mcp", "install", "vscode"]);
+    let entry: Value = serde_json::from_str(run.data()["json"].as_str().unwrap()).unwrap();
+    assert_eq!(entry["env"]["STOAT_HOME"], env.root().to_str().unwrap());
+    assert_eq!(entry["env"]["STOAT_ACCEL"], "tcg");
+    assert!(
+        entry["env"].get("HOME").is_none(),
+        "only stoat's settings: {entry}"
+    );
+    let after = std::fs::read_to_string(&config).unwrap();
+    for kept in [
+        "// VS Code MCP servers\n",
+        "/* the ones I use */",
+        "\"command\": \"/usr/bin/other\"}, // keep\n",
+        "\"inputs\": [],\n}",
+    ] {
+        assert!(after.contains(kept), "lost {kept:?}:\n{after}");
+    }
+    assert!(after.contains("\"STOAT_HOME\""), "{after}");
+    assert_eq!(doctor_current(&env, "vscode", &[]), true, "{after}");
+
+    // Same command, other settings: the client would start a different stoat.
+    let elsewhere = env.tmp().join("other-root");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    assert_eq!(
+        doctor_current(
+            &env,
+            "vscode",
+            &[("STOAT_HOME", elsewhere.to_str().unwrap())]
+        ),
+        false
+    );
+    assert_eq!(
+        doctor_current(&env, "vscode", &[("STOAT_ACCEL", "kvm")]),
+        false
+    );
+    assert_eq!(
+        doctor_current(&env, "vscode", &[("STOAT_MCP_RATE", "5/1")]),
+        false,
+        "a setting the entry does not record"
+    );
+
+    // The right command without the settings is not current either; install refreshes it.
+    let bare = format!(
+        "{{\"servers\": {{\"stoat\": {{\"type\": \"stdio\", \"command\": {:?}, \"args\": [\"mcp\"]}}}}}}",
+        stoat_binary().display().to_string()
+    );
+    std::fs::write(&config, bare).unwrap();
+    assert_eq!(doctor_current(&env, "vscode", &[]), false);
+    env.json(&["mcp", "install", "vscode"]);
+    assert_eq!(doctor_current(&env, "vscode", &[]), true);
 }
 
 #[test]

@@ -3,7 +3,8 @@
 Usage: drive.py <stoat binary>. The environment (HOME, STOAT_HOME, PATH, STOAT_MCP_RATE...)
 is passed to the server unchanged. The caller has prepared the data root: an observe VM
 `obs`, an exec VM `ex`, and the alpine-virt image in isos/. Prints one line per check and
-exits 1 on the first failure.
+exits 1 on the first failure. The SDK itself checks every successful result against the
+tool's outputSchema, so a result that breaks it fails the call.
 """
 
 import asyncio
@@ -31,8 +32,13 @@ async def call(session, tool, arguments):
     result = await session.call_tool(tool, arguments)
     structured = field(result, "structured_content", "structuredContent")
     text = json.loads(result.content[0].text)
-    check(structured == text, f"{tool}: structured content equals its text")
-    return bool(field(result, "is_error", "isError")), structured
+    is_error = bool(field(result, "is_error", "isError"))
+    if is_error:
+        # The outputSchema describes success; a failure's {code, message} is the text alone.
+        check(structured is None, f"{tool}: a failure carries no structured content")
+    else:
+        check(structured == text, f"{tool}: structured content equals its text")
+    return is_error, text
 
 
 async def expect_ok(session, tool, arguments):
@@ -66,6 +72,10 @@ async def main(binary):
             for tool in listed.tools:
                 schema = field(tool, "input_schema", "inputSchema")
                 check(schema.get("additionalProperties") is False, f"{tool.name} schema is closed")
+                # The SDK validates every successful call's structured content against this,
+                # with no way to fetch a $ref: each schema must stand alone.
+                output = field(tool, "output_schema", "outputSchema")
+                check(output is not None and output.get("type") == "object", f"{tool.name} has an object outputSchema")
             annotations = {t.name: t.annotations for t in listed.tools}
             check(field(annotations["list_vms"], "read_only_hint", "readOnlyHint") is True, "list_vms is read-only")
             check(field(annotations["destroy"], "destructive_hint", "destructiveHint") is True, "destroy is destructive")

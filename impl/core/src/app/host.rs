@@ -1,4 +1,4 @@
-//! Host-side operations: ssh-command, logs, doctor, prune, snapshot, capabilities
+//! Host-side operations: ssh-command, ssh (prepared; the caller replaces itself), logs, doctor, prune, snapshot, capabilities
 //! (json-v3#per-command-data, json-v3#capabilities). The work is in [`crate::host`].
 
 use std::path::Path;
@@ -10,7 +10,7 @@ use stoat_wire::dto::{
 
 use super::Session;
 use crate::host::{capabilities, doctor, logs, prune, snapshot, ssh_argv};
-use crate::{keys, vm, Result};
+use crate::{keys, vm, Error, Result};
 
 pub use crate::host::prune::PruneOptions;
 pub use crate::host::snapshot::Action as SnapshotAction;
@@ -22,6 +22,32 @@ pub fn ssh_command(s: &Session, name: &str) -> Result<SshCommandData> {
     let key = keys::ensure(root, &s.env)?;
     Ok(SshCommandData {
         argv: ssh_argv::ssh_argv(&key, &stored),
+    })
+}
+
+/// What `ssh <vm>` runs: the ssh program found on PATH and its arguments (argv[0] excluded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshSession {
+    pub program: std::path::PathBuf,
+    pub args: Vec<String>,
+}
+
+/// `ssh <vm>`: checks that the VM runs and prepares the interactive session; the caller
+/// replaces itself with it (the CLI's `exec`).
+pub fn ssh(s: &Session, name: &str) -> Result<SshSession> {
+    let root = s.root()?;
+    let stored = vm::load_ok(root, name)?;
+    if stored.running_pid().is_none() {
+        return Err(Error::NotRunning { name: stored.name });
+    }
+    let key = keys::ensure(root, &s.env)?;
+    let program = s.env.which("ssh").ok_or_else(|| Error::Tool {
+        tool: "ssh".into(),
+        message: "not found on PATH; `stoat doctor` says how to install it".into(),
+    })?;
+    Ok(SshSession {
+        program,
+        args: ssh_argv::ssh_args(&key, &stored),
     })
 }
 

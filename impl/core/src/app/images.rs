@@ -5,6 +5,7 @@ use stoat_wire::dto::{ImagesData, PullData};
 
 use super::Session;
 use crate::images::{catalog, local, pull};
+use crate::proxy::ProxyEnv;
 use crate::Result;
 
 /// `images`: the catalog and the local files.
@@ -19,10 +20,12 @@ pub fn images(s: &Session) -> Result<ImagesData> {
 pub fn pull(s: &Session, id: &str) -> Result<PullData> {
     let catalog = catalog::load(&s.env)?;
     let stall = pull::stall_window(&s.env)?;
+    let proxy = ProxyEnv::from_env(&s.env);
     let cx = pull::PullContext {
         sink: s.events(),
         cancel: &s.cancel,
         stall,
+        proxy: &proxy,
     };
     pull::pull(s.root()?, &catalog, id, &cx)
 }

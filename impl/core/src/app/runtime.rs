@@ -125,7 +125,8 @@ pub fn apply(s: &Session, name: &str, request: &ApplyRequest) -> Result<ApplyDat
     apply::apply(s.root()?, &s.env, name, request, s.events(), &s.cancel)
 }
 
-/// `apply <vm> --dry-run`: the plan, computed host-side; runs nothing.
+/// `apply <vm> --dry-run`: the plan, computed host-side (a running cloud VM's first-boot
+/// markers excepted); runs nothing.
 pub fn apply_dry_run(s: &Session, name: &str, request: &ApplyRequest) -> Result<ApplyDryRunData> {
-    apply::dry_run(s.root()?, name, request)
+    apply::dry_run(s.root()?, &s.env, name, request, &s.cancel)
 }

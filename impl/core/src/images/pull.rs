@@ -22,6 +22,7 @@ use super::catalog::{Catalog, CatalogEntry, Checksum};
 use super::checksum::{self, Expected};
 use super::local::PARTIAL_SUFFIX;
 use crate::error::IoContext;
+use crate::proxy::{ProxyEnv, Route};
 use crate::{Cancel, Env, Error, EventSink, Result, Root};
 
 /// The stall window when `STOAT_PULL_STALL_SECS` is unset.
@@ -42,6 +43,8 @@ pub struct PullContext<'a> {
     pub cancel: &'a Cancel,
     /// No bytes for this long is `download_stalled`.
     pub stall: Duration,
+    /// Which requests go through a proxy.
+    pub proxy: &'a ProxyEnv,
 }
 
 /// Returns the stall window: `STOAT_PULL_STALL_SECS` (seconds, decimals allowed) or 60 s.
@@ -451,9 +454,10 @@ impl<'a> Request<'a> {
         let worker_url = url.to_owned();
         // The socket timeout only bounds the worker's life: the caller gives up at `stall`.
         let socket_timeout = cx.stall + Duration::from_secs(5);
+        let (agent, route) = cx.proxy.agent_for(url)?;
         std::thread::Builder::new()
             .name("stoat-pull".into())
-            .spawn(move || run_request(&worker_url, offset, socket_timeout, &tx))
+            .spawn(move || run_request(&worker_url, agent, route, offset, socket_timeout, &tx))
             .context(|| "start the download thread".into())?;
         let mut request = Request {
             head: Head {
@@ -519,12 +523,22 @@ impl<'a> Request<'a> {
 
 /// The worker: performs the GET and sends the head, then the body in chunks. Stops as soon
 /// as the caller hangs up.
-fn run_request(url: &str, offset: u64, socket_timeout: Duration, tx: &SyncSender<Msg>) {
-    let agent = ureq::AgentBuilder::new()
+fn run_request(
+    url: &str,
+    agent: ureq::AgentBuilder,
+    route: Option<Route>,
+    offset: u64,
+    socket_timeout: Duration,
+    tx: &SyncSender<Msg>,
+) {
+    let agent = agent
         .timeout_connect(CONNECT_TIMEOUT)
         .timeout_read(socket_timeout)
         .build();
     let mut call = agent.get(url);
+    if let Some(route) = &route {
+        call = route.prepare(call, url);
+    }
     if offset > 0 {
         call = call.set("Range", &format!("bytes={offset}-"));
     }
@@ -532,7 +546,8 @@ fn run_request(url: &str, offset: u64, socket_timeout: Duration, tx: &SyncSender
         Ok(response) | Err(ureq::Error::Status(_, response)) => response,
         Err(ureq::Error::Transport(transport)) => {
             let _ = tx.send(Msg::Failed(Error::DownloadFailed(format!(
-                "cannot fetch {url}: {}",
+                "cannot fetch {url}{}: {}",
+                route.as_ref().map(Route::describe).unwrap_or_default(),
                 describe_transport(&transport)
             ))));
             return;

@@ -36,6 +36,9 @@ use crate::{lock, qemu, Cancel, Env, Error, EventSink, Result, Root};
 
 /// The log file of the last apply, in the VM directory.
 pub const LOG_FILE: &str = "last-provision.log";
+/// Written beside the log when an apply fails (JSON `{code, message}`), removed when the next
+/// one starts: `wait --until applied` answers with that failure instead of waiting it out.
+pub const FAILURE_FILE: &str = "last-provision.failed";
 /// The lock an apply holds, in the VM directory.
 pub const LOCK_FILE: &str = "provision.lock";
 /// How long apply waits for the guest's sshd banner (upstream's value, made for KVM).
@@ -47,6 +50,8 @@ pub const TCG_SSH_WAIT: Duration = Duration::from_secs(600);
 const FIRST_BOOT_WAIT: Duration = Duration::from_secs(900);
 /// How long reading outputs back may take.
 const READ_BACK: Duration = Duration::from_secs(30);
+/// How long the dry run's read of the first-boot markers may take.
+const DRY_RUN_READ: Duration = Duration::from_secs(10);
 /// How long stopping a cancelled script in the guest may take (the signal grace is 5 s).
 const STOP_REMOTE: Duration = Duration::from_secs(3);
 
@@ -63,15 +68,119 @@ pub struct ApplyRequest {
     pub params: Vec<String>,
 }
 
-/// `apply --dry-run`: the plan, computed host-side; the VM need not be running.
-pub fn dry_run(root: &Root, name: &str, request: &ApplyRequest) -> Result<ApplyDryRunData> {
+/// `apply --dry-run`: the plan, computed host-side; the VM need not be running. One guest
+/// read is the exception: on a running cloud VM with recipes never recorded, the first-boot
+/// markers are listed (read-only, bounded) so that the plan says what the apply would do.
+pub fn dry_run(
+    root: &Root,
+    env: &Env,
+    name: &str,
+    request: &ApplyRequest,
+    cancel: &Cancel,
+) -> Result<ApplyDryRunData> {
     let stored = vm::load_ok(root, name)?;
-    let (_, _, steps) = plan_for(root, &stored, request)?;
+    let (catalog, registry, steps) = plan_for(root, &stored, request)?;
+    let mut plan: Vec<_> = steps.iter().map(Step::to_wire).collect();
+    if awaits_first_boot(&stored, &steps) && qemu::running(&stored.dir).is_some() {
+        if let Some((view, detected)) =
+            first_boot_view(root, env, &stored, &catalog, &registry, cancel)
+        {
+            let (_, _, steps) = plan_for(root, &view, request)?;
+            plan = steps
+                .iter()
+                .map(|step| {
+                    let mut row = step.to_wire();
+                    if !step.run && detected.contains(&step.name) {
+                        row.reason = SKIP_FIRST_BOOT.to_owned();
+                    }
+                    row
+                })
+                .collect();
+        }
+    }
     Ok(ApplyDryRunData {
         vm: stored.name,
         dry_run: true,
-        plan: steps.iter().map(Step::to_wire).collect(),
+        plan,
     })
+}
+
+/// A cloud VM with a recipe to run that was never recorded: its first boot may have run it.
+fn awaits_first_boot(stored: &StoredVm, steps: &[Step]) -> bool {
+    stored.config.backend == "cloudinit"
+        && steps
+            .iter()
+            .any(|s| s.run && !stored.config.applied.contains_key(&s.name))
+}
+
+/// The plan the seed was built from: the stored params, nothing given, nothing narrowed.
+fn seed_steps(
+    catalog: &super::Catalog,
+    registry: &Registry,
+    stored: &StoredVm,
+) -> Result<Vec<Step>> {
+    plan::plan(catalog, registry, stored, &[], &ParamTables::new())
+}
+
+/// For the dry run: `stored` as if the recipes the guest marks as run at first boot were
+/// recorded (what a real apply records first), and their names. `None` when the guest cannot
+/// be asked: the plan then stays host-side.
+fn first_boot_view(
+    root: &Root,
+    env: &Env,
+    stored: &StoredVm,
+    catalog: &super::Catalog,
+    registry: &Registry,
+    cancel: &Cancel,
+) -> Option<(StoredVm, Vec<String>)> {
+    let escalate = registry
+        .get(&stored.config.os)
+        .map(|g| g.escalate.clone())
+        .unwrap_or_default();
+    let shell = GuestShell::new(root, env, stored, &escalate).ok()?;
+    let captured = shell
+        .capture(&list_markers(false), DRY_RUN_READ, cancel)
+        .ok()?;
+    if !captured.success() {
+        return None;
+    }
+    let markers: Vec<&str> = captured.stdout.lines().map(str::trim).collect();
+    let mut view = stored.clone();
+    let mut detected = Vec::new();
+    for step in seed_steps(catalog, registry, stored).ok()? {
+        if step.run && markers.contains(&step.name.as_str()) {
+            let record = applied_record(&step, Default::default(), String::new());
+            view.config.applied.insert(step.name.clone(), record);
+            detected.push(step.name);
+        }
+    }
+    Some((view, detected))
+}
+
+/// The guest script that lists the first-boot markers, after cloud-init finished when `wait`.
+fn list_markers(wait: bool) -> String {
+    let wait = if wait {
+        "if command -v cloud-init >/dev/null 2>&1; then cloud-init status --wait >/dev/null 2>&1 || true; fi\n"
+    } else {
+        ""
+    };
+    format!("{wait}ls -1 {} 2>/dev/null || true\n", seed::APPLIED_DIR)
+}
+
+/// What vm.toml records for a recipe that ran as `step` planned it.
+fn applied_record(
+    step: &Step,
+    outputs: std::collections::BTreeMap<String, String>,
+    health: String,
+) -> AppliedRecipe {
+    AppliedRecipe {
+        version: step.manifest.version.clone(),
+        hash: step.hash.clone(),
+        at: Some(toml::Value::String(crate::log::humanish_now())),
+        params: params::recorded(&step.params),
+        outputs,
+        health,
+    }
 }
 
 fn plan_for(
@@ -125,10 +234,7 @@ pub fn apply(
             &format!("{} has no recipes", stored.name),
         ));
     }
-    let first_boot = stored.config.backend == "cloudinit"
-        && steps
-            .iter()
-            .any(|s| s.run && !stored.config.applied.contains_key(&s.name));
+    let first_boot = awaits_first_boot(&stored, &steps);
     if !first_boot && !steps.iter().any(|s| s.run) {
         return Ok(skipped(
             &stored.name,
@@ -144,8 +250,10 @@ pub fn apply(
     let run = Run {
         root,
         stored: &stored,
+        catalog: &_catalog,
         registry: &registry,
         shell: &shell,
+        request,
         cancel,
         ssh_wait: ssh_wait(env),
     };
@@ -157,8 +265,59 @@ pub fn apply(
                 other => format!("FAILED: {}", failure_text(other)),
             };
             log.line(&text);
+            record_failure(&stored, &err);
             Err(err)
         }
+    }
+}
+
+/// Leaves the failure beside the log for `wait --until applied` (best effort: the caller
+/// gets the error either way).
+fn record_failure(stored: &StoredVm, err: &Error) {
+    let wire = err.to_wire();
+    let text = serde_json::json!({"code": wire.code.as_str(), "message": wire.message});
+    let _ =
+        crate::vm::write_atomically(&stored.dir.join(FAILURE_FILE), text.to_string().as_bytes());
+}
+
+/// How the VM's last apply ended, as its log and failure file say.
+#[derive(Debug, PartialEq, Eq)]
+pub enum LastApply {
+    /// The log ends with `done`.
+    Done,
+    /// It failed (or was interrupted) with this code and message.
+    Failed {
+        code: stoat_wire::ErrorCode,
+        message: String,
+    },
+    /// Running, never run, or ended without a word (killed).
+    Unfinished,
+}
+
+/// Reads how the last apply of the VM in `vm_dir` ended.
+pub fn last_apply(vm_dir: &std::path::Path) -> LastApply {
+    let log = std::fs::read_to_string(vm_dir.join(LOG_FILE)).unwrap_or_default();
+    let last = log
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(str::trim);
+    if last == Some("done") {
+        return LastApply::Done;
+    }
+    let failure = std::fs::read_to_string(vm_dir.join(FAILURE_FILE))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
+    let Some(failure) = failure else {
+        return LastApply::Unfinished;
+    };
+    let code = failure["code"]
+        .as_str()
+        .and_then(stoat_wire::ErrorCode::from_wire)
+        .unwrap_or(stoat_wire::ErrorCode::Internal);
+    LastApply::Failed {
+        code,
+        message: failure["message"].as_str().unwrap_or_default().to_owned(),
     }
 }
 
@@ -186,9 +345,10 @@ fn skipped(vm: &str, reason: &str) -> ApplyData {
     }
 }
 
-/// The text after `FAILED: `: a recipe failure already says `recipe <n>: ...`.
+/// The text after `FAILED: `: `recipe <n>: <what happened>` for a recipe.
 fn failure_text(err: &Error) -> String {
     match err {
+        Error::RecipeFailed { recipe, detail, .. } => format!("recipe {recipe}: {detail}"),
         Error::Internal(text) => text.clone(),
         other => other.to_string(),
     }
@@ -218,8 +378,10 @@ impl Outcome {
 struct Run<'a> {
     root: &'a Root,
     stored: &'a StoredVm,
+    catalog: &'a super::Catalog,
     registry: &'a Registry,
     shell: &'a GuestShell,
+    request: &'a ApplyRequest,
     cancel: &'a Cancel,
     ssh_wait: Duration,
 }
@@ -245,9 +407,13 @@ impl Run<'_> {
         let mut to_run: Vec<Step> = steps.into_iter().filter(|s| s.run).collect();
         let mut first_boot_only = false;
         if first_boot {
-            let detected = self.detect_first_boot(log, &to_run)?;
+            let detected = self.detect_first_boot(log)?;
             if !detected.is_empty() {
-                to_run.retain(|s| !detected.contains(&s.name));
+                // Planned again over what first boot recorded: a `--param` that differs from
+                // what the seed ran with still runs ("params changed"), the rest is skipped.
+                let fresh = vm::load_ok(self.root, &self.stored.name)?;
+                let (_, _, steps) = plan_for(self.root, &fresh, self.request)?;
+                to_run = steps.into_iter().filter(|s| s.run).collect();
                 first_boot_only = to_run.is_empty();
             }
         }
@@ -271,7 +437,7 @@ impl Run<'_> {
         log.line("");
         log.marker(&step.name);
         if step.manifest.runtime == Runtime::Python3 {
-            self.ensure_python(log)?;
+            self.ensure_python(log, &step.name)?;
         }
         let outputs_file = outputs_path(&step.name);
         let pid_file = format!("{outputs_file}.pid");
@@ -293,11 +459,7 @@ impl Run<'_> {
         }
         let status = streamed?;
         if !status.success() {
-            return Err(Error::Internal(format!(
-                "recipe {}: {}",
-                step.name,
-                exit_text(status)
-            )));
+            return Err(self.failed(&step.name, exit_text(status)));
         }
         let outputs = self.read_outputs(&step.manifest, &outputs_file)?;
         let health = self.health(log, &step.name, &step.manifest)?;
@@ -306,7 +468,7 @@ impl Run<'_> {
 
     /// Installs python3 when the guest lacks it (upstream's bootstrap), through the guest
     /// registry's package commands.
-    fn ensure_python(&self, log: &mut ProvisionLog) -> Result<()> {
+    fn ensure_python(&self, log: &mut ProvisionLog, recipe: &str) -> Result<()> {
         log.line("ensuring python3 is installed...");
         let Some(guest) = self.registry.get(&self.stored.config.os) else {
             return Ok(());
@@ -340,10 +502,7 @@ impl Run<'_> {
         if status.success() {
             Ok(())
         } else {
-            Err(Error::Internal(format!(
-                "python3 bootstrap: {}",
-                exit_text(status)
-            )))
+            Err(self.failed(recipe, format!("python3 bootstrap: {}", exit_text(status))))
         }
     }
 
@@ -393,6 +552,14 @@ impl Run<'_> {
         Ok(verdict.to_owned())
     }
 
+    fn failed(&self, recipe: &str, detail: String) -> Error {
+        Error::RecipeFailed {
+            vm: self.stored.name.clone(),
+            recipe: recipe.to_owned(),
+            detail,
+        }
+    }
+
     /// Records the run in vm.toml, re-read first so a concurrent `update` is not undone.
     fn record(
         &self,
@@ -401,17 +568,10 @@ impl Run<'_> {
         health: String,
     ) -> Result<()> {
         let mut fresh = vm::load_ok(self.root, &self.stored.name)?;
-        fresh.config.applied.insert(
-            step.name.clone(),
-            AppliedRecipe {
-                version: step.manifest.version.clone(),
-                hash: step.hash.clone(),
-                at: Some(toml::Value::String(crate::log::humanish_now())),
-                params: params::recorded(&step.params),
-                outputs,
-                health,
-            },
-        );
+        fresh
+            .config
+            .applied
+            .insert(step.name.clone(), applied_record(step, outputs, health));
         if step.param_values.is_empty() {
             fresh.config.recipe_params.remove(&step.name);
         } else {
@@ -424,19 +584,21 @@ impl Run<'_> {
     }
 
     /// Cloud VMs run their recipes at first boot (the seed's runcmd). Waits for cloud-init,
-    /// lists `/var/lib/stoat/.applied`, and records each recipe found there.
-    fn detect_first_boot(&self, log: &mut ProvisionLog, steps: &[Step]) -> Result<Vec<String>> {
-        let captured = self.shell.capture(
-            &format!(
-                "if command -v cloud-init >/dev/null 2>&1; then cloud-init status --wait >/dev/null 2>&1 || true; fi\nls -1 {} 2>/dev/null\n",
-                seed::APPLIED_DIR
-            ),
-            FIRST_BOOT_WAIT,
-            self.cancel,
-        )?;
+    /// lists `/var/lib/stoat/.applied`, and records each recipe found there as the seed ran
+    /// it (the stored params, not this call's `--param`), unless it is already recorded.
+    fn detect_first_boot(&self, log: &mut ProvisionLog) -> Result<Vec<String>> {
+        let captured = self
+            .shell
+            .capture(&list_markers(true), FIRST_BOOT_WAIT, self.cancel)?;
         let markers: Vec<&str> = captured.stdout.lines().map(str::trim).collect();
+        // A plan that fails put nothing in the seed (seed::cloud_config).
+        let seeded = seed_steps(self.catalog, self.registry, self.stored).unwrap_or_default();
         let mut detected = Vec::new();
-        for step in steps.iter().filter(|s| markers.contains(&s.name.as_str())) {
+        for step in seeded.iter().filter(|s| {
+            s.run
+                && !self.stored.config.applied.contains_key(&s.name)
+                && markers.contains(&s.name.as_str())
+        }) {
             let outputs = self.read_outputs(&step.manifest, &seed::outputs_file(&step.name))?;
             let health = self.health(log, &step.name, &step.manifest)?;
             self.record(step, outputs, health)?;
@@ -541,6 +703,12 @@ impl<'s> ProvisionLog<'s> {
         let path = stored.dir.join(LOG_FILE);
         let file =
             File::create(&path).map_err(|e| Error::io(format!("write {}", path.display()), e))?;
+        match std::fs::remove_file(stored.dir.join(FAILURE_FILE)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::io(format!("remove {FAILURE_FILE}"), e))
+            }
+            _ => {}
+        }
         Ok(ProvisionLog { file, sink })
     }
 

@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use stoat_wire::dto::IndexEntry;
 
+use crate::proxy::{ProxyEnv, Route};
 use crate::vm::describe_toml_error;
 use crate::{Env, Error, Result};
 
@@ -65,7 +66,7 @@ pub fn search(env: &Env, query: Option<&str>) -> Result<Vec<IndexEntry>> {
 /// The index text from a path, `file://` or `http(s)://` location.
 fn read_index(env: &Env, location: &str) -> Result<String> {
     if location.starts_with("http://") || location.starts_with("https://") {
-        return fetch(location);
+        return fetch(env, location);
     }
     let path = env.expand_tilde(location.strip_prefix("file://").unwrap_or(location));
     std::fs::read_to_string(&path).map_err(|e| {
@@ -76,11 +77,17 @@ fn read_index(env: &Env, location: &str) -> Result<String> {
     })
 }
 
-/// GETs an index over HTTP with the same client as image downloads (ureq).
-fn fetch(url: &str) -> Result<String> {
-    let agent = ureq::AgentBuilder::new().timeout(FETCH_TIMEOUT).build();
-    let failed = |why: String| Error::DownloadFailed(format!("recipe index {url}: {why}"));
-    match agent.get(url).call() {
+/// GETs an index over HTTP with the same client and proxy rules as image downloads.
+fn fetch(env: &Env, url: &str) -> Result<String> {
+    let (agent, route) = ProxyEnv::from_env(env).agent_for(url)?;
+    let agent = agent.timeout(FETCH_TIMEOUT).build();
+    let via = route.as_ref().map(Route::describe).unwrap_or_default();
+    let failed = |why: String| Error::DownloadFailed(format!("recipe index {url}{via}: {why}"));
+    let mut call = agent.get(url);
+    if let Some(route) = &route {
+        call = route.prepare(call, url);
+    }
+    match call.call() {
         Ok(response) => response
             .into_string()
             .map_err(|e| failed(format!("reading the body: {e}"))),

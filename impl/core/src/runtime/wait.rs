@@ -1,6 +1,7 @@
 //! `wait --until reachable|stopped|applied --timeout D` (docs/contract.md behaviour#host-commands): check at
 //! once, then every 300 ms; `cannot_reach` at once when the state can never come, `timeout`
-//! at the deadline, `canceled` on Ctrl-C.
+//! at the deadline, `canceled` on Ctrl-C. `applied` answers at once with the failure of an
+//! apply that failed (its own code), and `cannot_reach` for one that was interrupted.
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
@@ -8,7 +9,10 @@ use std::time::{Duration, Instant};
 
 use stoat_wire::dto::WaitData;
 
+use stoat_wire::ErrorCode;
+
 use crate::qemu;
+use crate::recipes::apply::LastApply;
 use crate::vm::{self, StoredVm};
 use crate::{Cancel, Error, Result, Root};
 
@@ -92,7 +96,23 @@ fn reached(stored: &StoredVm, until: Until) -> Result<bool> {
             "{} has no recipes, so nothing is ever applied",
             stored.name
         ))),
-        Until::Applied => Ok(provision_done(stored)),
+        Until::Applied => match crate::recipes::apply::last_apply(&stored.dir) {
+            LastApply::Done => Ok(true),
+            LastApply::Unfinished => Ok(false),
+            // An interrupted apply never finishes on its own: nothing is coming.
+            LastApply::Failed {
+                code: ErrorCode::Canceled,
+                ..
+            } => Err(Error::CannotReach(format!(
+                "{}'s last apply was interrupted; run `stoat apply {}` to finish it",
+                stored.name, stored.name
+            ))),
+            LastApply::Failed { code, message } => Err(Error::LastApplyFailed {
+                vm: stored.name.clone(),
+                code,
+                message,
+            }),
+        },
     }
 }
 
@@ -135,17 +155,4 @@ pub fn ssh_banner(port: u16) -> bool {
     let _ = stream.set_read_timeout(Some(BANNER_TIMEOUT));
     let mut banner = [0u8; 4];
     stream.read_exact(&mut banner).is_ok() && &banner == b"SSH-"
-}
-
-/// The last non-blank line of last-provision.log is `done`.
-fn provision_done(stored: &StoredVm) -> bool {
-    std::fs::read_to_string(stored.dir.join("last-provision.log"))
-        .map(|text| {
-            text.lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .map(str::trim)
-                == Some("done")
-        })
-        .unwrap_or(false)
 }

@@ -1,15 +1,20 @@
-//! MCP clients' configuration files: `mcp doctor` reads them, `mcp install <client>` adds
-//! stoat's entry (json-v3#per-command-data, MCPClient). Every path is under
-//! HOME from the captured environment. An install keeps every other entry and key order,
-//! writes atomically (through a symlinked config to its target, keeping its mode), and leaves
-//! a file that is not valid JSON untouched (`invalid_spec`).
+//! MCP clients' configuration files (the data behind `stoat_core::app::mcp`): `mcp doctor` reads them, `mcp install <client>` adds
+//! stoat's entry (json-v3#per-command-data, MCPClient). Every path is under HOME from the
+//! captured environment. The entry names this binary and records the stoat settings of the
+//! installing environment ([`SETTINGS`]), so the client starts the server as the person runs
+//! stoat; `current` means both still match. Configs are JSONC (comments and trailing commas
+//! allowed): an install edits only stoat's entry in the text, keeping every comment and other
+//! entry, writes atomically (through a symlinked config to its target, keeping its mode), and
+//! leaves a file it cannot read untouched (`invalid_spec`).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::{Env, Error, Result};
 use serde_json::{json, Map, Value};
-use stoat_core::{Env, Error, Result};
 use stoat_wire::dto::{McpClient, McpDoctorData, McpInstallData};
+
+use crate::jsonc;
 
 /// The entry name stoat uses in every client's server table.
 pub const ENTRY: &str = "stoat";
@@ -74,14 +79,42 @@ pub fn find(name: &str) -> Result<&'static ClientSpec> {
     })
 }
 
-/// The entry stoat writes for `binary`.
-pub fn entry_for(spec: &ClientSpec, binary: &Path) -> Value {
+/// The variables that change what the server does, recorded in the entry when set: a client
+/// starts servers with an environment of its own, without them.
+pub const SETTINGS: &[&str] = &[
+    "STOAT_HOME",
+    "STOAT_ACCEL",
+    "STOAT_KVM_DEVICE",
+    "STOAT_GRAPHICAL",
+    "STOAT_CATALOG",
+    "STOAT_RECIPE_INDEX",
+    "STOAT_MCP_RATE",
+    "STOAT_MCP_RATE_SHARED",
+    "STOAT_DOWN_TIMEOUT_SECS",
+    "STOAT_PULL_STALL_SECS",
+];
+
+/// The settings of `env` an entry records, in [`SETTINGS`] order.
+pub fn settings(env: &Env) -> Map<String, Value> {
+    SETTINGS
+        .iter()
+        .filter_map(|name| Some((name.to_string(), Value::from(env.get(name)?))))
+        .collect()
+}
+
+/// The entry stoat writes for `binary`; `env` only when a setting is set.
+pub fn entry_for(spec: &ClientSpec, binary: &Path, env: &Env) -> Value {
     let command = binary.to_string_lossy();
-    if spec.typed {
+    let mut entry = if spec.typed {
         json!({"type": "stdio", "command": command, "args": ["mcp"]})
     } else {
         json!({"command": command, "args": ["mcp"]})
+    };
+    let settings = settings(env);
+    if !settings.is_empty() {
+        entry["env"] = Value::Object(settings);
     }
+    entry
 }
 
 /// `mcp doctor` data.
@@ -89,36 +122,46 @@ pub fn doctor(env: &Env, binary: &Path) -> Result<McpDoctorData> {
     let home = home(env)?;
     let clients = CLIENTS
         .iter()
-        .map(|spec| inspect(spec, &home.join(spec.path), binary))
+        .map(|spec| inspect(spec, &home.join(spec.path), binary, &settings(env)))
         .collect();
     Ok(McpDoctorData {
         contract: stoat_wire::CONTRACT_VERSION,
-        version: crate::VERSION.to_owned(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
         transport: "stdio".into(),
         binary: binary.to_string_lossy().into_owned(),
         clients,
     })
 }
 
-fn inspect(spec: &ClientSpec, path: &Path, binary: &Path) -> McpClient {
-    let command = std::fs::read_to_string(path)
+/// One client's entry: installed when it has a string `command`; current when that command is
+/// this binary and its `env` holds exactly the settings `mcp install` would record now.
+fn inspect(
+    spec: &ClientSpec,
+    path: &Path,
+    binary: &Path,
+    wanted: &Map<String, Value>,
+) -> McpClient {
+    let entry = std::fs::read_to_string(path)
         .ok()
-        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-        .and_then(|config| {
-            config
-                .get(spec.servers_key)?
-                .get(ENTRY)?
-                .get("command")?
-                .as_str()
-                .map(str::to_owned)
-        });
+        .and_then(|text| jsonc::parse(&text).ok())
+        .and_then(|config| config.get(spec.servers_key)?.get(ENTRY).cloned());
+    let command = entry
+        .as_ref()
+        .and_then(|e| e.get("command")?.as_str().map(str::to_owned));
     let installed = command.is_some();
     let command = command.unwrap_or_default();
+    let recorded: Map<String, Value> = entry
+        .as_ref()
+        .and_then(|e| e.get("env")?.as_object().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(name, _)| SETTINGS.contains(&name.as_str()))
+        .collect();
     McpClient {
         client: spec.name.into(),
         path: path.to_string_lossy().into_owned(),
         installed,
-        current: installed && same_file(Path::new(&command), binary),
+        current: installed && same_file(Path::new(&command), binary) && &recorded == wanted,
         command,
     }
 }
@@ -141,8 +184,14 @@ pub fn install(env: &Env, binary: &Path, name: &str) -> Result<McpInstallData> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(Error::io(format!("read {}", path.display()), e)),
     };
-    let entry = entry_for(spec, binary);
-    let text = with_entry(existing.as_deref(), spec.servers_key, entry.clone()).map_err(|why| {
+    let entry = entry_for(spec, binary, env);
+    let text = jsonc::set(
+        existing.as_deref().unwrap_or(""),
+        spec.servers_key,
+        ENTRY,
+        &entry,
+    )
+    .map_err(|why| {
         Error::InvalidSpec(format!(
             "{}: {why}; fix or move it aside, nothing was changed",
             path.display()
@@ -155,7 +204,7 @@ pub fn install(env: &Env, binary: &Path, name: &str) -> Result<McpInstallData> {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
     }
-    stoat_core::vm::write_atomically(&target, text.as_bytes())?;
+    crate::vm::write_atomically(&target, text.as_bytes())?;
     if let Some(mode) = mode {
         let _ = std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode));
     }
@@ -166,58 +215,36 @@ pub fn install(env: &Env, binary: &Path, name: &str) -> Result<McpInstallData> {
     })
 }
 
-/// Returns the config text with `servers_key.stoat = entry`, or why the config cannot take it.
-pub fn with_entry(
-    existing: Option<&str>,
-    servers_key: &str,
-    entry: Value,
-) -> std::result::Result<String, String> {
-    let mut config = match existing.map(str::trim) {
-        None | Some("") => Value::Object(Map::new()),
-        Some(text) => {
-            serde_json::from_str::<Value>(text).map_err(|e| format!("not valid JSON ({e})"))?
-        }
-    };
-    let Value::Object(top) = &mut config else {
-        return Err("the top level is not a JSON object".into());
-    };
-    let servers = top
-        .entry(servers_key.to_owned())
-        .or_insert_with(|| Value::Object(Map::new()));
-    let Value::Object(servers) = servers else {
-        return Err(format!("{servers_key} is not a JSON object"));
-    };
-    servers.insert(ENTRY.into(), entry);
-    let mut text =
-        serde_json::to_string_pretty(&config).map_err(|e| format!("cannot serialise: {e}"))?;
-    text.push('\n');
-    Ok(text)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn adds_the_entry_and_keeps_the_rest_in_order() {
-        let before = r#"{"zeta":1,"mcpServers":{"other":{"command":"x"}},"alpha":[1,2]}"#;
-        let after = with_entry(Some(before), "mcpServers", json!({"command":"/s"})).unwrap();
-        let value: Value = serde_json::from_str(&after).unwrap();
-        assert_eq!(value["mcpServers"]["other"]["command"], "x");
-        assert_eq!(value["mcpServers"]["stoat"]["command"], "/s");
-        assert_eq!(value["alpha"], json!([1, 2]));
-        let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["zeta", "mcpServers", "alpha"]);
-        assert!(with_entry(None, "servers", json!({}))
-            .unwrap()
-            .contains("\"stoat\""));
+    fn the_entry_records_the_settings_that_are_set() {
+        let spec = find("cursor").unwrap();
+        let env = Env::from_pairs([
+            ("STOAT_HOME", "/data"),
+            ("STOAT_FAULT", "x"),
+            ("HOME", "/h"),
+        ]);
+        let entry = entry_for(spec, Path::new("/s"), &env);
+        assert_eq!(
+            entry,
+            json!({"command": "/s", "args": ["mcp"], "env": {"STOAT_HOME": "/data"}})
+        );
+        let bare = entry_for(
+            find("vscode").unwrap(),
+            Path::new("/s"),
+            &Env::from_pairs([]),
+        );
+        assert_eq!(
+            bare,
+            json!({"type": "stdio", "command": "/s", "args": ["mcp"]})
+        );
     }
 
     #[test]
     fn refuses_what_it_cannot_edit() {
-        assert!(with_entry(Some("{oops"), "mcpServers", json!({})).is_err());
-        assert!(with_entry(Some("[1]"), "mcpServers", json!({})).is_err());
-        assert!(with_entry(Some(r#"{"mcpServers":3}"#), "mcpServers", json!({})).is_err());
         assert!(find("emacs").is_err());
     }
 }

@@ -1,0 +1,214 @@
+//! The command line as a person meets it, through the real binary: image paths relative to
+//! where stoat runs, the console password `random` makes (shown once in human mode, never
+//! under --json or in a log), shell completions, man pages and `make install`.
+
+use std::path::Path;
+
+use crate::common::TestEnv;
+
+const DEBIAN_CLOUD: &str = "debian-13-genericcloud-amd64.qcow2";
+
+fn plant_image(env: &TestEnv, file: &str) {
+    std::fs::create_dir_all(env.root().join("isos")).unwrap();
+    std::fs::write(env.root().join("isos").join(file), b"image").unwrap();
+}
+
+fn stdout(output: &std::process::Output) -> String {
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+#[test]
+fn a_relative_image_path_is_found_from_the_working_directory_and_stored_absolute() {
+    let env = TestEnv::new();
+    // stoat runs in HOME (see TestEnv).
+    let dir = env.home().join("images");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("my-fedora-server.iso"), b"iso").unwrap();
+    let vm = env
+        .json(&[
+            "create",
+            "rel",
+            "--image",
+            "./images/my-fedora-server.iso",
+            "--disk",
+            "32M",
+        ])
+        .data()["vm"]
+        .clone();
+    assert_eq!(vm["os"], "fedora");
+    let absolute = dir.join("my-fedora-server.iso");
+    let toml = env.vm_toml("rel");
+    assert!(
+        toml.contains(&format!("iso = \"{}\"", absolute.display())),
+        "{toml}"
+    );
+    // Without `./` too, and a missing file names the absolute path it looked for.
+    env.json(&["create", "rel2", "--image", "images/my-fedora-server.iso"])
+        .data();
+    let message = env
+        .json(&["create", "gone", "--image", "./images/nothing.iso"])
+        .error("not_found");
+    assert!(
+        message.contains(&dir.join("nothing.iso").display().to_string()),
+        "{message}"
+    );
+    assert!(!env.root().join("gone").exists());
+}
+
+#[test]
+fn a_random_console_password_is_shown_once_to_a_human_and_never_under_json_or_in_logs() {
+    let env = TestEnv::new();
+    plant_image(&env, DEBIAN_CLOUD);
+    let human = stdout(&env.run(&[
+        "create",
+        "r",
+        "--image",
+        "debian-13",
+        "--console-password",
+        "random",
+    ]));
+    let stored = regex::Regex::new(r#"console_password = "([0-9a-f]{32})""#)
+        .unwrap()
+        .captures(&env.vm_toml("r"))
+        .expect("a random password in vm.toml")[1]
+        .to_owned();
+    assert_eq!(human.matches(&stored).count(), 1, "{human}");
+    let port = regex::Regex::new(r"ssh port \d+").unwrap();
+    let masked = human.replace(&stored, "<password>");
+    let shown = port.replace(&masked, "ssh port <port>").into_owned();
+    insta::assert_snapshot!(shown, @r"
+    created r: debian cloud (cloudinit), 4 cpus, 4096 MB, 8G disk, ssh port <port>
+    start it with: stoat up r
+    console password (shown only now): <password>
+    ");
+    let json = env.json(&[
+        "create",
+        "j",
+        "--image",
+        "debian-13",
+        "--console-password",
+        "random",
+    ]);
+    let generated = regex::Regex::new(r#"console_password = "([0-9a-f]{32})""#)
+        .unwrap()
+        .captures(&env.vm_toml("j"))
+        .expect("a random password")[1]
+        .to_owned();
+    assert!(!json.stdout.contains(&generated) && !json.stderr.contains(&generated));
+    // Later commands never show it again, and the log never had it.
+    let get = stdout(&env.run(&["get", "r"]));
+    assert!(!get.contains(&stored), "{get}");
+    let log = std::fs::read_to_string(env.root().join("logs/stoat.log")).unwrap();
+    assert!(!log.contains(&stored) && !log.contains(&generated), "{log}");
+    // A password the user chose is theirs already: not echoed.
+    let chosen = stdout(&env.run(&[
+        "create",
+        "c",
+        "--image",
+        "debian-13",
+        "--console-password",
+        "mine-0123",
+    ]));
+    assert!(!chosen.contains("mine-0123"), "{chosen}");
+}
+
+#[test]
+fn completions_load_in_bash_and_name_the_commands() {
+    let env = TestEnv::new();
+    let bash = stdout(&env.run(&["completions", "bash"]));
+    let script = env.tmp().join("stoat.bash");
+    std::fs::write(&script, &bash).unwrap();
+    // A real bash sources it and asks its completion function for `stoat cr<TAB>`.
+    let probe = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source {}; complete -p stoat; COMP_WORDS=(stoat cr); COMP_CWORD=1; _stoat stoat cr stoat; echo \"${{COMPREPLY[@]}}\"",
+            script.display()
+        ))
+        .output()
+        .unwrap();
+    let said = stdout(&probe);
+    assert!(said.contains("-F _stoat stoat"), "{said}");
+    assert_eq!(said.lines().last(), Some("create"), "{said}");
+    for shell in ["zsh", "fish"] {
+        let text = stdout(&env.run(&["completions", shell]));
+        assert!(
+            text.contains("ssh-command") && text.contains("console-password"),
+            "{shell}"
+        );
+    }
+    let bad = env.run(&["completions", "tcsh"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("bash, zsh, fish"));
+    env.json(&["completions", "bash"]).error("usage");
+}
+
+#[test]
+fn man_prints_a_page_per_command_and_writes_them_all() {
+    let env = TestEnv::new();
+    let page = stdout(&env.run(&["man", "recipe", "add"]));
+    assert!(page.contains(".TH stoat-recipe-add 1"), "{page}");
+    let create = stdout(&env.run(&["man", "create"]));
+    assert!(create.contains("console\\-password"), "{create}");
+    let dir = env.tmp().join("man1");
+    stdout(&env.run(&["man", "--dir", dir.to_str().unwrap()]));
+    for name in [
+        "stoat.1",
+        "stoat-create.1",
+        "stoat-recipe-add.1",
+        "stoat-ssh-command.1",
+    ] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        assert!(text.contains(".SH NAME"), "{name}");
+    }
+    assert!(
+        !dir.join("stoat-provision.1").exists(),
+        "hidden aliases get no page"
+    );
+    let bad = env.run(&["man", "nope"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no command `nope`"));
+}
+
+#[test]
+fn make_install_puts_binaries_man_pages_and_completions_under_the_prefix() {
+    let env = TestEnv::new();
+    let prefix = env.tmp().join("prefix");
+    let stoat = assert_cmd::cargo::cargo_bin("stoat");
+    let bin_dir = stoat.parent().unwrap();
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let made = std::process::Command::new("make")
+        .arg("-C")
+        .arg(&workspace)
+        .arg("install")
+        .arg(format!("PREFIX={}", prefix.display()))
+        .arg(format!("BIN_DIR={}", bin_dir.display()))
+        .arg("INSTALL_BINS=stoat")
+        .output()
+        .unwrap();
+    stdout(&made);
+    let installed = prefix.join("bin/stoat");
+    let version = std::process::Command::new(&installed)
+        .arg("version")
+        .output()
+        .unwrap();
+    assert!(stdout(&version).starts_with("stoat "));
+    for file in [
+        "share/man/man1/stoat.1",
+        "share/man/man1/stoat-up.1",
+        "share/bash-completion/completions/stoat",
+        "share/zsh/site-functions/_stoat",
+        "share/fish/vendor_completions.d/stoat.fish",
+    ] {
+        let len = std::fs::metadata(prefix.join(file))
+            .map(|m| m.len())
+            .unwrap_or(0);
+        assert!(len > 0, "{file} installed");
+    }
+}

@@ -1,0 +1,133 @@
+//! The human output of the commands whose text no other test pins, through the real binary
+//! in the fake tier (planted VMs, a planted image; nothing boots), as insta snapshots under
+//! `snapshots/`. Paths of the sandbox, ports and times are masked so a snapshot says what a
+//! person reads and nothing of this machine. Each snapshot was read when it was recorded: a
+//! change of text is a review, not a formality (`INSTA_UPDATE=always` rewrites them). Not
+//! pinned on purpose: `get` (empty fields print as a bare label) and `logs` of an empty log
+//! (prints nothing), which read as defects rather than as text to keep.
+
+use crate::common::TestEnv;
+
+/// stdout and stderr of a human run, with the sandbox's paths masked; asserts its exit.
+fn human(env: &TestEnv, args: &[&str], success: bool) -> String {
+    let out = env.run(args);
+    assert_eq!(
+        out.status.success(),
+        success,
+        "{args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !stderr.is_empty() {
+        text.push_str("--- stderr\n");
+        text.push_str(&stderr);
+    }
+    mask(env, &text)
+}
+
+fn mask(env: &TestEnv, text: &str) -> String {
+    let binary = std::fs::canonicalize(assert_cmd::cargo::cargo_bin("stoat")).unwrap();
+    let text = text
+        .replace(&binary.display().to_string(), "[STOAT]")
+        .replace(&env.root().display().to_string(), "[ROOT]")
+        .replace(&env.home().display().to_string(), "[HOME]")
+        .replace(&env.tmp().display().to_string(), "[TMP]");
+    let version = regex::Regex::new(r"stoat \d+\.\d+\.\d+").unwrap();
+    version.replace_all(&text, "stoat [VERSION]").into_owned()
+}
+
+/// A sandbox with one stopped VM `w` (port 2250) and the alpine-virt image in isos/.
+fn with_a_vm() -> TestEnv {
+    let env = TestEnv::new();
+    env.write_basic_vm("w", 2250);
+    let isos = env.root().join("isos");
+    std::fs::create_dir_all(&isos).unwrap();
+    std::fs::write(isos.join("alpine-virt-3.24.1-x86_64.iso"), b"image").unwrap();
+    env
+}
+
+#[test]
+fn ls_and_get() {
+    let env = TestEnv::new();
+    insta::assert_snapshot!("ls_empty", human(&env, &["ls"], true));
+    let env = with_a_vm();
+    insta::assert_snapshot!("ls_one", human(&env, &["ls"], true));
+}
+
+#[test]
+fn forward_show_and_set() {
+    let env = with_a_vm();
+    insta::assert_snapshot!("forward_none", human(&env, &["forward", "w"], true));
+    insta::assert_snapshot!(
+        "forward_set",
+        human(&env, &["forward", "w", "8080:80"], true)
+    );
+    insta::assert_snapshot!("forward_show", human(&env, &["forward", "w"], true));
+}
+
+#[test]
+fn version_and_ssh_command() {
+    let env = with_a_vm();
+    insta::assert_snapshot!("version", human(&env, &["version"], true));
+    insta::assert_snapshot!("ssh_command", human(&env, &["ssh-command", "w"], true));
+}
+
+#[test]
+fn recipes_and_guests() {
+    let env = TestEnv::new();
+    insta::assert_snapshot!(
+        "recipes_alpine",
+        human(&env, &["recipes", "--os", "alpine"], true)
+    );
+    insta::assert_snapshot!(
+        "check_recipes_applicable",
+        human(&env, &["check-recipes", "docker", "--os", "alpine"], true)
+    );
+    // Human mode exits 1 when a recipe does not apply (docs/decisions/recipes.md).
+    insta::assert_snapshot!(
+        "check_recipes_not",
+        human(
+            &env,
+            &["check-recipes", "docker,nope", "--os", "alpine"],
+            false
+        )
+    );
+    insta::assert_snapshot!("guest_ls", human(&env, &["guest", "ls"], true));
+}
+
+#[test]
+fn project_init_and_status() {
+    let env = TestEnv::new();
+    insta::assert_snapshot!("init", human(&env, &["init"], true));
+    insta::assert_snapshot!("status", human(&env, &["status"], true));
+}
+
+#[test]
+fn prune_dry_run() {
+    let env = with_a_vm();
+    insta::assert_snapshot!("prune_dry_run", human(&env, &["prune"], true));
+}
+
+#[test]
+fn mcp_doctor_and_install() {
+    let env = TestEnv::new();
+    insta::assert_snapshot!("mcp_doctor_none", human(&env, &["mcp", "doctor"], true));
+    insta::assert_snapshot!(
+        "mcp_install",
+        human(&env, &["mcp", "install", "cursor"], true)
+    );
+    insta::assert_snapshot!("mcp_doctor_cursor", human(&env, &["mcp", "doctor"], true));
+}
+
+#[test]
+fn errors_in_human_mode() {
+    let env = with_a_vm();
+    insta::assert_snapshot!("get_ghost", human(&env, &["get", "ghost"], false));
+    insta::assert_snapshot!(
+        "exec_stopped",
+        human(&env, &["exec", "w", "--", "true"], false)
+    );
+    insta::assert_snapshot!("rm_ghost", human(&env, &["rm", "ghost", "--yes"], false));
+}
