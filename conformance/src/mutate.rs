@@ -246,6 +246,55 @@ pub const OPERATORS: &[Operator] = &[
         caught_by: &["ERRORS.share-invalid"],
     },
     Operator {
+        name: "recipe-pin-short",
+        breaks: "recipe add/lock/sync/update answering the 7-character commit instead of the full resolved one",
+        caught_by: &[
+            "RECIPE.remote-add-pins",
+            "RECIPE.remote-lock-sync-keep",
+            "RECIPE.remote-update-moves",
+        ],
+    },
+    Operator {
+        name: "recipe-update-stale",
+        breaks: "recipe update that keeps every recipe at its old pin (runs a sync instead)",
+        caught_by: &["RECIPE.remote-update-moves"],
+    },
+    Operator {
+        name: "recipe-rm-noop",
+        breaks: "recipe rm answering {name, scope} and removing nothing, even a recipe a VM lists",
+        caught_by: &["RECIPE.remote-rm", "RECIPE.remote-rm-in-use"],
+    },
+    Operator {
+        name: "recipe-list-no-pin",
+        breaks: "recipe list rows of remote recipes without source, ref and commit",
+        caught_by: &["RECIPE.remote-list-row", "RECIPE.remote-project-scope"],
+    },
+    Operator {
+        name: "git-required-internal",
+        breaks: "a missing git answered with internal instead of git_required",
+        caught_by: &["RECIPE.git-required"],
+    },
+    Operator {
+        name: "show-unknown-internal",
+        breaks: "recipe show of an unknown recipe answered with internal",
+        caught_by: &["RECIPE.show-unknown"],
+    },
+    Operator {
+        name: "refresh-all-current",
+        breaks: "recipe refresh calling every file current, a file the user changed included",
+        caught_by: &["RECIPE.refresh-statuses"],
+    },
+    Operator {
+        name: "search-drops-os",
+        breaks: "recipe search answering every IndexEntry with os: []",
+        caught_by: &["RECIPE.search-index"],
+    },
+    Operator {
+        name: "monitor-rejected-internal",
+        breaks: "qemu refusing a monitor command answered with internal instead of monitor_rejected",
+        caught_by: &["ERRORS.monitor-rejected"],
+    },
+    Operator {
         name: "unknown-event",
         breaks: "nothing: an unknown event type must be tolerated",
         caught_by: &[],
@@ -253,6 +302,11 @@ pub const OPERATORS: &[Operator] = &[
     Operator {
         name: "unknown-event-first",
         breaks: "nothing: an unknown event type may come anywhere before the result",
+        caught_by: &[],
+    },
+    Operator {
+        name: "unknown-event-interleaved",
+        breaks: "nothing: an unknown event type before every event line (between progress, stage and log events) is allowed",
         caught_by: &[],
     },
     Operator {
@@ -314,10 +368,20 @@ pub fn triggers(op: &str) -> &'static [&'static str] {
         "waited-us" => &["WAIT.waited-ms-wall"],
         "clone-forwards-contradict" => &["CLONE.forwards-agree"],
         "ls-prefield-deny" => &["LS.allow-exec-prefield"],
+        "recipe-pin-short" => &["RECIPE.remote-add-pins", "RECIPE.remote-lock-sync-keep"],
+        "recipe-update-stale" => &["RECIPE.remote-update-moves"],
+        "recipe-rm-noop" => &["RECIPE.remote-rm", "RECIPE.remote-rm-in-use"],
+        "recipe-list-no-pin" => &["RECIPE.remote-list-row", "RECIPE.remote-project-scope"],
+        "git-required-internal" => &["RECIPE.git-required"],
+        "show-unknown-internal" => &["RECIPE.show-unknown"],
+        "refresh-all-current" => &["RECIPE.refresh-statuses"],
+        "search-drops-os" => &["RECIPE.search-index"],
+        "monitor-rejected-internal" => &["ERRORS.monitor-rejected"],
         "unknown-event"
         | "extra-field"
         | "stderr-noise"
         | "unknown-event-first"
+        | "unknown-event-interleaved"
         | "extra-field-deep"
         | "field-order"
         | "json-escape-all" => &[
@@ -334,6 +398,20 @@ pub fn triggers(op: &str) -> &'static [&'static str] {
             "EXEC.utf8-plain",
             "EXEC.base64-stdout",
             "RM.deletes",
+            "GUEST.cmd-is-guest",
+            "PULL.progress-monotonic",
+            "PULL.progress-bytes",
+            "UP.applies-recipes",
+            "RECIPE.remote-add-pins",
+            "RECIPE.remote-list-row",
+            "RECIPE.remote-project-scope",
+            "RECIPE.remote-update-moves",
+            "RECIPE.remote-rm-in-use",
+            "RECIPE.git-required",
+            "RECIPE.show-unknown",
+            "RECIPE.refresh-statuses",
+            "RECIPE.search-index",
+            "ERRORS.monitor-rejected",
         ],
         _ => &["LS.lists-fixture", "GET.not-found"],
     }
@@ -459,6 +537,17 @@ fn positionals_after<'a>(args: &'a [String], name: &str) -> Option<Vec<&'a str>>
 
 /// Operators that answer for the SUT without running it (a command that does nothing).
 fn answer_without_sut(op: &Operator, args: &[String]) -> Option<i32> {
+    if op.name == "recipe-rm-noop" {
+        let operands = positionals_after(args, "recipe")?;
+        let name = match operands.as_slice() {
+            ["rm", name, ..] => name,
+            _ => return None,
+        };
+        let line = json!({"v": 3, "type": "result", "cmd": "recipe", "ok": true,
+            "data": {"name": name, "scope": "global"}});
+        println!("{line}");
+        return Some(0);
+    }
     if op.name != "restore-noop" || !args.iter().any(|a| a == "--restore") {
         return None;
     }
@@ -553,6 +642,12 @@ fn rewrite_line(op: &Operator, line: &str) -> Vec<String> {
             }
         }
         "progress-repeat" if kind == "progress" => return vec![line.to_string(), line.to_string()],
+        "unknown-event-interleaved" if matches!(kind.as_str(), "progress" | "stage" | "log") => {
+            let cmd = value.get("cmd").cloned().unwrap_or(Value::Null);
+            let unknown = json!({"v": value.get("v").cloned().unwrap_or(json!(3)), "type": "x_checkpoint",
+                "cmd": cmd, "data": {"of": kind, "nested": {"list": [1, "two"]}}});
+            return vec![unknown.to_string(), line.to_string()];
+        }
         "progress-kib" if kind == "progress" => {
             for field in ["done", "total"] {
                 if let Some(bytes) = value
@@ -577,7 +672,16 @@ fn add_member_everywhere(value: &mut Value) {
             for (_, child) in map.iter_mut() {
                 add_member_everywhere(child);
             }
-            map.insert("x_future_member".into(), json!({"added": true}));
+            // Shaped like its siblings: to a DTO object it is an extra field, to a map (Guest.svc
+            // of strings, Guest.backend of tables, a recipe detail's params) an extra entry of the
+            // map's own kind, both of which a producer may add.
+            let tables = !map.is_empty() && map.values().all(Value::is_object);
+            let extra = if tables {
+                json!({"added": true})
+            } else {
+                json!("added")
+            };
+            map.insert("x_future_member".into(), extra);
         }
         Value::Array(items) => items.iter_mut().for_each(add_member_everywhere),
         _ => {}
@@ -630,6 +734,19 @@ fn transform_argv(op: &Operator, args: Vec<String>) -> Vec<String> {
     {
         let mut args = args;
         args.extend(["--cpus".to_string(), "3".to_string()]);
+        return args;
+    }
+    if op.name == "recipe-update-stale" {
+        let mut args = args;
+        let recipe = args.iter().position(|a| a == "recipe");
+        if let Some(at) = recipe.and_then(|r| {
+            args[r + 1..]
+                .iter()
+                .position(|a| a == "update")
+                .map(|u| r + 1 + u)
+        }) {
+            args[at] = "sync".to_string();
+        }
         return args;
     }
     if op.name != "json-eaten-after-exec" {
@@ -862,6 +979,69 @@ fn transform_output(op: &Operator, stdout: Vec<u8>, code: i32) -> (Vec<u8>, i32)
         }
         "share-internal" if error_code.as_deref() == Some("share_invalid") => {
             result["error"]["code"] = json!("internal");
+            lines[result_index] = result.to_string();
+        }
+        "git-required-internal" if error_code.as_deref() == Some("git_required") => {
+            result["error"]["code"] = json!("internal");
+            lines[result_index] = result.to_string();
+        }
+        "monitor-rejected-internal" if error_code.as_deref() == Some("monitor_rejected") => {
+            result["error"]["code"] = json!("internal");
+            lines[result_index] = result.to_string();
+        }
+        "show-unknown-internal"
+            if cmd == "recipe"
+                && matches!(error_code.as_deref(), Some("not_found" | "invalid_spec")) =>
+        {
+            result["error"]["code"] = json!("internal");
+            lines[result_index] = result.to_string();
+        }
+        "recipe-pin-short" if cmd == "recipe" && ok == Some(true) => {
+            let data = &mut result["data"];
+            let shorten = |entry: &mut Value| {
+                if let Some(commit) = entry.get("commit").and_then(Value::as_str) {
+                    if commit.len() == 40 {
+                        entry["commit"] = json!(commit[..7].to_string());
+                    }
+                }
+            };
+            shorten(data);
+            if let Some(Value::Array(rows)) = data.get_mut("recipes") {
+                rows.iter_mut().for_each(shorten);
+            }
+            lines[result_index] = result.to_string();
+        }
+        "recipe-list-no-pin" if cmd == "recipe" && ok == Some(true) => {
+            if let Some(Value::Array(rows)) = result.pointer_mut("/data/recipes") {
+                for row in rows.iter_mut().filter(|r| {
+                    matches!(
+                        r.get("scope").and_then(Value::as_str),
+                        Some("global" | "project")
+                    )
+                }) {
+                    if let Some(map) = row.as_object_mut() {
+                        for key in ["source", "ref", "commit"] {
+                            map.remove(key);
+                        }
+                    }
+                }
+            }
+            lines[result_index] = result.to_string();
+        }
+        "refresh-all-current" if cmd == "recipe" && ok == Some(true) => {
+            if let Some(Value::Array(files)) = result.pointer_mut("/data/files") {
+                for file in files.iter_mut().filter(|f| f.get("status").is_some()) {
+                    file["status"] = json!("current");
+                }
+            }
+            lines[result_index] = result.to_string();
+        }
+        "search-drops-os" if cmd == "recipe" && ok == Some(true) => {
+            if let Some(Value::Array(rows)) = result.pointer_mut("/data/recipes") {
+                for row in rows.iter_mut().filter(|r| r.get("os").is_some()) {
+                    row["os"] = json!([]);
+                }
+            }
             lines[result_index] = result.to_string();
         }
         "unknown-event" => lines.insert(

@@ -35,6 +35,8 @@ pub(super) const CHECKS: &[CheckDef] = &[
         "after `recipe add`, `recipe list` has a row {name, scope: global, source as add answered it, ref, commit: the first 7 characters of the pinned commit}", &["recipes", "remote"], list_row_check), NO_REMOTE),
     v3_only(scenario("RECIPE.remote-update-moves", Must, Tier::Pure, "json-v3#per-command-data", "recipe update {\"recipes\":[RecipeAdded,...]}",
         "after the pinned branch gains a commit, `recipe update` answers the recipe at the new full commit, and later `recipe list` and `recipe show` see the new commit's files", &["recipes", "remote", "state"], update_moves), NO_REMOTE),
+    v3_only(scenario("RECIPE.remote-project-scope", Must, Tier::Pure, "json-v3#types", "RecipeEntry has name, description, scope, source, ref, and commit. scope is one of bundled, local, global, or project; only global and project entries carry source, ref, and the seven-character commit prefix.",
+        "in a directory `init` made a project, `recipe add --project` answers scope project with the full commit; `recipe list` has that row {scope: project, ref, commit: 7 characters}; `recipe lock --project` answers the same pin", &["recipes", "remote", "project"], project_scope), NO_REMOTE),
     v3_only(scenario("RECIPE.remote-lock-sync-keep", Must, Tier::Pure, "json-v3#per-command-data", "recipe lock {\"recipes\":[RecipeAdded,...]} recipe sync {\"recipes\":[RecipeAdded,...]}",
         "with a recipe pinned at a tag that did not move, `recipe lock` and `recipe sync` both answer it {name, ref, commit: the same full commit, scope: global}", &["recipes", "remote"], lock_sync_keep), NO_REMOTE),
     v3_only(scenario("RECIPE.remote-rm", Must, Tier::Pure, "json-v3#types", "RecipeRemoved contains only the name and scope.",
@@ -677,6 +679,44 @@ fn refresh_statuses(case: &mut Case<'_>) -> Result<(), HarnessError> {
             "filesystem",
             format!("refresh answered backed_up for {path}, yet no .bak file beside it holds the user's text"),
         );
+    }
+    Ok(())
+}
+
+fn project_scope(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let Some((sandbox, repo)) = with_repo(case)? else {
+        return Ok(());
+    };
+    let init = case.json(&sandbox, &["init"])?;
+    if case.expect_ok(&init).is_none() {
+        return Ok(());
+    }
+    let ran = case.json(
+        &sandbox,
+        &["recipe", "add", "--project", &repo.url, "--ref", "v1"],
+    )?;
+    if let Some(data) = case.expect_ok(&ran).cloned() {
+        expect_eq(case, &data, "/name", &json!(NAME));
+        expect_eq(case, &data, "/scope", &json!("project"));
+        expect_eq(case, &data, "/commit", &json!(repo.first));
+    } else {
+        return Ok(());
+    }
+    match listed_row(case, &sandbox)? {
+        Some(row) => {
+            expect_eq(case, &row, "/scope", &json!("project"));
+            expect_eq(case, &row, "/ref", &json!("v1"));
+            expect_eq(case, &row, "/commit", &json!(&repo.first[..7]));
+        }
+        None => case.fail(
+            "/data/recipes",
+            format!("`recipe list` in the project has no row {NAME} after `recipe add --project`"),
+        ),
+    }
+    let lock = case.json(&sandbox, &["recipe", "lock", "--project"])?;
+    if let Some(entry) = pinned_entry(case, &lock, "lock --project") {
+        expect_eq(case, &entry, "/commit", &json!(repo.first));
+        expect_eq(case, &entry, "/scope", &json!("project"));
     }
     Ok(())
 }

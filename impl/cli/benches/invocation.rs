@@ -1,6 +1,8 @@
 //! Benchmarks of stoat's fixed costs, each printed as a ratio against a named baseline:
 //! - `stoat --json version` vs `/bin/true`: the cost of one invocation;
-//! - `stoat --json ls` over 1,000 VMs vs `cat` of the same 1,000 vm.toml files (aim: 3x).
+//! - `stoat --json ls` on an empty root vs `/bin/true` (aim: 1.5x);
+//! - `stoat --json ls` over 1,000 and 10,000 VMs vs `cat` of the same vm.toml files (aim:
+//!   1.5x), and the time per VM at 10,000 against 1,000 (linear: 1.0x).
 //!
 //! Run with `make bench` (release build). Timings are medians of repeated runs; nothing here
 //! asserts a time, it only reports.
@@ -75,13 +77,26 @@ fn main() {
     let truth = median_of(50, || run_quiet(&mut Command::new("/bin/true")));
     report("stoat --json version", version, "/bin/true", truth);
 
-    let files = write_vms(home, 1000);
-    let ls = median_of(15, || run_quiet(&mut stoat(&["--json", "ls"])));
-    let cat = median_of(15, || run_quiet(Command::new("cat").args(&files)));
-    report(
-        "stoat --json ls (1,000 VMs)",
-        ls,
-        "cat of 1,000 vm.toml",
-        cat,
+    let empty = median_of(50, || run_quiet(&mut stoat(&["--json", "ls"])));
+    report("stoat --json ls (empty root)", empty, "/bin/true", truth);
+
+    let mut per_vm = Vec::new();
+    for count in [1000, 10_000] {
+        let files = write_vms(home, count);
+        let runs = if count > 1000 { 7 } else { 15 };
+        let ls = median_of(runs, || run_quiet(&mut stoat(&["--json", "ls"])));
+        let cat = median_of(runs, || run_quiet(Command::new("cat").args(&files)));
+        report(
+            &format!("stoat --json ls ({count} VMs)"),
+            ls,
+            &format!("cat of {count} vm.toml"),
+            cat,
+        );
+        per_vm.push(ls.as_secs_f64() / count as f64);
+    }
+    // Linear: the time per VM stays the same from 1,000 to 10,000.
+    println!(
+        "ls time per VM, 10,000 VMs / 1,000 VMs: {:.2}x (1.00x is linear)",
+        per_vm[1] / per_vm[0].max(1e-12)
     );
 }

@@ -221,23 +221,30 @@ fn qemu_code(error: &crate::qemu::QemuError) -> ErrorCode {
     }
 }
 
-/// The message of a QEMU failure, prefixed like the other errors of its code.
+/// The message of a QEMU failure. Each kind's own text already says what failed ("QEMU
+/// monitor unreachable (...)", "KVM is not usable: ..."), so only the kinds whose text does not
+/// get the prefix their code's other errors carry.
 fn qemu_message(error: &crate::qemu::QemuError) -> String {
     use crate::qemu::QemuError as Q;
     match error {
-        Q::QemuMissing { .. } => format!("qemu missing: {error}"),
-        Q::KvmUnusable { .. } => format!("kvm unusable: {error}"),
-        Q::QemuStartFailed {
-            stderr,
-            hint: Some(hint),
-        } => format!("qemu failed to start: {stderr} ({hint})"),
-        Q::QemuStartFailed { stderr, hint: None } => format!("qemu failed to start: {stderr}"),
         Q::UnknownAccel { .. } | Q::InvalidOptionValue { .. } => format!("invalid spec: {error}"),
-        Q::MonitorUnreachable { .. } => format!("qemu monitor unreachable: {error}"),
-        Q::MonitorRejected { .. } => format!("qemu monitor rejected the command: {error}"),
         Q::MonitorTimeout { .. } => format!("timeout: {error}"),
         Q::MonitorProtocol { .. } | Q::Io { .. } => format!("internal: {error}"),
+        Q::QemuMissing { .. }
+        | Q::KvmUnusable { .. }
+        | Q::QemuStartFailed { .. }
+        | Q::MonitorUnreachable { .. }
+        | Q::MonitorRejected { .. } => one_line(&error.to_string()),
     }
+}
+
+/// QEMU's own text can span lines; a message is one line.
+fn one_line(text: &str) -> String {
+    text.split(['\n', '\r'])
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// QEMU failures keep their kind and detail as the error's source (I/O stays I/O).

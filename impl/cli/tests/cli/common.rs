@@ -101,6 +101,29 @@ impl TestEnv {
         JsonRun::check(self.cmd(args).output().unwrap())
     }
 
+    /// Makes `bin/<tool>` the multi-call fake host tool ([`stoat_fake`]) answering as `tool`
+    /// (ssh, scp, ssh-keygen, qemu-img, qemu-system-x86_64, xorriso). A one-line `exec`, not a
+    /// symlink: a test that later writes its own `bin/<tool>` must not write through a link
+    /// into the shared binary.
+    pub fn fake_tool(&self, tool: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.bin().join(tool);
+        let fake = stoat_fake().display().to_string().replace('\'', "'\\''");
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\nexec '{fake}' --as {tool} \"$@\"\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// Writes the fakes' script (docs/conformance-fakes.md) and points every later run at it.
+    pub fn fake_script(&mut self, script: &Value) {
+        let path = self.tmp().join("fake-script.json");
+        std::fs::write(&path, script.to_string()).unwrap();
+        self.set_env("STOAT_FAKE_SCRIPT", path.to_str().unwrap());
+    }
+
     /// Writes `<root>/<name>/vm.toml`.
     pub fn write_vm(&self, name: &str, toml: &str) {
         let dir = self.root().join(name);
@@ -258,6 +281,19 @@ impl JsonRun {
             self.stdout
         );
     }
+}
+
+/// The suite's fake host tools, `stoat-fake` (one binary answering as ssh, scp, qemu-img,
+/// qemu-system-x86_64, ...), built beside `stoat` by `cargo build --workspace` and
+/// `cargo test --workspace`; a test asking for it without it fails, naming the fix.
+pub fn stoat_fake() -> PathBuf {
+    let path = assert_cmd::cargo::cargo_bin("stoat-fake");
+    assert!(
+        path.exists(),
+        "no {}: build it with `cargo build -p stoat-conformance --bin stoat-fake` (cargo test --workspace does)",
+        path.display()
+    );
+    path
 }
 
 /// Answers every connection on a free loopback port with an SSH banner, as a booted guest's

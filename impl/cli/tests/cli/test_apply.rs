@@ -10,13 +10,11 @@ use serde_json::Value;
 
 use crate::common::{banner_port, FakeRunningVm, TestEnv, PLANTED_PASSWORD};
 
-/// A stub ssh: drops its own options and the login, then runs the remote words locally.
-const FAKE_SSH: &str = "#!/bin/sh\nwhile [ $# -gt 0 ]; do case \"$1\" in *@127.0.0.1) shift; break;; esac; shift; done\nexec sh -c \"$*\"\n";
-
-fn install_fake_ssh(env: &TestEnv) {
-    let path = env.bin().join("ssh");
-    std::fs::write(&path, FAKE_SSH).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+/// ssh is the suite's fake, which runs the remote command locally through `/bin/sh -c`, as
+/// sshd would hand it to the login shell.
+fn install_fake_ssh(env: &mut TestEnv) {
+    env.fake_tool("ssh");
+    env.fake_script(&serde_json::json!({"tools": {"ssh": [{"run_locally": true}]}}));
 }
 
 /// Writes a local recipe `<root>/recipes/<name>/` with a schema-3 manifest and install.sh.
@@ -33,8 +31,8 @@ fn recipe(env: &TestEnv, name: &str, manifest_tail: &str, script: &str) {
 
 /// A running disk VM `w` (ssh user root) with `recipes`, its port answering with a banner.
 fn setup(recipes: &[&str], extra: &str) -> (TestEnv, FakeRunningVm) {
-    let env = TestEnv::new();
-    install_fake_ssh(&env);
+    let mut env = TestEnv::new();
+    install_fake_ssh(&mut env);
     let port = banner_port();
     let list: Vec<String> = recipes.iter().map(|r| format!("\"{r}\"")).collect();
     env.write_vm(
@@ -486,8 +484,8 @@ fn install(env: &TestEnv, name: &str, body: &str) {
 
 #[test]
 fn up_applies_after_boot_with_cmd_up_and_the_vm_last() {
-    let env = TestEnv::new();
-    install_fake_ssh(&env);
+    let mut env = TestEnv::new();
+    install_fake_ssh(&mut env);
     install(&env, "qemu-system-x86_64", FAKE_QEMU);
     let port = banner_port();
     env.seed_boot_files("w");
@@ -516,6 +514,23 @@ fn up_applies_after_boot_with_cmd_up_and_the_vm_last() {
     // --no-apply boots and nothing else; a once recipe already applied would not run anyway.
     let again = env.json(&["up", "w", "--no-apply"]);
     assert_eq!(again.lines.len(), 1, "{}", again.stdout);
+    // Each boot opens the console log with a dated line of its own.
+    let console = std::fs::read_to_string(env.root().join("w/console.log")).unwrap();
+    let separators: Vec<&str> = console
+        .lines()
+        .filter(|l| l.starts_with("===== stoat: boot at "))
+        .collect();
+    assert_eq!(separators.len(), 2, "{console}");
+    for line in separators {
+        let at = line
+            .strip_prefix("===== stoat: boot at ")
+            .and_then(|rest| rest.strip_suffix(" ====="))
+            .unwrap();
+        assert!(
+            at.len() == 20 && at.ends_with('Z') && at.as_bytes()[10] == b'T',
+            "{line}"
+        );
+    }
 }
 
 #[test]

@@ -212,3 +212,110 @@ fn make_install_puts_binaries_man_pages_and_completions_under_the_prefix() {
         assert!(len > 0, "{file} installed");
     }
 }
+
+/// The `stoat init` template with its example VM uncommented, as a user would.
+fn uncomment_example(template: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for line in template.lines() {
+        if line.starts_with("# [vm.") {
+            inside = true;
+        } else if line.is_empty() {
+            inside = false;
+        }
+        let line = if inside {
+            line.strip_prefix("# ")
+                .unwrap_or(line.trim_start_matches('#'))
+        } else {
+            line
+        };
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn the_init_template_uncommented_creates_its_vm_with_a_catalog_image_and_real_recipe_params() {
+    let env = TestEnv::new();
+    let dir = env.home().join("shop");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut init = env.cmd(&["init"]);
+    init.current_dir(&dir);
+    assert!(init.output().unwrap().status.success());
+    let template = std::fs::read_to_string(dir.join("stoat.toml")).unwrap();
+    let edited = uncomment_example(&template);
+    assert!(edited.contains("\n[vm.dev]\n"), "{edited}");
+    std::fs::write(dir.join("stoat.toml"), &edited).unwrap();
+    // The catalog image the template names, as `pull` leaves it (a real qcow2).
+    std::fs::create_dir_all(env.root().join("isos")).unwrap();
+    let base = env.root().join("isos").join(DEBIAN_CLOUD);
+    let made = std::process::Command::new("qemu-img")
+        .args(["create", "-q", "-f", "qcow2"])
+        .arg(&base)
+        .arg("64M")
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // No guest boots here: a QEMU that refuses to start, so the fan-out stops after create.
+    let qemu = env.bin().join("qemu-system-x86_64");
+    std::fs::write(
+        &qemu,
+        "#!/bin/sh\necho 'not booting in this test' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&qemu, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut up = env.cmd(&["up", "--no-wait", "--no-apply"]);
+    up.current_dir(&dir);
+    let out = up.output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("created shop-dev"), "{said}");
+    assert!(said.contains("not booting in this test"), "{said}");
+    let toml = env.vm_toml("shop-dev");
+    for field in [
+        "cpus = 2",
+        "ram = 2048",
+        "disk = \"16G\"",
+        "[recipe_params.docker]",
+        "user = \"stoat\"",
+        "8080",
+    ] {
+        assert!(toml.contains(field), "{field} in {toml}");
+    }
+}
+
+#[test]
+fn ssh_command_in_human_mode_is_one_line_a_shell_reads_back_as_the_argv() {
+    let mut env = TestEnv::new();
+    // A data root whose path needs quoting: the key path has a space and a quote in it.
+    let root = env.tmp().join("my stoat's root");
+    env.set_env("STOAT_HOME", root.to_str().unwrap());
+    std::fs::create_dir_all(root.join("work")).unwrap();
+    std::fs::write(
+        root.join("work/vm.toml"),
+        "name = \"work\"\nmode = \"cloud\"\nos = \"debian\"\nbackend = \"cloudinit\"\nram = 1024\ncpus = 1\ndisk = \"8G\"\nsshport = 2207\nsshuser = \"stoat\"\n",
+    )
+    .unwrap();
+    let argv: Vec<String> = env.json(&["ssh-command", "work"]).data()["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        argv.iter().any(|w| w.contains("my stoat's root")),
+        "{argv:?}"
+    );
+    let line = stdout(&env.run(&["ssh-command", "work"]));
+    let words = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("printf '%s\\n' {}", line.trim_end()))
+        .output()
+        .unwrap();
+    let read_back: Vec<String> = stdout(&words).lines().map(str::to_owned).collect();
+    assert_eq!(read_back, argv, "{line}");
+}

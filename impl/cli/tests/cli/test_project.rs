@@ -558,3 +558,32 @@ fn real_project_two_vms() {
         serde_json::json!([])
     );
 }
+
+#[test]
+fn a_disk_declared_for_a_live_vm_is_no_disk_not_a_shrink() {
+    let env = TestEnv::new();
+    let image = iso(&env);
+    let dir = project(
+        &env,
+        "demo",
+        &format!(
+            "[project]\nname = \"demo\"\n{}",
+            decl("a", &image, "disk = \"10G\"")
+        ),
+    );
+    let dir_text = dir.display().to_string();
+    env.write_vm(
+        "demo-a",
+        &format!("mode = \"live\"\nos = \"alpine\"\nbackend = \"apkovl\"\niso = \"{image}\"\nram = 1024\ncpus = 4\nsshport = 2250\nproject = \"{dir_text}\"\nkey = \"a\"\n"),
+    );
+    let run = json_in(&env, &dir, &["up"]);
+    let vm = &run.lines.last().unwrap()["data"]["vms"][0];
+    assert_eq!(vm["status"], "error", "{}", run.stdout);
+    let message = vm["error"].as_str().unwrap();
+    assert!(
+        message.contains("demo-a is a live VM and has no qcow2 disk")
+            && !message.contains("disk is ;"),
+        "{message}"
+    );
+    assert!(!message.contains('\n'), "{message}");
+}

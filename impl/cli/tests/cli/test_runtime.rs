@@ -680,11 +680,14 @@ fn real_guest_lifecycle() {
     let image = &guest.image;
     let env = TestEnv::new();
     let port = crate::test_runtime::free_port();
+    let host_share = env.tmp().join("host-share");
+    std::fs::create_dir_all(&host_share).unwrap();
     env.write_vm(
         "t1",
         &format!(
-            "name = \"t1\"\nmode = \"cloud\"\nos = \"\"\nbackend = \"cloudinit\"\nram = 256\ncpus = 1\ndisk = \"256M\"\nsshport = {port}\nsshuser = \"stoat\"\nconsole_password = \"{PLANTED_PASSWORD}\"\nbase = \"{}\"\n",
-            image.display()
+            "name = \"t1\"\nmode = \"cloud\"\nos = \"\"\nbackend = \"cloudinit\"\nram = 256\ncpus = 1\ndisk = \"256M\"\nsshport = {port}\nsshuser = \"stoat\"\nconsole_password = \"{PLANTED_PASSWORD}\"\nbase = \"{}\"\nshare = \"{}\"\n",
+            image.display(),
+            host_share.display()
         ),
     );
     let _guard = RealGuard(env.root().join("t1"));
@@ -760,13 +763,62 @@ fn real_guest_lifecycle() {
     assert_eq!(png.len() as u64, data["bytes"].as_u64().unwrap());
     assert!(png.starts_with(b"\x89PNG"));
 
-    // Online snapshots: QEMU refuses savevm while 9p is mounted, and says what to do.
+    // Online snapshots with both 9p shares mounted: stoat unmounts them around the save and
+    // mounts them again. A share kept busy by a guest process is refused, saying so.
+    let mounted = |env: &TestEnv| {
+        let run = env.json_raw(&[
+            "--json",
+            "exec",
+            "t1",
+            "awk",
+            "$3 == \"9p\" {print $2}",
+            "/proc/mounts",
+        ]);
+        let mut points: Vec<String> = run.data()["stdout"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        points.sort();
+        points
+    };
+    let both = vec!["/mnt/host".to_owned(), "/mnt/work".to_owned()];
+    assert_eq!(mounted(&env), both);
+    let holder = env.json_raw(&[
+        "--json",
+        "exec",
+        "t1",
+        "sudo",
+        "sh",
+        "-c",
+        "cd /mnt/work && (sleep 600 </dev/null >/dev/null 2>&1 & echo $! > /tmp/holder)",
+    ]);
+    assert_eq!(holder.data()["exit_code"], 0, "{}", holder.stdout);
     let refused = env
         .json(&["snapshot", "t1", "s1"])
         .error("monitor_rejected");
-    assert!(refused.contains("umount"), "{refused}");
-    let umount = env.json_raw(&["--json", "exec", "t1", "sudo", "umount", "/mnt/work"]);
-    assert_eq!(umount.data()["exit_code"], 0, "{}", umount.stdout);
+    assert!(
+        refused.contains("/mnt/work")
+            && refused.to_lowercase().contains("busy")
+            && refused.contains("stop what uses it"),
+        "{refused}"
+    );
+    assert!(
+        !refused.contains(&*env.tmp().to_string_lossy()),
+        "no host path: {refused}"
+    );
+    assert_eq!(mounted(&env), both, "what was unmounted is mounted again");
+    let stop = env.json_raw(&[
+        "--json",
+        "exec",
+        "t1",
+        "sudo",
+        "sh",
+        "-c",
+        "p=$(cat /tmp/holder) && kill $p && while kill -0 $p 2>/dev/null; do :; done",
+    ]);
+    assert_eq!(stop.data()["exit_code"], 0, "{}", stop.stdout);
     env.json_raw(&[
         "--json",
         "exec",
@@ -775,9 +827,10 @@ fn real_guest_lifecycle() {
         "-c",
         "echo before > /tmp/mark",
     ]);
-    timed("snapshot save", || {
+    timed("snapshot save (shares unmounted around it)", || {
         env.json(&["snapshot", "t1", "s1"]).data().clone()
     });
+    assert_eq!(mounted(&env), both);
     let list = env.json(&["snapshot", "t1"]);
     assert_eq!(list.data()["snapshots"][0]["tag"], "s1");
     assert_eq!(list.data()["snapshots"][0]["vm_state"], true);
@@ -790,6 +843,25 @@ fn real_guest_lifecycle() {
     env.json(&["wait", "t1", "--until", "reachable", "--timeout", "60s"]);
     let mark = env.json_raw(&["--json", "exec", "t1", "cat", "/tmp/mark"]);
     assert_eq!(mark.data()["stdout"], "before\n", "the guest state reverts");
+    assert_eq!(
+        mounted(&env),
+        both,
+        "the restored guest has its shares again"
+    );
+    let write = env.json_raw(&[
+        "--json",
+        "exec",
+        "t1",
+        "sudo",
+        "sh",
+        "-c",
+        "echo restored > /mnt/work/after-restore.txt",
+    ]);
+    assert_eq!(write.data()["exit_code"], 0, "{}", write.stdout);
+    assert_eq!(
+        std::fs::read_to_string(env.root().join("shared/t1/after-restore.txt")).unwrap(),
+        "restored\n"
+    );
     env.json(&["snapshot", "t1", "nope", "--delete"])
         .error("invalid_spec");
     env.json(&["snapshot", "t1", "s1", "--delete"]);

@@ -50,7 +50,7 @@ const TEMPLATE: &str = r#"# stoat.toml: the VMs of this project. Inside this dir
 name = "NAME"
 
 # [vm.dev]
-# image = "debian-12"        # a catalog id (`stoat images`), a file in isos/, or an absolute path
+# image = "debian-13"        # a catalog id (`stoat images`), a file in isos/, or an absolute path
 # cpus = 2
 # ram = 2048                 # MB
 # disk = "16G"               # can only grow
@@ -58,8 +58,8 @@ name = "NAME"
 # recipes = ["docker"]
 # forwards = ["8080:80"]     # HOST:GUEST
 #
-# [vm.dev.params.docker]     # recipe parameters
-# channel = "stable"
+# [vm.dev.params.docker]     # recipe parameters: params.<recipe>.<name>
+# user = "stoat"             # the account added to the docker group
 
 # Remote recipes the VMs may name, pinned in stoat.lock by `stoat recipe lock --project`:
 # [recipes.tailscale]
@@ -289,6 +289,9 @@ fn converge(s: &Session, project: &Project, decl: &Declaration) -> Result<vm::St
                     name: decl.name.clone(),
                     current: stored.config.disk.clone(),
                     requested: decl.disk.clone().unwrap_or_default(),
+                },
+                Mismatch::NoDisk(_) => Error::NoDisk {
+                    name: decl.name.clone(),
                 },
                 Mismatch::Immutable(why) => Error::ImmutableField(why),
             }

@@ -7,6 +7,7 @@ pub mod capabilities;
 pub mod doctor;
 pub mod logs;
 pub mod prune;
+pub mod share_pause;
 pub mod snapshot;
 pub mod ssh_argv;
 pub mod ssh_mux;

@@ -1,8 +1,8 @@
 //! `snapshot`: list, save, restore and delete qcow2 snapshots of a STOPPED VM through
 //! `qemu-img snapshot -l|-c|-a|-d <vm>/disk.qcow2` (docs/contract.md behaviour#host-commands).
 //!
-//! A running VM needs QEMU's monitor (savevm/loadvm/delvm); that belongs to the runtime and is
-//! reached through the [`snapshot_running`] seam.
+//! A running VM goes through QEMU's monitor (savevm/loadvm/delvm), with its 9p shares
+//! unmounted in the guest around a save or a restore ([`super::share_pause`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -95,7 +95,7 @@ pub fn act(
     validate_tag(tag)?;
     let vm = load_disk_vm(root, name)?;
     if vm.running_pid().is_some() {
-        running_act(env, &vm, tag, action)?;
+        running_act(root, env, &vm, tag, action)?;
         return Ok(SnapshotActData {
             vm: vm.name,
             tag: tag.to_owned(),
@@ -158,8 +158,9 @@ fn running_list(vm: &StoredVm) -> Result<SnapshotListData> {
 }
 
 /// savevm / loadvm / delvm through the monitor. Restore and delete of an unknown tag are
-/// `invalid_spec`, as offline; QEMU's refusals are `monitor_rejected` with what to do.
-fn running_act(env: &Env, vm: &StoredVm, tag: &str, action: Action) -> Result<()> {
+/// `invalid_spec`, as offline; QEMU's refusals are `monitor_rejected`. Save and restore
+/// unmount the guest's 9p shares around the command ([`super::share_pause`]).
+fn running_act(root: &Root, env: &Env, vm: &StoredVm, tag: &str, action: Action) -> Result<()> {
     let mut qmp = crate::runtime::connect_qmp(vm)?;
     if action != Action::Save {
         let rows = parse_table(&qmp.hmp("info snapshots")?);
@@ -173,24 +174,25 @@ fn running_act(env: &Env, vm: &StoredVm, tag: &str, action: Action) -> Result<()
     let verb = match action {
         Action::Save => "savevm",
         Action::Restore => "loadvm",
-        Action::Delete => "delvm",
+        Action::Delete => return qmp.hmp_silent(&format!("delvm {tag}")).map_err(Error::from),
     };
+    let paused = super::share_pause::unmount(root, env, vm);
     if action == Action::Restore {
         // The guest's TCP state goes back in time: a reused ssh connection would be out of step.
         super::ssh_mux::close(env, vm);
     }
-    qmp.hmp_silent(&format!("{verb} {tag}")).map_err(|error| {
-        let text = error.to_string();
-        if text.contains("VirtFS") || text.contains("9p") || text.contains("mount_tag") {
+    let answer = qmp.hmp_silent(&format!("{verb} {tag}"));
+    let problem = paused.problem.clone();
+    super::share_pause::remount(paused);
+    answer.map_err(|error| match (error, problem) {
+        // QEMU's text names the host directory: it is left out, the cause is known here.
+        (crate::qemu::QemuError::MonitorRejected { command, .. }, Some(problem)) => {
             Error::MonitorRejected(format!(
-                "{text}; QEMU cannot snapshot a running VM while a 9p share is mounted in the guest: \
-                 unmount it in the guest (`sudo umount /mnt/work /mnt/host`) and retry, or \
-                 `stoat down {}` and snapshot it stopped",
+                "{command} (a 9p share may still be mounted in the guest: {problem}); stop what uses it and retry, or `stoat down {}` and snapshot it stopped",
                 vm.name
             ))
-        } else {
-            Error::from(error)
         }
+        (error, _) => Error::from(error),
     })
 }
 

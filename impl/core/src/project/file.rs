@@ -6,7 +6,7 @@
 //! name = "myrepo"            # optional: the directory's name
 //!
 //! [vm.dev]                   # one table per VM, in the order they are brought up
-//! image = "debian-12"        # required: a catalog id, a file in isos/, or an absolute path
+//! image = "debian-13"        # required: a catalog id, a file in isos/, or an absolute path
 //! cpus = 2
 //! ram = 2048                 # MB
 //! disk = "16G"
@@ -14,7 +14,7 @@
 //! recipes = ["docker"]
 //! forwards = ["8080:80"]     # HOST:GUEST
 //! [vm.dev.params.docker]
-//! channel = "stable"
+//! user = "stoat"
 //!
 //! [recipes.tailscale]        # a remote recipe the declarations may name; pinned in stoat.lock
 //! source = "https://github.com/x/stoat-tailscale"

@@ -148,15 +148,19 @@ pub fn image_matches(
 pub enum Mismatch {
     /// An immutable field (image, os, backend, mode) differs.
     Immutable(String),
-    /// The declared disk is smaller than the VM's, or the VM has no disk.
+    /// The declared disk is smaller than the VM's.
     Disk(String),
+    /// A disk is declared for a live VM, which has none.
+    NoDisk(String),
 }
 
 impl Mismatch {
     /// The one-line explanation.
     pub fn message(&self) -> &str {
         match self {
-            Mismatch::Immutable(message) | Mismatch::Disk(message) => message,
+            Mismatch::Immutable(message) | Mismatch::Disk(message) | Mismatch::NoDisk(message) => {
+                message
+            }
         }
     }
 }
@@ -237,7 +241,7 @@ fn check_disk(decl: &Declaration, config: &VmConfig) -> std::result::Result<(), 
         return Ok(());
     };
     if config.mode == "live" {
-        return Err(Mismatch::Disk(format!(
+        return Err(Mismatch::NoDisk(format!(
             "disk: {} is a live VM and has no disk",
             decl.name
         )));

@@ -26,7 +26,33 @@ const STDERR_GRACE: Duration = Duration::from_secs(5);
 /// daemonized QEMU, read from its pidfile.
 pub fn start(qemu_binary: &OsStr, spec: &LaunchSpec) -> Result<u32, QemuError> {
     let argv = build_argv(spec)?;
+    mark_boot(&spec.paths().console_log)?;
     start_with_argv(qemu_binary, &argv, &spec.paths().pidfile)
+}
+
+/// The line that opens each boot in console.log (QEMU appends the serial output after it),
+/// so a boot that hangs is never read as the previous boot's login prompt.
+pub fn boot_separator(at: &str) -> String {
+    format!("===== stoat: boot at {at} =====")
+}
+
+/// Appends [`boot_separator`] to the console log, on a line of its own.
+fn mark_boot(console_log: &Path) -> Result<(), QemuError> {
+    use std::io::Write;
+    let ends_mid_line = std::fs::read(console_log)
+        .map(|bytes| bytes.last().is_some_and(|b| *b != b'\n'))
+        .unwrap_or(false);
+    let line = format!(
+        "{}{}\n",
+        if ends_mid_line { "\n" } else { "" },
+        boot_separator(&crate::log::humanish_now())
+    );
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(console_log)
+        .and_then(|mut file| file.write_all(line.as_bytes()))
+        .map_err(|error| QemuError::io("write the console log", error))
 }
 
 /// Runs `qemu_binary argv...`, which must daemonize and write `pidfile`.
