@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: `stoat --json pull` of an image from a loopback HTTP server vs `curl -o` followed
 # by `sha256sum` of the same file (the download speed budget). Prints both throughputs, the ratio
-# (aim: >= 0.9) and stoat's peak RSS (aim: < 32 MiB).
+# (aim: >= 1.0) and stoat's peak RSS (aim: <= 32 MiB).
 #
 #   SIZE_MIB=1024 impl/cli/benches/pull_vs_curl.sh     # default 64
 #

@@ -310,6 +310,28 @@ fn doctor_with_every_tool_is_healthy_under_tcg() {
     let human = env.run(&["doctor"]);
     assert_eq!(human.status.code(), Some(0));
     assert!(String::from_utf8(human.stdout).unwrap().ends_with("ok\n"));
+
+    // An accelerator `up` refuses: doctor is not healthy either, and says why.
+    env.set_env("STOAT_ACCEL", "bogus");
+    let run = env.json(&["doctor"]);
+    assert_eq!(run.data()["healthy"], false, "{}", run.stdout);
+    let accel = run.data()["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "STOAT_ACCEL")
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    assert_eq!(accel["ok"], false);
+    assert_eq!(accel["optional"], false);
+    assert!(
+        accel["detail"].as_str().unwrap().contains("bogus"),
+        "{accel}"
+    );
+    env.write_basic_vm("w", 2290);
+    env.json(&["up", "w", "--no-wait"]).error("invalid_spec");
+    // ` TCG ` is what `up` reads as tcg: doctor agrees and stays healthy.
+    env.set_env("STOAT_ACCEL", " TCG ");
+    assert_eq!(env.json(&["doctor"]).data()["healthy"], true);
 }
 
 // ---- prune ----

@@ -20,10 +20,12 @@ pub enum Accel {
 }
 
 impl Accel {
-    /// `STOAT_ACCEL=tcg` selects software emulation; anything else means kvm (the default).
+    /// The accelerator `up` uses, read by the same parser (`STOAT_ACCEL=tcg` selects
+    /// software emulation; unset or `kvm` means kvm). A value `up` refuses reads as kvm here
+    /// and fails the [`accel_check`].
     pub fn from_env(env: &Env) -> Accel {
-        match env.get("STOAT_ACCEL") {
-            Some(value) if value.eq_ignore_ascii_case("tcg") => Accel::Tcg,
+        match crate::qemu::Accel::parse(env.get(crate::qemu::accel::ACCEL_ENV)) {
+            Ok(crate::qemu::Accel::Tcg) => Accel::Tcg,
             _ => Accel::Kvm,
         }
     }
@@ -125,6 +127,7 @@ pub fn run(env: &Env, root: &Root) -> Result<DoctorData> {
         .iter()
         .map(|(tool, optional, purpose)| tool_check(env, distro, tool, *optional, purpose))
         .collect();
+    checks.extend(accel_check(env));
     checks.push(kvm_check(env, Path::new("/dev/kvm")));
     checks.push(tool_check(
         env,
@@ -165,6 +168,19 @@ fn tool_check(env: &Env, distro: Distro, tool: &str, optional: bool, purpose: &s
         fix,
         optional,
     }
+}
+
+/// A failing `STOAT_ACCEL` check when its value is one `up` refuses, so doctor never calls
+/// healthy a host where `up` cannot start a VM; nothing when the value is fine.
+pub fn accel_check(env: &Env) -> Option<Check> {
+    let error = crate::qemu::Accel::parse(env.get(crate::qemu::accel::ACCEL_ENV)).err()?;
+    Some(Check {
+        name: crate::qemu::accel::ACCEL_ENV.into(),
+        ok: false,
+        detail: format!("{error}; `up` refuses to start a VM until it is unset, kvm or tcg"),
+        fix: Vec::new(),
+        optional: false,
+    })
 }
 
 /// `/dev/kvm`, opened read-write. Optional under `STOAT_ACCEL=tcg`, and the detail says so.
