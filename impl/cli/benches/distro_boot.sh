@@ -68,6 +68,9 @@ raw_boot() {
 }
 
 "$stoat" create bench --image "$image" --os debian --ram 1024 --cpus 2 --disk 4G >/dev/null
+# A port the kernel hands out, away from the 2200+ range other runs on a shared host use.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$stoat" update bench --ssh-port "$port" >/dev/null
 mapfile -t ssh_argv < <("$stoat" --json ssh-command bench | python3 -c 'import json,sys; [print(a) for a in json.loads(sys.stdin.read())["data"]["argv"]]')
 ssh_argv=("${ssh_argv[@]:0:1}" -o ConnectTimeout=5 "${ssh_argv[@]:1}")
 
