@@ -37,6 +37,12 @@ enum Parsed {
     Help(String),
 }
 
+/// Holds SIGINT and SIGTERM until [`main`] has its handler in place (the binary calls it
+/// before `main`).
+pub fn hold_signals() {
+    signals::hold();
+}
+
 /// Runs stoat with the process's argv and environment; returns the exit status.
 pub fn main() -> i32 {
     // The raw argv is kept for exec: the guest's words reach it byte for byte.

@@ -1,3 +1,13 @@
 fn main() {
     std::process::exit(stoat_cli::main())
 }
+
+/// Runs before `main`, before even Rust's runtime set-up: SIGINT and SIGTERM are held
+/// pending from the process's first instructions until the handler is in place.
+#[used]
+#[link_section = ".init_array"]
+static HOLD_SIGNALS: extern "C" fn() = hold_signals;
+
+extern "C" fn hold_signals() {
+    stoat_cli::hold_signals();
+}

@@ -1,8 +1,12 @@
-//! SIGINT/SIGTERM: cancel the running operation; if it has not answered within a short grace
-//! period, answer for it (`canceled` under --json) and exit 1.
+//! SIGINT/SIGTERM: cancel the running operation, forward the cancel to the tools it runs,
+//! and let the operation answer once they have ended and it has undone (or finished) what
+//! they started. `canceled` then means nothing changed.
 //!
-//! Implements design#signals: a cancelled `--json` run still ends with exactly
-//! one result line.
+//! The signals are held (blocked, so they stay pending) from before `main` until the
+//! handler is in place, so a signal at any instant still ends a `--json` run with exactly
+//! one result line. Only a second signal, or an operation that does not stop within a long
+//! grace period, makes this thread answer for it and exit: that is a kill, which leaves
+//! each command done or not done.
 
 use std::time::Duration;
 
@@ -11,12 +15,32 @@ use signal_hook::iterator::Signals;
 use stoat_core::Cancel;
 use stoat_wire::{ErrorCode, Terminator, WireError};
 
-/// How long an operation gets to clean up (remove a .part file, stop a child) and answer.
-const GRACE: Duration = Duration::from_secs(5);
+/// How long an operation gets to stop its tools, clean up and answer by itself.
+const GRACE: Duration = Duration::from_secs(30);
 
-/// Starts the signal thread.
+/// Blocks SIGINT and SIGTERM. Runs before `main` (see main.rs), when the process has one
+/// thread; [`install`] unblocks them.
+pub fn hold() {
+    set_mask(libc::SIG_BLOCK);
+    stoat_core::fault::pause("first-instruction");
+}
+
+fn set_mask(how: libc::c_int) {
+    // SAFETY: plain signal-mask calls on a local set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+    }
+}
+
+/// Puts the handler in place, then lets held signals through; starts the signal thread.
 pub fn install(cancel: Cancel, terminator: Option<Terminator>) {
-    let Ok(mut signals) = Signals::new([SIGINT, SIGTERM]) else {
+    let signals = Signals::new([SIGINT, SIGTERM]);
+    set_mask(libc::SIG_UNBLOCK);
+    let Ok(mut signals) = signals else {
         return;
     };
     std::thread::spawn(move || {
@@ -24,12 +48,14 @@ pub fn install(cancel: Cancel, terminator: Option<Terminator>) {
             return;
         };
         cancel.cancel();
+        stoat_core::child::stop_all();
         let name = if signal == SIGINT {
             "SIGINT"
         } else {
             "SIGTERM"
         };
-        // A second signal, or the grace period running out, ends the process now.
+        // The operation answers by itself (and the process ends) unless a second signal
+        // comes or it is still running when the grace period ends.
         let deadline = std::time::Instant::now() + GRACE;
         while std::time::Instant::now() < deadline {
             if signals.pending().next().is_some() {
@@ -37,12 +63,15 @@ pub fn install(cancel: Cancel, terminator: Option<Terminator>) {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        let error = WireError::new(ErrorCode::Canceled, format!("canceled by {name}"));
+        let error = WireError::new(
+            ErrorCode::Canceled,
+            format!("canceled by {name} before the command had stopped; like a kill, it is left done or not done"),
+        );
         match &terminator {
             Some(terminator) => {
                 terminator.terminate(&error);
             }
-            None => eprintln!("stoat: canceled by {name}"),
+            None => eprintln!("stoat: {}", error.message),
         }
         std::process::exit(1);
     });

@@ -7,6 +7,7 @@
 
 pub mod app;
 pub mod bounded;
+pub mod child;
 pub mod display;
 pub mod env;
 pub mod error;

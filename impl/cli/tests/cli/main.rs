@@ -5,6 +5,7 @@ mod common;
 
 mod test_apply;
 mod test_basics;
+mod test_cancel;
 mod test_cliux;
 mod test_distro;
 mod test_host;

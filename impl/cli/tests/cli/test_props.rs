@@ -164,7 +164,14 @@ proptest! {
         let run = env.json_raw(&argv);
         prop_assert_eq!(run.exit, 0, "{:?}", run.result);
         let remote = std::fs::read_to_string(&last).unwrap();
-        prop_assert_eq!(shell_words(&remote), guest);
+        // The guest's shell records its PID first and passes the status on last (so a
+        // cancel can stop the command); between the two, the quoted argv.
+        let quoted = remote
+            .split_once("; ")
+            .and_then(|(_, rest)| rest.rsplit_once("; s=$?; "))
+            .map(|(quoted, _)| quoted)
+            .unwrap_or_default();
+        prop_assert_eq!(shell_words(quoted), guest);
     }
 
     #[test]

@@ -210,14 +210,15 @@ fn qemu_img(env: &Env, args: &[&str], disk: &Path) -> Result<String> {
         tool: "qemu-img".into(),
         message: "not found on PATH; `stoat doctor` says how to install it".into(),
     })?;
-    let output = Command::new(program)
+    let mut command = Command::new(program);
+    command
         .arg("snapshot")
         .args(args)
         .arg(disk)
         .env("PATH", env.path_var())
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| Error::io("run qemu-img", e))?;
+        .stdin(Stdio::null());
+    let output = crate::child::output(&mut command, crate::child::Group::Own)
+        .map_err(|e| e.into_error("run qemu-img"))?;
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     if output.status.success() {
         return Ok(stdout);

@@ -98,14 +98,15 @@ fn info_chain(env: &Env, image: &Path) -> Result<Vec<Layer>> {
         tool: "qemu-img".into(),
         message: "not found on PATH; install qemu-utils (or qemu-img)".into(),
     })?;
-    let output = Command::new(tool)
+    let mut command = Command::new(tool);
+    command
         .args(["info", "--backing-chain", "--output=json", "-U"])
         .arg(image)
         .env("PATH", env.path_var())
         .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| Error::io("run qemu-img info", e))?;
+        .stdin(Stdio::null());
+    let output = crate::child::output(&mut command, crate::child::Group::Own)
+        .map_err(|e| e.into_error("run qemu-img info"))?;
     if !output.status.success() {
         let why = String::from_utf8_lossy(&output.stderr);
         let why = why.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -136,13 +136,14 @@ pub fn qemu_img(env: &Env, args: &[&std::ffi::OsStr]) -> Result<()> {
         tool: "qemu-img".into(),
         message: "not found on PATH; install qemu-utils (or qemu-img)".into(),
     })?;
-    let output = Command::new(tool)
+    let mut command = Command::new(tool);
+    command
         .args(args)
         .env("PATH", env.path_var())
         .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| Error::io("run qemu-img", e))?;
+        .stdin(Stdio::null());
+    let output = crate::child::output(&mut command, crate::child::Group::Own)
+        .map_err(|e| e.into_error("run qemu-img"))?;
     if output.status.success() {
         return Ok(());
     }

@@ -202,11 +202,9 @@ fn quote(text: &str) -> String {
 
 /// Runs a host tool; a non-zero exit is a `Tool` error carrying its stderr.
 fn run_tool(env: &Env, name: &str, command: &mut Command) -> Result<()> {
-    let output = command
-        .env("PATH", env.path_var())
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| Error::io(format!("run {name}"), e))?;
+    command.env("PATH", env.path_var()).stdin(Stdio::null());
+    let output = crate::child::output(command, crate::child::Group::Own)
+        .map_err(|e| e.into_error(&format!("run {name}")))?;
     if output.status.success() {
         return Ok(());
     }

@@ -54,11 +54,9 @@ pub fn copy(
         CopyDirection::ToGuest => command.arg(&local).arg(&remote),
         CopyDirection::FromGuest => command.arg(&remote).arg(&local),
     };
-    let output = command
-        .env("PATH", env.path_var())
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| Error::io(format!("{}: scp", stored.name), e))?;
+    command.env("PATH", env.path_var()).stdin(Stdio::null());
+    let output = crate::child::output(&mut command, crate::child::Group::Own)
+        .map_err(|e| e.into_error(&format!("{}: scp", stored.name)))?;
     drop(route);
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();

@@ -11,12 +11,16 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use super::{load_running, tool, wait};
+use crate::child::{self, Group};
 use crate::host::ssh_argv::{quote_remote_argv, ssh_args_with};
-use crate::host::ssh_mux::Mux;
+use crate::host::ssh_mux::{Mux, Route};
 use crate::{keys, Cancel, Env, Error, Result, Root};
 
 /// How long exec (unless told otherwise) and cp wait for a running VM's ssh to answer before they give up.
 pub const REACH_WAIT: Duration = Duration::from_secs(120);
+
+/// How long stopping a cancelled command in the guest may take.
+const STOP_LIMIT: Duration = Duration::from_secs(10);
 
 /// Where the guest's output goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,27 +60,44 @@ pub fn exec(
     let ssh = tool(env, "ssh", "openssh-client")?;
     wait::until_reachable(&stored, reach_wait, cancel)?;
     let route = Mux::for_vm(&key, &stored).route();
-    let mut ssh = Command::new(ssh);
-    route.configure(&mut ssh);
-    ssh.args(ssh_args_with(&key, &stored, route.options()))
-        .arg(quote_remote_argv(command))
-        .env("PATH", env.path_var());
-    let (status, stdout, stderr) = match streams {
-        Streams::Inherit => {
-            let status = ssh
-                .status()
-                .map_err(|e| Error::io(format!("{}: ssh", stored.name), e))?;
-            (status, Vec::new(), Vec::new())
-        }
+    let pid_file = guest_pid_file();
+    let ssh_to = |route: &Route, remote: OsString| {
+        let mut command = Command::new(&ssh);
+        route.configure(&mut command);
+        command
+            .args(ssh_args_with(&key, &stored, route.options()))
+            .arg(remote)
+            .env("PATH", env.path_var());
+        command
+    };
+    let mut ssh_cmd = ssh_to(
+        &route,
+        recording_pid(&pid_file, &quote_remote_argv(command)),
+    );
+    let ran = match streams {
+        // The terminal stays stoat's: ssh shares its process group to read it.
+        Streams::Inherit => child::status(&mut ssh_cmd, Group::Shared)
+            .map(|status| (status, Vec::new(), Vec::new())),
         Streams::Capture => {
-            let output = ssh
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .output()
-                .map_err(|e| Error::io(format!("{}: ssh", stored.name), e))?;
-            (output.status, output.stdout, output.stderr)
+            ssh_cmd.stdin(Stdio::null());
+            child::output(&mut ssh_cmd, Group::Own)
+                .map(|output| (output.status, output.stdout, output.stderr))
         }
+    };
+    let ran = match ran {
+        Ok(_) if cancel.is_cancelled() => Err(child::RunError::Canceled),
+        other => other,
+    };
+    let (status, stdout, stderr) = match ran {
+        Ok(ran) => ran,
+        Err(child::RunError::Canceled) => {
+            // Stopping ssh does not stop the command in the guest (no pty tells it).
+            // Directly: the stopped ssh may have been the connection's master.
+            let mut stop = ssh_to(&Route::direct(), stop_recorded(&pid_file));
+            let _ = child::cleanup_output(stop.stdin(Stdio::null()), STOP_LIMIT);
+            return Err(Error::Canceled);
+        }
+        Err(e) => return Err(e.into_error(&format!("{}: ssh", stored.name))),
     };
     drop(route);
     let exit_code = status
@@ -89,4 +110,33 @@ pub fn exec(
         stdout,
         stderr,
     })
+}
+
+/// Where the guest shell running this exec's command records its PID.
+fn guest_pid_file() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    format!("/tmp/.stoat-exec.{}.{nanos}", std::process::id())
+}
+
+/// The remote command: the guest's shell records its PID (so a cancel can stop what it
+/// runs), runs the quoted argv, forgets the PID and passes the status on.
+fn recording_pid(pid_file: &str, quoted: &std::ffi::OsStr) -> OsString {
+    let mut remote = OsString::from(format!("echo $$ >{pid_file}; "));
+    remote.push(quoted);
+    remote.push(format!("; s=$?; rm -f {pid_file}; exit $s"));
+    remote
+}
+
+/// The remote command that stops a cancelled exec: the recorded shell and everything below
+/// it (listed first: once the shell dies they are orphans).
+fn stop_recorded(pid_file: &str) -> OsString {
+    OsString::from(format!(
+        "p=$(cat {pid_file} 2>/dev/null) || exit 0; rm -f {pid_file}; \
+kids() {{ pgrep -P \"$1\" 2>/dev/null || for s in /proc/[0-9]*/stat; do read -r c _ _ pp _ < \"$s\" && [ \"$pp\" = \"$1\" ] && echo \"$c\"; done 2>/dev/null; }}; \
+all=$p; todo=$p; while [ -n \"$todo\" ]; do next=; for q in $todo; do next=\"$next $(kids $q)\"; done; todo=$(echo $next); all=\"$all $todo\"; done; \
+kill -TERM $all 2>/dev/null; exit 0"
+    ))
 }

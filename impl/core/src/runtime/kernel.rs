@@ -128,12 +128,13 @@ fn extract(env: &Env, xorriso: &Path, iso: &Path, src: &str, dst: &Path) -> Resu
 
 /// Runs xorriso; its stdout on success, its stderr in a `Tool` error otherwise.
 fn run(env: &Env, xorriso: &Path, argv: Vec<OsString>) -> Result<String> {
-    let output = Command::new(xorriso)
+    let mut command = Command::new(xorriso);
+    command
         .args(argv)
         .env("PATH", env.path_var())
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| Error::io("run xorriso", e))?;
+        .stdin(Stdio::null());
+    let output = crate::child::output(&mut command, crate::child::Group::Own)
+        .map_err(|e| e.into_error("run xorriso"))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         // xorriso's stderr opens with a banner; its last lines say what went wrong.

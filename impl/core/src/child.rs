@@ -1,0 +1,211 @@
+//! The short-lived host tools stoat runs and waits for (qemu-img, xorriso, scp, exec's ssh):
+//! how they are started, stopped and told about a cancel, so that `canceled` tells the truth.
+//!
+//! Each tool runs in its own process group, so a Ctrl-C sent to stoat's group reaches stoat
+//! alone and stoat decides; it dies with stoat (a SIGKILLed stoat leaves no tool behind,
+//! still writing); and it is registered while it runs, so a cancel ([`stop_all`], called by
+//! the binary's signal handling) forwards SIGTERM to every running tool, then SIGKILL to
+//! the ones that ignore it. A tool started after the cancel is not started at all. The
+//! caller hears [`RunError::Canceled`] only once its tool has ended: what the tool finished
+//! before it was stopped (exit 0) is reported as done, not canceled.
+
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus, Output};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Running tools, by PID (each is its own process group's leader unless it shares stoat's).
+static RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+/// Set once by [`stop_all`]: from then on no new tool starts.
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// How long a tool has between SIGTERM and SIGKILL.
+const TERM_GRACE: Duration = Duration::from_secs(2);
+
+/// Which process group a tool runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    /// Its own: only stoat's forwarding reaches it.
+    Own,
+    /// Stoat's: for a tool that reads the terminal (an interactive exec), which it can only
+    /// do from the foreground group. Still stopped by [`stop_all`].
+    Shared,
+}
+
+/// Why a tool gave no answer.
+#[derive(Debug)]
+pub enum RunError {
+    /// It could not be started (not found, not executable...).
+    Spawn(std::io::Error),
+    /// The work was cancelled: the tool was stopped (and has ended), or never started.
+    Canceled,
+}
+
+impl RunError {
+    /// The stoat error for this failure; `what` says what was being run ("run qemu-img").
+    pub fn into_error(self, what: &str) -> crate::Error {
+        match self {
+            RunError::Spawn(e) => crate::Error::io(what, e),
+            RunError::Canceled => crate::Error::Canceled,
+        }
+    }
+}
+
+/// Runs `command` to the end and collects its output (stdin is whatever the caller set;
+/// stdout and stderr are captured).
+pub fn output(command: &mut Command, group: Group) -> Result<Output, RunError> {
+    collect(command, group, None)
+}
+
+/// [`output`] for a tool that undoes what a cancelled one started (e.g. stopping a guest
+/// command): it runs even after a cancel, its end is never reported as canceled, and it is
+/// killed if it is still running after `limit` (the cancel must still answer).
+pub fn cleanup_output(command: &mut Command, limit: Duration) -> Result<Output, RunError> {
+    collect(command, Group::Own, Some(limit))
+}
+
+fn collect(
+    command: &mut Command,
+    group: Group,
+    limit: Option<Duration>,
+) -> Result<Output, RunError> {
+    let cleanup = limit.is_some();
+    command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = start(command, group, cleanup)?;
+    if let Some(limit) = limit {
+        let pid = child.id() as i32;
+        std::thread::spawn(move || {
+            std::thread::sleep(limit);
+            let running = lock();
+            if running.contains(&pid) {
+                // SAFETY: kill(2) on a registered child's group, not yet reaped (the lock
+                // is held, and `finish` unregisters before it reaps).
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
+            }
+        });
+    }
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let err_reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(pipe) = stderr.as_mut() {
+            let _ = std::io::Read::read_to_end(pipe, &mut bytes);
+        }
+        bytes
+    });
+    let mut out = Vec::new();
+    if let Some(pipe) = stdout.as_mut() {
+        let _ = std::io::Read::read_to_end(pipe, &mut out);
+    }
+    let status = finish(&mut child, cleanup);
+    let err = err_reader.join().unwrap_or_default();
+    let status = status?;
+    Ok(Output {
+        status,
+        stdout: out,
+        stderr: err,
+    })
+}
+
+/// Runs `command` to the end with the streams the caller set up.
+pub fn status(command: &mut Command, group: Group) -> Result<ExitStatus, RunError> {
+    let mut child = start(command, group, false)?;
+    finish(&mut child, false)
+}
+
+/// Starts and registers the tool, unless a cancel came first (a cleanup tool starts anyway).
+fn start(command: &mut Command, group: Group, cleanup: bool) -> Result<Child, RunError> {
+    if group == Group::Own {
+        command.process_group(0);
+    }
+    // SAFETY: getpid before the fork; in the child only async-signal-safe calls (prctl,
+    // getppid, _exit) run before exec.
+    let parent = unsafe { libc::getpid() };
+    unsafe {
+        command.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if libc::getppid() != parent {
+                // Stoat died before the line above: nobody is waiting for this tool.
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    let mut running = lock();
+    if STOPPING.load(Ordering::SeqCst) && !cleanup {
+        return Err(RunError::Canceled);
+    }
+    let child = command.spawn().map_err(RunError::Spawn)?;
+    running.push(child.id() as i32);
+    Ok(child)
+}
+
+/// Waits for the tool to end; unregisters it before it is reaped, so a forwarded signal can
+/// never reach a reused PID.
+fn finish(child: &mut Child, cleanup: bool) -> Result<ExitStatus, RunError> {
+    let pid = child.id() as i32;
+    wait_without_reaping(pid);
+    lock().retain(|p| *p != pid);
+    let status = child.wait().map_err(RunError::Spawn)?;
+    if STOPPING.load(Ordering::SeqCst) && !status.success() && !cleanup {
+        return Err(RunError::Canceled);
+    }
+    Ok(status)
+}
+
+fn wait_without_reaping(pid: i32) {
+    loop {
+        // SAFETY: waitid on our own child, leaving it waitable (WNOWAIT).
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
+        }
+    }
+}
+
+fn lock() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    RUNNING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The cancel, forwarded: no tool starts from now on; every running one gets SIGTERM, and
+/// SIGKILL if it is still running [`TERM_GRACE`] later. Returns once all have ended (or
+/// been sent SIGKILL). Called from the signal-handling thread.
+pub fn stop_all() {
+    STOPPING.store(true, Ordering::SeqCst);
+    signal_all(libc::SIGTERM);
+    let deadline = Instant::now() + TERM_GRACE;
+    while Instant::now() < deadline {
+        if lock().is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal_all(libc::SIGKILL);
+}
+
+fn signal_all(signal: libc::c_int) {
+    for pid in lock().iter() {
+        // SAFETY: kill(2) on a registered child, not yet reaped (see `finish`). Its group
+        // when it leads one; the PID alone when it shares stoat's group.
+        unsafe {
+            if libc::getpgid(*pid) == *pid {
+                libc::kill(-*pid, signal);
+            } else {
+                libc::kill(*pid, signal);
+            }
+        }
+    }
+}
