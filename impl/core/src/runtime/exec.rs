@@ -124,7 +124,8 @@ fn guest_pid_file() -> String {
 /// The remote command: the guest's shell records its PID (so a cancel can stop what it
 /// runs), runs the quoted argv, forgets the PID and passes the status on.
 fn recording_pid(pid_file: &str, quoted: &std::ffi::OsStr) -> OsString {
-    let mut remote = OsString::from(format!("echo $$ >{pid_file}; "));
+    // Quietly: a guest without a writable /tmp still runs the command, just uncancellable.
+    let mut remote = OsString::from(format!("echo $$ 2>/dev/null >{pid_file}; "));
     remote.push(quoted);
     remote.push(format!("; s=$?; rm -f {pid_file}; exit $s"));
     remote
