@@ -183,6 +183,15 @@ fn add(
         args.extend(["--ref", git_ref]);
     }
     let ran = case.json(sandbox, &args)?;
+    if ran.code() == Some("usage") {
+        // The contract names what `recipe add` answers, not its command line: a SUT that
+        // spells the ref another way is not wrong, it just cannot be driven this way.
+        case.skip(format!(
+            "the SUT refuses `{}` as a usage error: the contract gives no command line for recipe add, so these checks assume `recipe add SOURCE --ref REF`",
+            args.join(" ")
+        ));
+        return Ok(None);
+    }
     Ok(case.expect_ok(&ran).cloned())
 }
 
