@@ -121,6 +121,8 @@ pub(super) const CHECKS: &[CheckDef] = &[
         "`check-recipes` answers applicable equal to issues == []", &["recipes"], check_recipes),
     v3_only(scenario("RECIPE.cmd-is-recipe", Must, Tier::Pure, "json-v3#per-command-data", "All recipe subcommands report \"cmd\":\"recipe\"",
         "`recipe list` answers cmd recipe with roots and recipes lists", &["recipes"], recipe_list), "contract 2's recipe list answers {dir, recipes: [names]}"),
+    scenario("RECIPE.new-path", Must, Tier::Pure, "json-v3#per-command-data", "recipe new {\"path\":\"/home/u/.stoat/recipes/foo/\"}",
+        "`recipe new <name> --os alpine` answers {path}: an absolute path, naming the recipe, that exists once the command has answered (SKIP when the SUT refuses that command line as usage)", &["recipes", "state"], recipe_new_path),
     v3_only(scenario("GUEST.cmd-is-guest", Must, Tier::Pure, "json-v3#per-command-data", "all guest subcommands report \"cmd\":\"guest\"",
         "`guest ls` answers cmd guest with a guests list", &["guest"], guest_ls), "contract 2 has no guest command"),
     v3_only(scenario("CAPABILITIES.unavailable", Must, Tier::Pure, "json-v3#capabilities", "runtime.fork and runtime.continuation always appear under unavailable with unsupported/not_implemented.",
@@ -1027,6 +1029,49 @@ fn recipe_list(case: &mut Case<'_>) -> Result<(), HarnessError> {
             "recipes must be a list",
         );
     }
+    Ok(())
+}
+
+fn recipe_new_path(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    let args = ["recipe", "new", "confnew", "--os", "alpine"];
+    let ran = case.json(&sandbox, &args)?;
+    if ran.code() == Some("usage") {
+        // The contract gives the answer, not the command line.
+        case.skip(format!(
+            "the SUT refuses `{}` as a usage error: the contract gives no command line for recipe new",
+            args.join(" ")
+        ));
+        return Ok(());
+    }
+    let Some(path) = case
+        .expect_ok(&ran)
+        .and_then(|d| d.get("path"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+    else {
+        case.fail("/data/path", "recipe new must answer its path as a string");
+        return Ok(());
+    };
+    let path = std::path::Path::new(&path);
+    case.ensure(
+        path.is_absolute(),
+        "/data/path",
+        format!("path {} is not absolute", path.display()),
+    );
+    case.ensure(
+        path.to_string_lossy().contains("confnew"),
+        "/data/path",
+        format!("path {} does not name the recipe confnew", path.display()),
+    );
+    case.ensure(
+        path.exists(),
+        "/data/path",
+        format!(
+            "nothing exists at {} after recipe new answered",
+            path.display()
+        ),
+    );
     Ok(())
 }
 
