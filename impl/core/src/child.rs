@@ -87,26 +87,28 @@ fn collect(
             }
         });
     }
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
-    let err_reader = std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        if let Some(pipe) = stderr.as_mut() {
-            let _ = std::io::Read::read_to_end(pipe, &mut bytes);
-        }
-        bytes
-    });
-    let mut out = Vec::new();
-    if let Some(pipe) = stdout.as_mut() {
-        let _ = std::io::Read::read_to_end(pipe, &mut out);
-    }
-    let status = finish(&mut child, cleanup);
-    let err = err_reader.join().unwrap_or_default();
-    let status = status?;
+    let out_reader = read_to_end(child.stdout.take());
+    let err_reader = read_to_end(child.stderr.take());
+    // A cancelled tool's pipes may outlive it (an ssh multiplexing client hands them to its
+    // master, which keeps them until the guest command ends): the cancel answers once the
+    // tool itself has ended, without waiting for their end.
+    let status = finish(&mut child, cleanup)?;
     Ok(Output {
         status,
-        stdout: out,
-        stderr: err,
+        stdout: out_reader.join().unwrap_or_default(),
+        stderr: err_reader.join().unwrap_or_default(),
+    })
+}
+
+fn read_to_end<R: std::io::Read + Send + 'static>(
+    pipe: Option<R>,
+) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        bytes
     })
 }
 

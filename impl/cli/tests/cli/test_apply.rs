@@ -1094,8 +1094,11 @@ fn real_apply_after_first_boot_reports_cloud_init() {
         !ps.contains("sleep 60") && !ps.contains("sh -s"),
         "the script was stopped in the guest too: {ps}"
     );
-    env.json(&["wait", "fb", "--until", "applied", "--timeout", "1s"])
-        .error("timeout");
+    // Nothing will finish the interrupted apply by itself: wait says so at once.
+    let why = env
+        .json(&["wait", "fb", "--until", "applied", "--timeout", "1s"])
+        .error("cannot_reach");
+    assert!(why.contains("stoat apply fb"), "{why}");
     let again = env.json(&["apply", "fb", "--only", "slow", "--dry-run"]);
     assert_eq!(again.data()["plan"][0]["action"], "run");
     timed("down", || env.json(&["down", "fb"]));

@@ -51,7 +51,16 @@ fn gone_within(pid: i32, limit: Duration) -> bool {
 
 /// The guest-side PID of the connection's server process, as the guest command sees it.
 fn server_pid(env: &TestEnv) -> String {
-    let run = env.json_raw(&["--json", "exec", "t1", "sh", "-c", "echo $PPID"]);
+    // The command's parent is the shell exec's remote command runs in (one per exec); its
+    // parent is the guest's ssh server process of the connection.
+    let run = env.json_raw(&[
+        "--json",
+        "exec",
+        "t1",
+        "sh",
+        "-c",
+        "read -r _ _ _ pp _ </proc/$PPID/stat; echo $pp",
+    ]);
     assert_eq!(run.data()["exit_code"], 0, "{}", run.stdout);
     run.data()["stdout"].as_str().unwrap().trim().to_owned()
 }
