@@ -358,3 +358,42 @@ impl Drop for FakeRunningVm {
         let _ = std::fs::remove_file(&self.pidfile);
     }
 }
+
+/// The accept loop of the tests' loopback servers (the image mirror, the proxy): each
+/// connection handled on a thread of its own until `stopped` says so; [`LoopbackAcceptor::
+/// join`] then waits for every handler.
+pub struct LoopbackAcceptor(Option<std::thread::JoinHandle<()>>);
+
+impl LoopbackAcceptor {
+    /// Accepts on `listener` (made non-blocking here) with `shared` handed to each handler.
+    pub fn spawn<S: Send + Sync + 'static>(
+        listener: std::net::TcpListener,
+        shared: std::sync::Arc<S>,
+        stopped: fn(&S) -> bool,
+        handle: fn(std::net::TcpStream, &S),
+    ) -> LoopbackAcceptor {
+        listener.set_nonblocking(true).unwrap();
+        LoopbackAcceptor(Some(std::thread::spawn(move || {
+            let mut handlers = Vec::new();
+            while !stopped(&shared) {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        let shared = shared.clone();
+                        handlers.push(std::thread::spawn(move || handle(stream, &shared)));
+                    }
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                }
+            }
+            for handler in handlers {
+                let _ = handler.join();
+            }
+        })))
+    }
+
+    /// Waits for the loop and its handlers (after the caller made `stopped` true).
+    pub fn join(&mut self) {
+        if let Some(thread) = self.0.take() {
+            let _ = thread.join();
+        }
+    }
+}

@@ -670,7 +670,6 @@ pub(crate) mod server {
     use std::net::{TcpListener, TcpStream};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Mutex};
-    use std::thread::JoinHandle;
     use std::time::Duration;
 
     #[derive(Clone)]
@@ -706,21 +705,26 @@ pub(crate) mod server {
     pub struct Server {
         port: u16,
         shared: Arc<Shared>,
-        acceptor: Option<JoinHandle<()>>,
+        acceptor: crate::common::LoopbackAcceptor,
     }
 
     impl Server {
         pub fn start() -> Server {
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-            listener.set_nonblocking(true).unwrap();
             let port = listener.local_addr().unwrap().port();
             let shared = Arc::new(Shared::default());
-            let acceptor_shared = shared.clone();
-            let acceptor = std::thread::spawn(move || accept_loop(listener, acceptor_shared));
+            let acceptor = crate::common::LoopbackAcceptor::spawn(
+                listener,
+                shared.clone(),
+                |shared| shared.stop.load(Ordering::SeqCst),
+                |stream, shared| {
+                    let _ = handle(stream, shared);
+                },
+            );
             Server {
                 port,
                 shared,
-                acceptor: Some(acceptor),
+                acceptor,
             }
         }
 
@@ -762,27 +766,7 @@ pub(crate) mod server {
     impl Drop for Server {
         fn drop(&mut self) {
             self.shared.stop.store(true, Ordering::SeqCst);
-            if let Some(acceptor) = self.acceptor.take() {
-                let _ = acceptor.join();
-            }
-        }
-    }
-
-    fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-        let mut handlers = Vec::new();
-        while !shared.stop.load(Ordering::SeqCst) {
-            match listener.accept() {
-                Ok((stream, _)) => {
-                    let shared = shared.clone();
-                    handlers.push(std::thread::spawn(move || {
-                        let _ = handle(stream, &shared);
-                    }));
-                }
-                Err(_) => std::thread::sleep(Duration::from_millis(10)),
-            }
-        }
-        for handler in handlers {
-            let _ = handler.join();
+            self.acceptor.join();
         }
     }
 

@@ -203,7 +203,6 @@ mod proxy {
     use std::net::{Shutdown, TcpListener, TcpStream};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Mutex};
-    use std::thread::JoinHandle;
     use std::time::Duration;
 
     #[derive(Debug, Clone)]
@@ -223,14 +222,13 @@ mod proxy {
     pub struct Proxy {
         port: u16,
         shared: Arc<Shared>,
-        acceptor: Option<JoinHandle<()>>,
+        acceptor: crate::common::LoopbackAcceptor,
     }
 
     impl Proxy {
         /// Starts the proxy; `hosts` maps (name, port) to the loopback port serving it.
         pub fn start(hosts: &[(&str, u16, u16)]) -> Proxy {
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-            listener.set_nonblocking(true).unwrap();
             let port = listener.local_addr().unwrap().port();
             let shared = Arc::new(Shared {
                 hosts: hosts
@@ -239,12 +237,19 @@ mod proxy {
                     .collect(),
                 ..Shared::default()
             });
-            let acceptor_shared = shared.clone();
-            let acceptor = std::thread::spawn(move || accept_loop(listener, acceptor_shared));
+            let acceptor = crate::common::LoopbackAcceptor::spawn(
+                listener,
+                shared.clone(),
+                |shared| shared.stop.load(Ordering::SeqCst),
+                |stream, shared| {
+                    let _ = handle(&stream, shared);
+                    let _ = stream.shutdown(Shutdown::Both);
+                },
+            );
             Proxy {
                 port,
                 shared,
-                acceptor: Some(acceptor),
+                acceptor,
             }
         }
 
@@ -269,28 +274,7 @@ mod proxy {
     impl Drop for Proxy {
         fn drop(&mut self) {
             self.shared.stop.store(true, Ordering::SeqCst);
-            if let Some(acceptor) = self.acceptor.take() {
-                let _ = acceptor.join();
-            }
-        }
-    }
-
-    fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-        let mut handlers = Vec::new();
-        while !shared.stop.load(Ordering::SeqCst) {
-            match listener.accept() {
-                Ok((stream, _)) => {
-                    let shared = shared.clone();
-                    handlers.push(std::thread::spawn(move || {
-                        let _ = handle(&stream, &shared);
-                        let _ = stream.shutdown(Shutdown::Both);
-                    }));
-                }
-                Err(_) => std::thread::sleep(Duration::from_millis(10)),
-            }
-        }
-        for handler in handlers {
-            let _ = handler.join();
+            self.acceptor.join();
         }
     }
 
