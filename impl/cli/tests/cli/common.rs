@@ -12,6 +12,9 @@ use assert_cmd::Command;
 use serde_json::Value;
 use stoat_schemas::validate::Validator;
 
+/// The catalog's alpine-virt ISO file name, as `pull` stores it.
+pub const ALPINE_VIRT: &str = "alpine-virt-3.24.1-x86_64.iso";
+
 /// A console password planted in fixtures; it must never appear in any output.
 pub const PLANTED_PASSWORD: &str = "planted-hunter2-c0ffee";
 
@@ -27,6 +30,12 @@ pub struct TestEnv {
 }
 
 impl TestEnv {
+    /// Puts a placeholder image file into the data root's isos/ (enough for `create`).
+    pub fn plant_image(&self, file: &str) {
+        std::fs::create_dir_all(self.root().join("isos")).unwrap();
+        std::fs::write(self.root().join("isos").join(file), b"image").unwrap();
+    }
+
     pub fn new() -> TestEnv {
         let temp = tempfile::Builder::new()
             .prefix("stoat-test-")

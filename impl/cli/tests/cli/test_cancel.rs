@@ -12,14 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{JsonRun, TestEnv};
-
-const ALPINE_VIRT: &str = "alpine-virt-3.24.1-x86_64.iso";
-
-fn plant_image(env: &TestEnv) {
-    std::fs::create_dir_all(env.root().join("isos")).unwrap();
-    std::fs::write(env.root().join("isos").join(ALPINE_VIRT), b"image").unwrap();
-}
+use crate::common::{JsonRun, TestEnv, ALPINE_VIRT};
 
 const CREATE: &[&str] = &[
     "create",
@@ -173,7 +166,7 @@ fn assert_no_vm(env: &TestEnv) {
 #[test]
 fn sigterm_during_qemu_img_stops_it_and_answers_canceled_with_nothing_made() {
     let env = TestEnv::new();
-    plant_image(&env);
+    env.plant_image(ALPINE_VIRT);
     let pid_file = slow_qemu_img(&env, "create", "");
     let mut run = Running::start(&env, CREATE);
     let tool = run.wait_for_tool(&pid_file);
@@ -186,7 +179,7 @@ fn sigterm_during_qemu_img_stops_it_and_answers_canceled_with_nothing_made() {
 #[test]
 fn ctrl_c_to_the_whole_group_during_qemu_img_answers_canceled() {
     let env = TestEnv::new();
-    plant_image(&env);
+    env.plant_image(ALPINE_VIRT);
     let pid_file = slow_qemu_img(&env, "create", "");
     let mut run = Running::start(&env, CREATE);
     let tool = run.wait_for_tool(&pid_file);
@@ -212,7 +205,7 @@ fn virtual_size(disk: &Path) -> u64 {
 #[test]
 fn a_canceled_resize_changes_nothing_and_a_finished_one_is_reported_done() {
     let env = TestEnv::new();
-    plant_image(&env);
+    env.plant_image(ALPINE_VIRT);
     env.json(CREATE).data();
     let disk = env.root().join("n/disk.qcow2");
 
@@ -249,7 +242,7 @@ fn state(pid: i32) -> Option<char> {
 #[test]
 fn a_signal_at_any_moment_from_the_first_instruction_still_yields_one_result_line() {
     let env = TestEnv::new();
-    plant_image(&env);
+    env.plant_image(ALPINE_VIRT);
     // The pause point stops stoat at the first instruction of its own (before it the kernel
     // is still loading the program, and no process can answer for itself). A signal while
     // it is stopped there, then a sweep of moments through its first milliseconds.

@@ -8,11 +8,6 @@ use crate::common::TestEnv;
 
 const DEBIAN_CLOUD: &str = "debian-13-genericcloud-amd64.qcow2";
 
-fn plant_image(env: &TestEnv, file: &str) {
-    std::fs::create_dir_all(env.root().join("isos")).unwrap();
-    std::fs::write(env.root().join("isos").join(file), b"image").unwrap();
-}
-
 fn stdout(output: &std::process::Output) -> String {
     assert!(
         output.status.success(),
@@ -64,7 +59,7 @@ fn a_relative_image_path_is_found_from_the_working_directory_and_stored_absolute
 #[test]
 fn a_random_console_password_is_shown_once_to_a_human_and_never_under_json_or_in_logs() {
     let env = TestEnv::new();
-    plant_image(&env, DEBIAN_CLOUD);
+    env.plant_image(DEBIAN_CLOUD);
     let human = stdout(&env.run(&[
         "create",
         "r",

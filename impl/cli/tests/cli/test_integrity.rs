@@ -9,17 +9,11 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::TestEnv;
-
-const ALPINE_VIRT: &str = "alpine-virt-3.24.1-x86_64.iso";
-
-fn plant_image(env: &TestEnv, file: &str) {
-    std::fs::create_dir_all(env.root().join("isos")).unwrap();
-    std::fs::write(env.root().join("isos").join(file), b"image").unwrap();
-}
+use crate::common::ALPINE_VIRT;
 
 /// Creates a disk-mode VM with a real (small) qcow2 disk.
 fn create_disk(env: &TestEnv, name: &str) -> Value {
-    plant_image(env, ALPINE_VIRT);
+    env.plant_image(ALPINE_VIRT);
     let args = [
         "create",
         name,
@@ -203,7 +197,7 @@ fn secrets_are_owner_only_whatever_the_umask() {
     .data();
     json_with_umask(&env, &["up", "c", "--no-wait"], 0).data();
     json_with_umask(&env, &["down", "c"], 0).data();
-    plant_image(&env, ALPINE_VIRT);
+    env.plant_image(ALPINE_VIRT);
     json_with_umask(
         &env,
         &[
@@ -601,7 +595,7 @@ fn a_kill_at_any_point_leaves_each_command_done_or_not_done() {
 #[test]
 fn bad_input_is_refused_at_create_with_one_line_and_nothing_written() {
     let env = TestEnv::new();
-    plant_image(&env, ALPINE_VIRT);
+    env.plant_image(ALPINE_VIRT);
     let long = "x".repeat(300);
     let cases: Vec<Vec<&str>> = vec![
         vec!["create", "a,b", "--image", "alpine-virt"],

@@ -8,16 +8,9 @@ use std::process::Stdio;
 
 use serde_json::{json, Value};
 
-use crate::common::{FakeRunningVm, TestEnv, PLANTED_PASSWORD};
+use crate::common::{FakeRunningVm, TestEnv, ALPINE_VIRT, PLANTED_PASSWORD};
 
-const ALPINE_VIRT: &str = "alpine-virt-3.24.1-x86_64.iso";
 const DEBIAN_CLOUD: &str = "debian-13-genericcloud-amd64.qcow2";
-
-/// Puts an (empty) image file into isos/.
-fn plant_image(env: &TestEnv, file: &str) {
-    std::fs::create_dir_all(env.root().join("isos")).unwrap();
-    std::fs::write(env.root().join("isos").join(file), b"image").unwrap();
-}
 
 /// Makes a real, small qcow2 at `path`.
 fn make_qcow2(path: &Path, size: &str) {
@@ -47,13 +40,13 @@ fn qemu_info(path: &Path) -> Value {
 
 /// Creates a live alpine VM through the real binary; returns its VM object.
 fn create_live(env: &TestEnv, name: &str) -> Value {
-    plant_image(env, ALPINE_VIRT);
+    env.plant_image(ALPINE_VIRT);
     env.json(&["create", name, "--image", "alpine-virt"]).data()["vm"].clone()
 }
 
 /// Creates a disk-mode VM with a real (small) qcow2 disk.
 fn create_disk(env: &TestEnv, name: &str) -> Value {
-    plant_image(env, ALPINE_VIRT);
+    env.plant_image(ALPINE_VIRT);
     let run = env.json(&[
         "create",
         name,
@@ -96,7 +89,7 @@ fn vm_dir(env: &TestEnv, name: &str) -> std::path::PathBuf {
 #[test]
 fn create_from_a_catalog_id_uses_the_catalog_and_defaults() {
     let env = TestEnv::new();
-    plant_image(&env, ALPINE_VIRT);
+    env.plant_image(ALPINE_VIRT);
     let run = env.json(&["create", "work", "--image", "alpine-virt"]);
     let vm = &run.data()["vm"];
     assert_eq!(vm["name"], "work");
@@ -128,7 +121,7 @@ fn create_from_a_catalog_id_uses_the_catalog_and_defaults() {
 #[test]
 fn create_human_prints_a_short_summary() {
     let env = TestEnv::new();
-    plant_image(&env, ALPINE_VIRT);
+    env.plant_image(ALPINE_VIRT);
     let out = env.run(&["create", "work", "--image", "alpine-virt", "--ram", "512"]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
@@ -148,7 +141,7 @@ fn create_human_prints_a_short_summary() {
 #[test]
 fn create_cloud_image_records_the_base_user_and_password_but_never_shows_it() {
     let env = TestEnv::new();
-    plant_image(&env, DEBIAN_CLOUD);
+    env.plant_image(DEBIAN_CLOUD);
     let run = env.json(&[
         "create",
         "c",
@@ -243,7 +236,7 @@ fn create_uses_the_catalog_that_stoat_catalog_names() {
         .error("image_not_downloaded");
     env.json(&["create", "t", "--image", "alpine-virt"])
         .error("not_found");
-    plant_image(&env, "tiny-guest.qcow2");
+    env.plant_image("tiny-guest.qcow2");
     let vm = env.json(&["create", "t", "--image", "tiny"]).data()["vm"].clone();
     assert_eq!(
         (vm["os"].as_str(), vm["mode"].as_str()),
@@ -254,7 +247,7 @@ fn create_uses_the_catalog_that_stoat_catalog_names() {
 #[test]
 fn create_from_a_bare_filename_in_isos() {
     let env = TestEnv::new();
-    plant_image(&env, "custom-ubuntu-cloudimg.img");
+    env.plant_image("custom-ubuntu-cloudimg.img");
     // A cloud image must really be a qcow2, whatever its name.
     let planted = env.root().join("isos/custom-ubuntu-cloudimg.img");
     std::fs::remove_file(&planted).unwrap();
@@ -274,7 +267,7 @@ fn create_from_a_bare_filename_in_isos() {
 fn create_records_share_recipes_params_access_and_display() {
     let mut env = TestEnv::new();
     env.set_env("STOAT_GRAPHICAL", "1");
-    plant_image(&env, ALPINE_VIRT);
+    env.plant_image(ALPINE_VIRT);
     let recipe = env.root().join("recipes/docker");
     std::fs::create_dir_all(&recipe).unwrap();
     std::fs::write(
@@ -325,7 +318,7 @@ fn create_records_share_recipes_params_access_and_display() {
 #[test]
 fn create_errors_carry_their_codes() {
     let env = TestEnv::new();
-    plant_image(&env, ALPINE_VIRT);
+    env.plant_image(ALPINE_VIRT);
     let dir_image = env.tmp().display().to_string();
     let missing = env.tmp().join("nope.iso").display().to_string();
     let cases: &[(&[&str], &str)] = &[
@@ -435,7 +428,7 @@ fn create_errors_carry_their_codes() {
 #[test]
 fn create_refuses_a_recipe_offered_to_another_os() {
     let env = TestEnv::new();
-    plant_image(&env, ALPINE_VIRT);
+    env.plant_image(ALPINE_VIRT);
     write_recipe(&env, "debtool", "os = [\"debian\"]\n");
     let message = env
         .json(&[
@@ -475,7 +468,7 @@ fn create_human_image_not_downloaded_hints_at_pull() {
 #[test]
 fn eight_parallel_creates_get_eight_distinct_ports() {
     let env = TestEnv::new();
-    plant_image(&env, ALPINE_VIRT);
+    env.plant_image(ALPINE_VIRT);
     // The root exists before the race so every process sees the same isos/.
     env.json(&["ls"]).data();
     let children: Vec<_> = (0..8)
@@ -608,7 +601,7 @@ fn update_disk_errors_for_live_and_never_started_cloud_vms() {
     create_live(&env, "live");
     env.json(&["update", "live", "--disk", "10G"])
         .error("invalid_spec");
-    plant_image(&env, DEBIAN_CLOUD);
+    env.plant_image(DEBIAN_CLOUD);
     env.json(&["create", "c", "--image", "debian-13"]).data();
     let message = env
         .json(&["update", "c", "--disk", "10G"])
@@ -779,7 +772,7 @@ fn clone_a_disk_vm_copies_its_disk_and_the_config() {
 #[test]
 fn clone_of_a_cloud_vm_copies_its_disk_only_once_it_has_one() {
     let env = TestEnv::new();
-    plant_image(&env, DEBIAN_CLOUD);
+    env.plant_image(DEBIAN_CLOUD);
     env.json(&[
         "create",
         "c",
