@@ -655,7 +655,9 @@ fn bad_input_is_refused_at_create_with_one_line_and_nothing_written() {
 
 /// The qcow2's virtual size, as qemu-img reports it.
 fn virtual_size(env: &TestEnv, name: &str) -> u64 {
-    qemu_info(&disk(env, name))["virtual-size"].as_u64().unwrap()
+    qemu_info(&disk(env, name))["virtual-size"]
+        .as_u64()
+        .unwrap()
 }
 
 #[test]
