@@ -183,7 +183,6 @@ impl TestEnv {
     }
 }
 
-
 impl Default for TestEnv {
     fn default() -> TestEnv {
         TestEnv::new()

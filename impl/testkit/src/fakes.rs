@@ -64,4 +64,3 @@ impl Drop for FakeRunningVm {
         let _ = std::fs::remove_file(&self.pidfile);
     }
 }
-
