@@ -73,7 +73,7 @@ pub fn stale_of(isos: &Path, file: &str) -> Vec<PathBuf> {
         })
         .map(|path| (path.metadata().map(|m| m.len()).unwrap_or(0), path))
         .collect();
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|entry| std::cmp::Reverse(entry.0));
     found.into_iter().map(|(_, path)| path).collect()
 }
 
