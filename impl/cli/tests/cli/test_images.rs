@@ -529,11 +529,11 @@ fn a_killed_pull_leaves_a_part_the_next_pull_resumes_and_prune_knows() {
     // SAFETY: kill(2) on the PID of a child this test spawned and has not reaped.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     child.wait().unwrap();
-    assert_eq!(isos(&env), [name.clone()], "the kill left its part");
+    assert_eq!(isos(&env), [name.as_str()], "the kill left its part");
 
     // Its writer is gone: prune lists it at once (no two-minute wait).
     let part = isos_dir.join(&name).display().to_string();
-    assert_eq!(partial_items(&env, &["prune"]), [part.clone()]);
+    assert_eq!(partial_items(&env, &["prune"]), [part.as_str()]);
 
     // The next pull of the image resumes from it, and nothing is left over.
     server.route("/slow.qcow2", body.clone(), Behaviour::Normal);
