@@ -84,7 +84,10 @@ fn wait_for_live_qemu(vm_dir: &std::path::Path) -> Option<i32> {
             .filter(|pid| *pid > 1);
         if let Some(pid) = pid {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            if cmdline.windows(needle.len()).any(|w| w == needle.as_slice()) {
+            if cmdline
+                .windows(needle.len())
+                .any(|w| w == needle.as_slice())
+            {
                 return Some(pid);
             }
         }
