@@ -650,3 +650,44 @@ fn bad_input_is_refused_at_create_with_one_line_and_nothing_written() {
     env.json(&["update", "d", "--ram", "4294967295"])
         .error("invalid_spec");
 }
+
+// ---------------------------------------------------------------- a killed disk grow
+
+/// The qcow2's virtual size, as qemu-img reports it.
+fn virtual_size(env: &TestEnv, name: &str) -> u64 {
+    qemu_info(&disk(env, name))["virtual-size"]
+        .as_u64()
+        .unwrap()
+}
+
+#[test]
+fn a_killed_disk_grow_leaves_disk_and_record_agreeing() {
+    // Killed after the resize, before vm.toml records it: the qcow2 is the truth.
+    let env = TestEnv::new();
+    create_disk(&env, "d");
+    killed_at(&env, "resized", &["update", "d", "--disk", "128M"]);
+    assert_eq!(virtual_size(&env, "d"), 128 << 20);
+    assert_eq!(env.json(&["get", "d"]).data()["vm"]["disk"], "128M");
+    let listed = env.json(&["ls"]).data()["vms"].clone();
+    assert_eq!(listed[0]["disk"], "128M", "{listed}");
+    // The next change records it for good, and growing again still works.
+    env.json(&["update", "d", "--cpus", "2"]).data();
+    let record = std::fs::read_to_string(env.root().join("d/vm.toml")).unwrap();
+    assert!(record.contains("\"128M\""), "{record}");
+    assert!(!env.root().join("d/.disk-resize").exists());
+    env.json(&["update", "d", "--disk", "192M"]).data();
+    assert_eq!(virtual_size(&env, "d"), 192 << 20);
+    assert_eq!(env.json(&["get", "d"]).data()["vm"]["disk"], "192M");
+
+    // Killed before the resize started: nothing changed, and the record says so.
+    let env = TestEnv::new();
+    create_disk(&env, "d");
+    killed_at(&env, "resize-noted", &["update", "d", "--disk", "128M"]);
+    assert_eq!(virtual_size(&env, "d"), 64 << 20);
+    assert_eq!(env.json(&["get", "d"]).data()["vm"]["disk"], "64M");
+    // Growing from the recorded size works as before.
+    env.json(&["update", "d", "--disk", "96M"]).data();
+    assert_eq!(virtual_size(&env, "d"), 96 << 20);
+    assert_eq!(env.json(&["get", "d"]).data()["vm"]["disk"], "96M");
+    assert!(leftovers(&env.root()).is_empty());
+}

@@ -2,6 +2,7 @@
 
 mod config;
 pub mod copy;
+pub mod resize_note;
 pub mod staging;
 mod store;
 
