@@ -813,7 +813,7 @@ fn real_recipes(env: &TestEnv) {
 #[test]
 #[ignore = "needs STOAT_REAL_GUEST"]
 fn real_recipes_first_boot_then_up_then_rerun() {
-    use crate::test_runtime::{real_guest, timed, RealGuard};
+    use crate::common::{real_guest, timed, RealGuard};
     let guest = real_guest();
     let env = TestEnv::new();
     real_recipes(&env);
@@ -992,7 +992,7 @@ fn real_recipes_first_boot_then_up_then_rerun() {
 #[test]
 #[ignore = "needs STOAT_REAL_GUEST"]
 fn real_apply_after_first_boot_reports_cloud_init() {
-    use crate::test_runtime::{real_guest, timed, RealGuard};
+    use crate::common::{real_guest, timed, RealGuard};
     let guest = real_guest();
     let env = TestEnv::new();
     real_recipes(&env);

@@ -322,10 +322,10 @@ fn guest_ps(env: &TestEnv, vm: &str) -> String {
 #[test]
 #[ignore = "needs STOAT_REAL_GUEST"]
 fn real_canceling_exec_stops_the_guest_command_and_answers_canceled() {
-    use crate::test_runtime::{real_guest, RealGuard};
+    use crate::common::{real_guest, RealGuard};
     let guest = real_guest();
     let env = TestEnv::new();
-    let port = crate::test_runtime::free_port();
+    let port = crate::common::free_port();
     env.write_vm(
         "x",
         &format!(
