@@ -1,6 +1,6 @@
 //! Dev-only helpers for the reference stoat's tests (never a normal dependency, never
 //! published): the sandboxed environment that runs the real binary ([`TestEnv`]), the checked
-//! `--json` run ([`JsonRun`]), fakes ([`stoat_fake`], [`FakeRunningVm`]) and loopback servers
+//! `--json` run ([`JsonRun`]), fakes ([`stoat_fake`], [`FAKE_QEMU`], [`FakeRunningVm`]) and loopback servers
 //! ([`banner_port`], [`LoopbackAcceptor`]) and the real tier's guest ([`real_guest`]). A helper lives here once two test suites, or two
 //! files of one, need it.
 
@@ -11,7 +11,7 @@ mod net;
 mod real;
 
 pub use env::TestEnv;
-pub use fakes::{stoat_fake, FakeRunningVm};
+pub use fakes::{stoat_fake, stub, FakeRunningVm, Reaper, FAKE_QEMU};
 pub use json::JsonRun;
 pub use net::{banner_port, free_port, LoopbackAcceptor};
 pub use real::{real_guest, real_guest_dir, timed, RealGuard, RealGuest};

@@ -291,7 +291,7 @@ fn canceling_exec_stops_ssh_then_the_guest_command_and_answers_canceled() {
     // one that kills what the exec's shell recorded) says so, slowly.
     let started = env.tmp().join("ssh.pid");
     let stopped = env.tmp().join("stopped");
-    crate::test_runtime::stub(
+    crate::common::stub(
         &env,
         "ssh",
         &format!(

@@ -171,8 +171,8 @@ fn secrets_are_owner_only_whatever_the_umask() {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     std::fs::remove_dir(env.root()).unwrap();
-    crate::test_runtime::stub(&env, "qemu-system-x86_64", crate::test_runtime::FAKE_QEMU);
-    let _reaper = crate::test_runtime::Reaper::watch(&env, &["c"]);
+    crate::common::stub(&env, "qemu-system-x86_64", crate::common::FAKE_QEMU);
+    let _reaper = crate::common::Reaper::watch(&env, &["c"]);
     let base = env.tmp().join("base.qcow2");
     assert!(std::process::Command::new("qemu-img")
         .args(["create", "-q", "-f", "qcow2"])
@@ -387,8 +387,8 @@ fn an_untrusted_image_cannot_reach_host_files() {
 #[test]
 fn qemu_is_always_told_each_drive_format() {
     let env = TestEnv::new();
-    crate::test_runtime::stub(&env, "qemu-system-x86_64", crate::test_runtime::FAKE_QEMU);
-    let _reaper = crate::test_runtime::Reaper::watch(&env, &["c", "d"]);
+    crate::common::stub(&env, "qemu-system-x86_64", crate::common::FAKE_QEMU);
+    let _reaper = crate::common::Reaper::watch(&env, &["c", "d"]);
     let base = env.tmp().join("base.qcow2");
     qemu_img(&[
         "create",

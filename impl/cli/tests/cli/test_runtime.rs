@@ -7,67 +7,15 @@
 //! guest STOAT_REAL_GUEST names.
 
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use base64::Engine;
 
 use crate::common::{
-    banner_port, free_port, real_guest, timed, RealGuard, TestEnv, PLANTED_PASSWORD,
+    banner_port, free_port, real_guest, stub, timed, RealGuard, Reaper, TestEnv, FAKE_QEMU,
+    PLANTED_PASSWORD,
 };
-
-/// Writes an executable script into the test's bin directory.
-pub(crate) fn stub(env: &TestEnv, name: &str, body: &str) -> PathBuf {
-    let path = env.bin().join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
-
-/// A fake QEMU: records its argv next to the pidfile, leaves a process named after the
-/// pidfile (it stops its own sleep on SIGTERM), writes the pidfile and exits 0.
-pub(crate) const FAKE_QEMU: &str = r#"prev=""
-for a in "$@"; do
-  [ "$prev" = "-pidfile" ] && pidfile="$a"
-  prev="$a"
-done
-for a in "$@"; do printf '%s\n' "$a"; done > "$(dirname "$pidfile")/qemu.argv"
-sh -c 'trap "kill \$! 2>/dev/null; exit 0" TERM; sleep 300 & wait' "$pidfile" </dev/null >/dev/null 2>&1 &
-echo $! > "$pidfile"
-exit 0
-"#;
-
-/// Stops every fake QEMU of this test environment by the PID in its pidfile.
-pub(crate) struct Reaper(pub(crate) Vec<PathBuf>);
-
-impl Reaper {
-    pub(crate) fn watch(env: &TestEnv, vms: &[&str]) -> Reaper {
-        Reaper(
-            vms.iter()
-                .map(|vm| env.root().join(vm).join("qemu.pid"))
-                .collect(),
-        )
-    }
-}
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        for pidfile in &self.0 {
-            if let Some(pid) = std::fs::read_to_string(pidfile)
-                .ok()
-                .and_then(|t| t.trim().parse::<i32>().ok())
-                .filter(|pid| *pid > 1)
-            {
-                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                if String::from_utf8_lossy(&cmdline).contains(&pidfile.display().to_string()) {
-                    // SAFETY: kill(2) on a PID proven to be our fake.
-                    unsafe { libc::kill(pid, libc::SIGTERM) };
-                }
-            }
-        }
-    }
-}
 
 /// A live VM whose ISO the fake QEMU never reads (its kernel is already "extracted").
 fn write_live_vm(env: &TestEnv, name: &str, port: u16, extra: &str) {
