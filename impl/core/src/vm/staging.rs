@@ -141,7 +141,7 @@ fn is_leftover(name: &str) -> bool {
     }
 }
 
-fn pid_alive(pid: i32) -> bool {
+pub(crate) fn pid_alive(pid: i32) -> bool {
     if pid <= 0 {
         return false;
     }
