@@ -635,3 +635,100 @@ fn a_killed_disk_grow_leaves_disk_and_record_agreeing() {
     assert_eq!(env.json(&["get", "d"]).data()["vm"]["disk"], "96M");
     assert!(leftovers(&env.root()).is_empty());
 }
+
+/// Runs `stoat --json` with raw (possibly non-UTF-8) arguments.
+fn json_os(env: &TestEnv, args: &[&std::ffi::OsStr], home: bool) -> crate::common::JsonRun {
+    let mut command = env.std_cmd(&["--json"]);
+    command.args(args);
+    if !home {
+        command.env_remove("HOME");
+    }
+    crate::common::JsonRun::check(command.output().unwrap())
+}
+
+/// The VM directories in the root (nothing else stoat keeps there).
+fn vm_dirs(env: &TestEnv) -> Vec<String> {
+    std::fs::read_dir(env.root())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| {
+            !n.starts_with('.') && !["isos", "recipes", "logs", "shared"].contains(&n.as_str())
+        })
+        .collect()
+}
+
+#[test]
+fn non_utf8_bytes_and_a_homeless_tilde_are_refused_at_the_door() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let env = TestEnv::new();
+    env.plant_image(ALPINE_VIRT);
+    create_disk(&env, "d");
+    let before = std::fs::read(env.root().join("d/vm.toml")).unwrap();
+    let bad = |bytes: &'static [u8]| OsStr::from_bytes(bytes);
+    let s = |text: &'static str| OsStr::new(text);
+    let image = [s("--image"), s("alpine-virt")];
+    let cases: Vec<(Vec<&OsStr>, &str)> = vec![
+        (
+            [&[s("create"), bad(b"a\xffb")][..], &image].concat(),
+            "argument",
+        ),
+        (
+            [
+                &[s("create"), s("n"), s("--share"), bad(b"/tmp/\xff")][..],
+                &image,
+            ]
+            .concat(),
+            "--share",
+        ),
+        (
+            [
+                &[s("create"), s("n"), bad(b"--console-password=p\xffw")][..],
+                &image,
+            ]
+            .concat(),
+            "--console-password",
+        ),
+        (
+            vec![s("update"), s("d"), s("--share"), bad(b"/srv/\xfe")],
+            "--share",
+        ),
+    ];
+    for (args, names) in cases {
+        let run = json_os(&env, &args, true);
+        let message = run.error("invalid_spec");
+        assert!(message.contains(names), "{message}");
+        assert!(
+            message.contains("UTF-8") && !message.contains('\n'),
+            "{message}"
+        );
+        assert!(
+            !message.contains('\u{fffd}'),
+            "nothing mangled is echoed: {message}"
+        );
+    }
+    assert_eq!(vm_dirs(&env), ["d"]);
+    assert_eq!(std::fs::read(env.root().join("d/vm.toml")).unwrap(), before);
+
+    // Without HOME, `~` cannot be expanded: refused, never a directory named `~`.
+    for args in [
+        vec![
+            s("create"),
+            s("n"),
+            s("--share"),
+            s("~/x"),
+            s("--image"),
+            s("alpine-virt"),
+        ],
+        vec![s("update"), s("d"), s("--share"), s("~")],
+        vec![s("create"), s("n"), s("--image"), s("~/x.qcow2")],
+    ] {
+        let run = json_os(&env, &args, false);
+        let message = run.error("invalid_spec");
+        assert!(message.contains("HOME"), "{message}");
+        assert!(!message.contains('\n'), "{message}");
+    }
+    assert_eq!(vm_dirs(&env), ["d"]);
+    assert_eq!(std::fs::read(env.root().join("d/vm.toml")).unwrap(), before);
+}
