@@ -6,8 +6,7 @@ use std::net::TcpListener;
 
 use serde_json::json;
 
-use crate::common::{TestEnv, PLANTED_PASSWORD};
-use crate::test_runtime::{stub, Reaper};
+use crate::common::{free_port, stub, Reaper, TestEnv, PLANTED_PASSWORD};
 
 /// A fake QEMU whose long-lived process keeps QEMU's whole argv on its command line (as a
 /// real QEMU does), so stoat reads the live forwards from it; it writes the pidfile and exits.
@@ -39,11 +38,6 @@ fn held_port() -> (TcpListener, u16) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     (listener, port)
-}
-
-/// A port free right now (the listener is dropped before the port is used).
-fn free_port() -> u16 {
-    held_port().1
 }
 
 #[test]
