@@ -6,26 +6,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
-use crate::common::TestEnv;
-use crate::common::ALPINE_VIRT;
-
-/// Creates a disk-mode VM with a real (small) qcow2 disk.
-fn create_disk(env: &TestEnv, name: &str) -> Value {
-    env.plant_image(ALPINE_VIRT);
-    let args = [
-        "create",
-        name,
-        "--image",
-        "alpine-virt",
-        "--mode",
-        "disk",
-        "--disk",
-        "64M",
-    ];
-    env.json(&args).data()["vm"].clone()
-}
+use crate::common::{create_disk, create_disk_args, qemu_info, TestEnv, ALPINE_VIRT};
 
 fn disk(env: &TestEnv, name: &str) -> PathBuf {
     env.root().join(name).join("disk.qcow2")
@@ -40,20 +21,6 @@ fn qemu_io(disk: &Path, command: &str) -> bool {
         .output()
         .expect("qemu-io runs (apt install qemu-utils)");
     out.status.success() && !String::from_utf8_lossy(&out.stdout).contains("failed")
-}
-
-fn qemu_info(path: &Path) -> Value {
-    let out = std::process::Command::new("qemu-img")
-        .args(["info", "--output=json", "-U"])
-        .arg(path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 fn mode(path: &Path) -> u32 {
@@ -171,8 +138,8 @@ fn secrets_are_owner_only_whatever_the_umask() {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     std::fs::remove_dir(env.root()).unwrap();
-    crate::test_runtime::stub(&env, "qemu-system-x86_64", crate::test_runtime::FAKE_QEMU);
-    let _reaper = crate::test_runtime::Reaper::watch(&env, &["c"]);
+    crate::common::stub(&env, "qemu-system-x86_64", crate::common::FAKE_QEMU);
+    let _reaper = crate::common::Reaper::watch(&env, &["c"]);
     let base = env.tmp().join("base.qcow2");
     assert!(std::process::Command::new("qemu-img")
         .args(["create", "-q", "-f", "qcow2"])
@@ -198,21 +165,7 @@ fn secrets_are_owner_only_whatever_the_umask() {
     json_with_umask(&env, &["up", "c", "--no-wait"], 0).data();
     json_with_umask(&env, &["down", "c"], 0).data();
     env.plant_image(ALPINE_VIRT);
-    json_with_umask(
-        &env,
-        &[
-            "create",
-            "d",
-            "--image",
-            "alpine-virt",
-            "--mode",
-            "disk",
-            "--disk",
-            "64M",
-        ],
-        0,
-    )
-    .data();
+    json_with_umask(&env, &create_disk_args("d"), 0).data();
     json_with_umask(&env, &["clone", "d", "d2"], 0).data();
     json_with_umask(&env, &["clone", "c", "c2"], 0).data();
 
@@ -387,8 +340,8 @@ fn an_untrusted_image_cannot_reach_host_files() {
 #[test]
 fn qemu_is_always_told_each_drive_format() {
     let env = TestEnv::new();
-    crate::test_runtime::stub(&env, "qemu-system-x86_64", crate::test_runtime::FAKE_QEMU);
-    let _reaper = crate::test_runtime::Reaper::watch(&env, &["c", "d"]);
+    crate::common::stub(&env, "qemu-system-x86_64", crate::common::FAKE_QEMU);
+    let _reaper = crate::common::Reaper::watch(&env, &["c", "d"]);
     let base = env.tmp().join("base.qcow2");
     qemu_img(&[
         "create",
@@ -518,16 +471,7 @@ fn done_or_not_done(env: &TestEnv, name: &str, has_disk: bool) -> bool {
 
 #[test]
 fn a_kill_at_any_point_leaves_each_command_done_or_not_done() {
-    let creates: &[&str] = &[
-        "create",
-        "n",
-        "--image",
-        "alpine-virt",
-        "--mode",
-        "disk",
-        "--disk",
-        "64M",
-    ];
+    let creates: &[&str] = &create_disk_args("n");
     let clones: &[&str] = &["clone", "src", "n"];
     let cases: &[(&[&str], &str)] = &[
         (creates, "staged"),
