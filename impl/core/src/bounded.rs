@@ -28,7 +28,7 @@ impl ReadError {
 pub const TEXT_LIMIT: u64 = 4 << 20;
 
 fn human(limit: u64) -> String {
-    if limit >= 1 << 20 && limit % (1 << 20) == 0 {
+    if limit >= 1 << 20 && limit.is_multiple_of(1 << 20) {
         format!("{} MiB", limit >> 20)
     } else {
         format!("{limit} bytes")
