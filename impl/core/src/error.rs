@@ -185,6 +185,10 @@ impl Error {
             Error::RateLimited(_) => ErrorCode::RateLimited,
             Error::LockOutOfDate(_) => ErrorCode::LockOutOfDate,
             Error::HostUnsupported(_) => ErrorCode::HostUnsupported,
+            // A file too big to be one stoat parses is bad input, not a host failure.
+            Error::Io { source, .. } if crate::bounded::is_too_big(source) => {
+                ErrorCode::InvalidSpec
+            }
             Error::Io { .. } | Error::Tool { .. } | Error::Internal(_) => ErrorCode::Internal,
             Error::Qemu(qemu) => qemu_code(qemu),
         }

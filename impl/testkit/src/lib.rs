@@ -1,11 +1,13 @@
 //! Dev-only helpers for the reference stoat's tests (never a normal dependency, never
 //! published): the sandboxed environment that runs the real binary ([`TestEnv`]), the checked
-//! `--json` run ([`JsonRun`]), fakes ([`stoat_fake`], [`FAKE_QEMU`], [`FakeRunningVm`]) and loopback servers
-//! ([`banner_port`], [`LoopbackAcceptor`]) and the real tier's guest ([`real_guest`]). A helper lives here once two test suites, or two
-//! files of one, need it.
+//! `--json` run ([`JsonRun`]), VMs made the usual ways ([`create_disk`]), fakes
+//! ([`stoat_fake`], [`FAKE_QEMU`], [`FakeRunningVm`]), loopback servers ([`banner_port`],
+//! [`LoopbackAcceptor`], [`http::Server`]) and the real tier's guest ([`real_guest`]). A helper
+//! lives here once two test files need it.
 
 mod env;
 mod fakes;
+pub mod http;
 mod json;
 mod net;
 mod real;

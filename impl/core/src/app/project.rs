@@ -120,7 +120,7 @@ fn write_new(path: &Path, text: &str) -> Result<()> {
 /// already has a .gitignore) and the line is not there yet. Returns whether it wrote.
 fn update_gitignore(dir: &Path) -> Result<bool> {
     let path = dir.join(".gitignore");
-    let existing = match std::fs::read_to_string(&path) {
+    let existing = match crate::bounded::read_to_string(&path) {
         Ok(text) => Some(text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(Error::io(format!("read {}", path.display()), e)),
