@@ -16,7 +16,7 @@ mod vms;
 pub use env::TestEnv;
 pub use fakes::{stoat_fake, stub, FakeRunningVm, Reaper, FAKE_QEMU};
 pub use json::JsonRun;
-pub use net::{banner_port, free_port, LoopbackAcceptor};
+pub use net::{banner_port, banner_port_while_running, free_port, LoopbackAcceptor};
 pub use real::{real_guest, real_guest_dir, timed, RealGuard, RealGuest};
 pub use vms::{create_disk, create_disk_args, create_live, qemu_info};
 
