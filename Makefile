@@ -7,6 +7,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CARGO ?= cargo
 STOAT := $(CURDIR)/target/debug/stoat
 CONFORMANCE := $(CURDIR)/target/debug/stoat-conformance
+# A ramfs (no user.* xattrs) for ERRORS.no-xattr; `make test` mounts it when run as root
+NO_XATTR_DIR := $(CURDIR)/target/no-xattr
 
 .PHONY: setup host-deps guest mcp-client mcp-inspector report-consumers toolchain build dist lint test test-fast conformance golden fuzz bench docs clean \
   distro-guest test-distro bench-distro
@@ -78,8 +80,9 @@ lint:
 ## the report consumers required, a short fuzz smoke, then the distro tier (test-distro: builds
 ## the Debian cloud image the first time)
 test: setup build lint
+	conformance/testing/no-xattr-dir.sh $(NO_XATTR_DIR)
 	STOAT_REAL_GUEST=$(GUEST_DIR) STOAT_REPORT_CONSUMERS=$(CURDIR)/target/report-consumers $(CARGO) test --workspace -- --include-ignored --skip test_distro::
-	$(CONFORMANCE) run --guest $(GUEST_DIR) -- $(STOAT)
+	STOAT_CONFORMANCE_NO_XATTR_DIR=$(NO_XATTR_DIR) $(CONFORMANCE) run --guest $(GUEST_DIR) -- $(STOAT)
 	fuzz/smoke.sh 3
 	$(MAKE) test-distro
 
@@ -124,4 +127,5 @@ docs:
 	$(CONFORMANCE) list --format md > docs/checks.md
 
 clean:
+	-if [ "$$(stat -f -c %T $(NO_XATTR_DIR) 2>/dev/null)" = ramfs ]; then $(SUDO) umount $(NO_XATTR_DIR); fi
 	$(CARGO) clean

@@ -295,6 +295,91 @@ pub const OPERATORS: &[Operator] = &[
         caught_by: &["ERRORS.monitor-rejected"],
     },
     Operator {
+        name: "up-no-apply",
+        breaks: "up that never applies the VM's recipes after boot (the reference's --no-apply added to every `up VM`)",
+        caught_by: &["UP.applies-recipes"],
+    },
+    Operator {
+        name: "recipe-new-internal",
+        breaks: "recipe new validation answered with internal instead of invalid_spec",
+        caught_by: &["ERRORS.recipe-new-invalid"],
+    },
+    Operator {
+        name: "update-recipes-accepted",
+        breaks: "update --recipes accepting a recipe that does not exist (stored, answered ok)",
+        caught_by: &["ERRORS.update-recipes-unknown"],
+    },
+    Operator {
+        name: "leak-password-logs",
+        breaks: "the console password in a line of `logs` (after up of a cloud VM)",
+        caught_by: &["LEAK.console-password"],
+    },
+    Operator {
+        name: "monitor-unreachable-internal",
+        breaks: "a qemu without a monitor socket answered with internal instead of monitor_unreachable",
+        caught_by: &["ERRORS.monitor-unreachable"],
+    },
+    Operator {
+        name: "wait-applied-as-reachable",
+        breaks: "wait --until applied treated as reachable (answering until: reachable)",
+        caught_by: &["WAIT.until-applied"],
+    },
+    Operator {
+        name: "fanout-reversed",
+        breaks: "a ProjectRun listing the declared VMs in reverse declaration order",
+        caught_by: &["PROJECT.fanout-order-skipped", "PROJECT.fanout-commands"],
+    },
+    Operator {
+        name: "fanout-prose",
+        breaks: "an up/down/apply fan-out writing a human progress line before its ProjectRun (the defect the contract tolerates, which the design rule forbids)",
+        caught_by: &["PROJECT.fanout-json-lines"],
+    },
+    Operator {
+        name: "status-no-drift",
+        breaks: "status reporting no drift although stoat.toml changed a field",
+        caught_by: &["STATUS.drift"],
+    },
+    Operator {
+        name: "init-relative-path",
+        breaks: "init answering a relative path instead of the stoat.toml it wrote",
+        caught_by: &["INIT.result"],
+    },
+    Operator {
+        name: "ls-project-no-key",
+        breaks: "ls rows of project VMs without their declaration key (key: \"\")",
+        caught_by: &["PROJECT.ls-fields"],
+    },
+    Operator {
+        name: "guest-show-other",
+        breaks: "guest show answering a guest other than the one named",
+        caught_by: &["GUEST.show"],
+    },
+    Operator {
+        name: "mcp-denied-internal",
+        breaks: "an MCP call refused for agent_access answered with internal instead of access_denied",
+        caught_by: &["MCP.access-denied"],
+    },
+    Operator {
+        name: "mcp-leak-password",
+        breaks: "the console password inside every MCP result",
+        caught_by: &["MCP.call-per-class", "MCP.access-denied"],
+    },
+    Operator {
+        name: "mcp-doctor-contract-2",
+        breaks: "mcp doctor naming contract 2 while version names 3",
+        caught_by: &["MCP.doctor"],
+    },
+    Operator {
+        name: "mcp-install-noop",
+        breaks: "mcp install answering ok and writing no entry",
+        caught_by: &["MCP.install", "MCP.install-current"],
+    },
+    Operator {
+        name: "mcp-doctor-stale",
+        breaks: "mcp doctor calling every entry stale (current: false), the one this binary just wrote included",
+        caught_by: &["MCP.install-current"],
+    },
+    Operator {
         name: "unknown-event",
         breaks: "nothing: an unknown event type must be tolerated",
         caught_by: &[],
@@ -377,6 +462,23 @@ pub fn triggers(op: &str) -> &'static [&'static str] {
         "refresh-all-current" => &["RECIPE.refresh-statuses"],
         "search-drops-os" => &["RECIPE.search-index"],
         "monitor-rejected-internal" => &["ERRORS.monitor-rejected"],
+        "up-no-apply" => &["UP.applies-recipes"],
+        "recipe-new-internal" => &["ERRORS.recipe-new-invalid"],
+        "update-recipes-accepted" => &["ERRORS.update-recipes-unknown"],
+        "leak-password-logs" => &["LEAK.after-cloud-up"],
+        "monitor-unreachable-internal" => &["ERRORS.monitor-unreachable"],
+        "wait-applied-as-reachable" => &["WAIT.until-applied"],
+        "fanout-reversed" | "fanout-prose" => {
+            &["PROJECT.fanout-order-skipped", "PROJECT.fanout-commands"]
+        }
+        "status-no-drift" => &["STATUS.drift"],
+        "init-relative-path" => &["INIT.result"],
+        "ls-project-no-key" => &["PROJECT.ls-fields"],
+        "guest-show-other" => &["GUEST.show"],
+        "mcp-denied-internal" => &["MCP.access-denied"],
+        "mcp-leak-password" => &["MCP.call-per-class", "MCP.access-denied"],
+        "mcp-doctor-contract-2" => &["MCP.doctor"],
+        "mcp-install-noop" | "mcp-doctor-stale" => &["MCP.install", "MCP.install-current"],
         "unknown-event"
         | "extra-field"
         | "stderr-noise"
@@ -494,7 +596,7 @@ pub fn run(op: &Operator, sut: &[String]) -> i32 {
         }
     }
     let code = child.wait().ok().and_then(|s| s.code()).unwrap_or(1);
-    let (tail, code) = transform_output(op, held, code);
+    let (tail, code) = transform_output(op, held, code, leading);
     let out = rewrite_bytes(op, &tail);
     if op.name == "clone-forwards-contradict" {
         copy_forwards_behind_the_answer(&String::from_utf8_lossy(&out));
@@ -548,6 +650,20 @@ fn answer_without_sut(op: &Operator, args: &[String]) -> Option<i32> {
         println!("{line}");
         return Some(0);
     }
+    if op.name == "mcp-install-noop" {
+        let named = words(args);
+        let ["mcp", "install", client, ..] = named.as_slice() else {
+            return None;
+        };
+        let home = std::env::var("HOME").unwrap_or_default();
+        let line = json!({"v": 3, "type": "result", "cmd": "mcp", "ok": true,
+            "data": {"client": client, "path": format!("{home}/.{client}/mcp.json"), "json": "{}"}});
+        println!("{line}");
+        return Some(0);
+    }
+    if op.name == "update-recipes-accepted" {
+        return accept_recipes(args);
+    }
     if op.name != "restore-noop" || !args.iter().any(|a| a == "--restore") {
         return None;
     }
@@ -593,6 +709,54 @@ fn copy_forwards_behind_the_answer(out: &str) {
         to.insert("forwards".into(), forwards.clone());
         let _ = std::fs::write(root.join(clone).join("vm.toml"), to.to_string());
     }
+}
+
+/// The words of a command line that are not flags (a flag's value counts as a word).
+fn words(args: &[String]) -> Vec<&str> {
+    args.iter()
+        .map(String::as_str)
+        .filter(|a| !a.starts_with('-'))
+        .collect()
+}
+
+fn str_nonempty(value: &Value, key: &str) -> bool {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .is_some_and(|s| !s.is_empty())
+}
+
+/// A ProjectRun: a fan-out's result, whose rows carry a status.
+fn is_project_run(result: &Value) -> bool {
+    result.pointer("/data/project").is_some()
+        && result
+            .pointer("/data/vms")
+            .and_then(Value::as_array)
+            .is_some_and(|rows| rows.iter().all(|r| r.get("status").is_some()))
+}
+
+/// `update-recipes-accepted`: `update VM --recipes NAME` stores NAME without looking it up
+/// and answers ok, as an update that validates nothing would.
+fn accept_recipes(args: &[String]) -> Option<i32> {
+    let named = words(args);
+    let vm = match named.as_slice() {
+        ["update", vm, ..] => vm.to_string(),
+        _ => return None,
+    };
+    let at = args.iter().position(|a| a == "--recipes")?;
+    let recipe = args.get(at + 1)?.clone();
+    let root = std::env::var_os("STOAT_HOME")?;
+    let file = std::path::Path::new(&root).join(&vm).join("vm.toml");
+    let mut table: toml::Table = std::fs::read_to_string(&file).ok()?.parse().ok()?;
+    table.insert(
+        "recipes".into(),
+        toml::Value::Array(vec![toml::Value::String(recipe)]),
+    );
+    let _ = std::fs::write(&file, table.to_string());
+    let line = json!({"v": 3, "type": "result", "cmd": "update", "ok": true,
+        "data": {"vm": {"name": vm}, "changed": ["recipes"], "applies_at": "now"}});
+    println!("{line}");
+    Some(0)
 }
 
 fn result_cmd(out: &str) -> Option<String> {
@@ -656,6 +820,14 @@ fn rewrite_line(op: &Operator, line: &str) -> Vec<String> {
                 {
                     value["data"][field] = json!(bytes / 1024);
                 }
+            }
+        }
+        "mcp-denied-internal" if value.get("jsonrpc").is_some() => {
+            return vec![line.replace("access_denied", "internal")];
+        }
+        "mcp-leak-password" if value.get("result").is_some_and(Value::is_object) => {
+            if let Some(password) = planted_password() {
+                value["result"]["x_console"] = json!(password);
             }
         }
         "extra-field-deep" => add_member_everywhere(&mut value),
@@ -736,6 +908,15 @@ fn transform_argv(op: &Operator, args: Vec<String>) -> Vec<String> {
         args.extend(["--cpus".to_string(), "3".to_string()]);
         return args;
     }
+    if op.name == "up-no-apply" {
+        let named = words(&args);
+        if named.first() == Some(&"up") && named.len() >= 2 {
+            let mut args = args;
+            args.push("--no-apply".to_string());
+            return args;
+        }
+        return args;
+    }
     if op.name == "recipe-update-stale" {
         let mut args = args;
         let recipe = args.iter().position(|a| a == "recipe");
@@ -761,7 +942,7 @@ fn transform_argv(op: &Operator, args: Vec<String>) -> Vec<String> {
     out
 }
 
-fn transform_output(op: &Operator, stdout: Vec<u8>, code: i32) -> (Vec<u8>, i32) {
+fn transform_output(op: &Operator, stdout: Vec<u8>, code: i32, args: &[String]) -> (Vec<u8>, i32) {
     let text = String::from_utf8_lossy(&stdout).into_owned();
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     let Some(result_index) = lines.iter().rposition(|l| {
@@ -1040,6 +1221,83 @@ fn transform_output(op: &Operator, stdout: Vec<u8>, code: i32) -> (Vec<u8>, i32)
             if let Some(Value::Array(rows)) = result.pointer_mut("/data/recipes") {
                 for row in rows.iter_mut().filter(|r| r.get("os").is_some()) {
                     row["os"] = json!([]);
+                }
+            }
+            lines[result_index] = result.to_string();
+        }
+        "recipe-new-internal"
+            if cmd == "recipe"
+                && error_code.as_deref() == Some("invalid_spec")
+                && words(args).first() == Some(&"recipe")
+                && words(args).get(1) == Some(&"new") =>
+        {
+            result["error"]["code"] = json!("internal");
+            lines[result_index] = result.to_string();
+        }
+        "monitor-unreachable-internal" if error_code.as_deref() == Some("monitor_unreachable") => {
+            result["error"]["code"] = json!("internal");
+            lines[result_index] = result.to_string();
+        }
+        "leak-password-logs" if cmd == "logs" && ok == Some(true) => {
+            if let (Some(password), Some(Value::Array(logged))) =
+                (planted_password(), result.pointer_mut("/data/lines"))
+            {
+                logged.push(json!(format!("cloud-init: console password is {password}")));
+            }
+            lines[result_index] = result.to_string();
+        }
+        "wait-applied-as-reachable"
+            if cmd == "wait" && result.pointer("/data/until") == Some(&json!("applied")) =>
+        {
+            result["data"]["until"] = json!("reachable");
+            lines[result_index] = result.to_string();
+        }
+        "fanout-reversed" if is_project_run(&result) => {
+            if let Some(Value::Array(rows)) = result.pointer_mut("/data/vms") {
+                rows.reverse();
+            }
+            lines[result_index] = result.to_string();
+        }
+        // Only where the contract tolerates it: prose before an up/down/apply ProjectRun.
+        "fanout-prose"
+            if is_project_run(&result) && matches!(cmd.as_str(), "up" | "down" | "apply") =>
+        {
+            lines.insert(result_index, format!("==> {cmd}: every VM of the project"));
+        }
+        "status-no-drift" if cmd == "status" && ok == Some(true) => {
+            if let Some(Value::Array(rows)) = result.pointer_mut("/data/vms") {
+                for row in rows.iter_mut().filter(|r| r.get("drift").is_some()) {
+                    row["drift"] = json!([]);
+                }
+            }
+            lines[result_index] = result.to_string();
+        }
+        "ls-project-no-key" if cmd == "ls" && ok == Some(true) => {
+            if let Some(Value::Array(rows)) = result.pointer_mut("/data/vms") {
+                for row in rows.iter_mut().filter(|r| str_nonempty(r, "project")) {
+                    row["key"] = json!("");
+                }
+            }
+            lines[result_index] = result.to_string();
+        }
+        "init-relative-path" if cmd == "init" && ok == Some(true) => {
+            result["data"]["path"] = json!("stoat.toml");
+            lines[result_index] = result.to_string();
+        }
+        "guest-show-other" if cmd == "guest" => {
+            if let Some(Value::String(name)) = result.pointer_mut("/data/guest/name") {
+                *name = format!("not-{name}");
+            }
+            lines[result_index] = result.to_string();
+        }
+        "mcp-doctor-contract-2" if cmd == "mcp" && result.pointer("/data/transport").is_some() => {
+            result["data"]["contract"] = json!(2);
+            lines[result_index] = result.to_string();
+        }
+        "mcp-doctor-stale" if cmd == "mcp" => {
+            if let Some(Value::Array(rows)) = result.pointer_mut("/data/clients") {
+                for row in rows.iter_mut() {
+                    row["current"] = json!(false);
                 }
             }
             lines[result_index] = result.to_string();

@@ -378,7 +378,12 @@ fn dispatch(cmd: &str, args: &[String], json_mode: bool) -> Answer {
             _ => Err(usage("recipe needs an action")),
         },
         "guest" => match parsed.positionals.first().map(String::as_str) {
-            Some("ls") => Ok(json!({"guests": []})),
+            Some("ls") => Ok(json!({"guests": [fixture_guest()]})),
+            Some("show") => match parsed.positionals.get(1).map(String::as_str) {
+                Some("alpine") => Ok(json!({"guest": fixture_guest()})),
+                Some(other) => Err(fail("not_found", format!("no guest called {other:?}"))),
+                None => Err(usage("guest show needs a name")),
+            },
             _ => Err(usage("guest needs an action")),
         },
         "capabilities" => Ok(capabilities()),
@@ -387,6 +392,15 @@ fn dispatch(cmd: &str, args: &[String], json_mode: bool) -> Answer {
         "screenshot" => screenshot(&need_name()?),
         other => Err(usage(format!("unknown command {other:?}"))),
     }
+}
+
+/// The one guest OS this fixture knows (a Guest of the contract's types table).
+fn fixture_guest() -> Value {
+    json!({"name": "alpine", "init": "openrc", "shell": "/bin/ash", "installer": "",
+        "default_backend": "apkovl", "default_ssh_user": "root", "escalate": ["doas", "-n"],
+        "capabilities": ["apk"], "aliases": [], "filename_hints": ["alpine"], "seed_packages": [],
+        "pkg": {"setup": "", "install": ["apk", "add"], "env": {}, "runtime_packages": {}},
+        "svc": {}, "cmd": {}, "backend": {}, "source": "bundled"})
 }
 
 struct Vm {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::helpers::str_at;
+use super::helpers::{expect_eq, str_at};
 use super::live::{Next, Watched};
 use super::{scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
@@ -29,6 +29,12 @@ pub(super) const CHECKS: &[CheckDef] = &[
         "per agent_access level: none refuses vm_status, observe allows vm_status but refuses stop and exec, manage refuses exec, each with access_denied", &["mcp", "access"], access_denied), NO_MCP),
     v3_only(scenario("MCP.rate-limited", Should, Tier::Pure, "json-v3#error-codes", "rate_limited MCP refused a tool call because its per-tool or shared rate bucket was exhausted",
         "calling one tool in a tight loop (up to 200 calls) is eventually refused with rate_limited", &["mcp"], rate_limited), NO_MCP),
+    v3_only(scenario("MCP.doctor", Must, Tier::Pure, "json-v3#per-command-data", "mcp doctor {\"contract\":3,\"version\":\"1.2.3\",\"transport\":\"stdio\",\"binary\":\"/home/u/.local/bin/stoat\",\"clients\":[MCPClient,...]}",
+        "`mcp doctor` answers the contract and version `version` answers, transport stdio, a binary, and MCPClient rows {client, path, installed: bool, command, current: bool}", &["mcp"], mcp_doctor), NO_MCP),
+    v3_only(scenario("MCP.install", Must, Tier::Pure, "json-v3#per-command-data", "mcp install {\"client\":\"cursor\",\"path\":\"/home/u/.cursor/mcp.json\",\"json\":\"{...}\"}",
+        "`mcp install cursor` (the contract's example client; SKIP when refused as usage) answers {client: cursor, path: absolute, json: a JSON object}, the file at path exists, and a later `mcp doctor` lists cursor installed at that path (writing that file is the command's job, so the sandbox rule allows it)", &["mcp", "state"], mcp_install), NO_MCP),
+    v3_only(scenario("MCP.install-current", Should, Tier::Pure, "json-v3#types", "MCPClient.current is false when the client's entry names a different binary than the running one, which is the stale entry mcp doctor reports.",
+        "right after `mcp install cursor` by the same binary, `mcp doctor`'s cursor row is current: true (SKIP when install is refused as usage)", &["mcp", "state"], mcp_install_current), NO_MCP),
 ];
 
 /// One `stoat mcp` session.
@@ -423,5 +429,143 @@ fn rate_limited(case: &mut Case<'_>) -> Result<(), HarnessError> {
         format!("200 list_vms calls in a tight loop were never refused with rate_limited (first refusal: {refused:?})"),
     );
     session.finish();
+    Ok(())
+}
+
+/// `mcp doctor`'s data, and `version`'s, in one sandbox.
+fn doctor_and_version(
+    case: &mut Case<'_>,
+    sandbox: &Sandbox,
+) -> Result<Option<(Value, Value)>, HarnessError> {
+    let version = case.json(sandbox, &["version"])?;
+    let version = case.expect_ok(&version).cloned();
+    let doctor = case.json(sandbox, &["mcp", "doctor"])?;
+    let doctor = case.expect_ok(&doctor).cloned();
+    Ok(version.zip(doctor))
+}
+
+/// The `mcp doctor` row of `client`, if listed.
+fn client_row(doctor: &Value, client: &str) -> Option<Value> {
+    doctor
+        .get("clients")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|row| str_at(row, "/client") == Some(client))
+        .cloned()
+}
+
+fn mcp_doctor(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    let Some((version, doctor)) = doctor_and_version(case, &sandbox)? else {
+        return Ok(());
+    };
+    for field in ["contract", "version"] {
+        case.ensure(
+            doctor.get(field).is_some() && doctor.get(field) == version.get(field),
+            &format!("/data/{field}"),
+            format!(
+                "`mcp doctor` answers {field} {:?}, `version` {:?}: both describe the running binary",
+                doctor.get(field),
+                version.get(field)
+            ),
+        );
+    }
+    expect_eq(case, &doctor, "/transport", &json!("stdio"));
+    case.ensure(
+        str_at(&doctor, "/binary").is_some_and(|b| !b.is_empty()),
+        "/data/binary",
+        "binary names the running executable",
+    );
+    let Some(rows) = doctor.get("clients").and_then(Value::as_array) else {
+        case.fail("/data/clients", "clients is a list of MCPClient");
+        return Ok(());
+    };
+    for (index, row) in rows.iter().enumerate() {
+        for (field, is_type) in [
+            ("client", Value::is_string as fn(&Value) -> bool),
+            ("path", Value::is_string),
+            ("installed", Value::is_boolean),
+            ("command", Value::is_string),
+            ("current", Value::is_boolean),
+        ] {
+            case.ensure(
+                row.get(field).is_some_and(is_type),
+                &format!("/data/clients/{index}/{field}"),
+                format!("MCPClient.{field} is missing or of the wrong type: {row}"),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Runs `mcp install cursor`; `None` (with a skip) when the SUT refuses it as usage.
+fn install_cursor(case: &mut Case<'_>, sandbox: &Sandbox) -> Result<Option<Value>, HarnessError> {
+    let ran = case.json(sandbox, &["mcp", "install", "cursor"])?;
+    if ran.code() == Some("usage") {
+        case.skip("`mcp install cursor` is refused as usage: this implementation does not offer the client the contract's example names");
+        return Ok(None);
+    }
+    Ok(case.expect_ok(&ran).cloned())
+}
+
+fn mcp_install(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    let Some(installed) = install_cursor(case, &sandbox)? else {
+        return Ok(());
+    };
+    expect_eq(case, &installed, "/client", &json!("cursor"));
+    let path = str_at(&installed, "/path").unwrap_or("").to_string();
+    case.ensure(
+        path.starts_with('/') && std::path::Path::new(&path).is_file(),
+        "/data/path",
+        format!("path {path:?} is not an absolute path to the file the install wrote"),
+    );
+    let entry = str_at(&installed, "/json").and_then(|j| serde_json::from_str::<Value>(j).ok());
+    case.ensure(
+        entry.as_ref().is_some_and(Value::is_object),
+        "/data/json",
+        format!(
+            "json {:?} is not the JSON text of an entry",
+            installed.get("json")
+        ),
+    );
+    let doctor = case.json(&sandbox, &["mcp", "doctor"])?;
+    let Some(doctor) = case.expect_ok(&doctor).cloned() else {
+        return Ok(());
+    };
+    match client_row(&doctor, "cursor") {
+        Some(row) => {
+            expect_eq(case, &row, "/installed", &json!(true));
+            expect_eq(case, &row, "/path", &json!(path));
+        }
+        None => case.fail(
+            "/data/clients",
+            "after `mcp install cursor`, `mcp doctor` has no cursor row",
+        ),
+    }
+    Ok(())
+}
+
+fn mcp_install_current(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    if install_cursor(case, &sandbox)?.is_none() {
+        return Ok(());
+    }
+    let doctor = case.json(&sandbox, &["mcp", "doctor"])?;
+    let Some(doctor) = case.expect_ok(&doctor).cloned() else {
+        return Ok(());
+    };
+    let Some(row) = client_row(&doctor, "cursor") else {
+        case.fail(
+            "/data/clients",
+            "after `mcp install cursor`, `mcp doctor` has no cursor row",
+        );
+        return Ok(());
+    };
+    case.ensure(
+        row.get("current") == Some(&json!(true)),
+        "/data/clients",
+        format!("the entry this binary just installed is reported stale: {row}"),
+    );
     Ok(())
 }

@@ -125,6 +125,8 @@ pub(super) const CHECKS: &[CheckDef] = &[
         "`recipe new <name> --os alpine` answers {path}: an absolute path, naming the recipe, that exists once the command has answered (SKIP when the SUT refuses that command line as usage)", &["recipes", "state"], recipe_new_path),
     v3_only(scenario("GUEST.cmd-is-guest", Must, Tier::Pure, "json-v3#per-command-data", "all guest subcommands report \"cmd\":\"guest\"",
         "`guest ls` answers cmd guest with a guests list", &["guest"], guest_ls), "contract 2 has no guest command"),
+    v3_only(scenario("GUEST.show", Must, Tier::Pure, "json-v3#per-command-data", "guest show {\"guest\":Guest}",
+        "`guest show <name>` of every guest `guest ls` lists answers cmd guest with {guest} naming it, its fields as `guest ls` gave them; an unknown name is refused (exit 1), never with internal", &["guest"], guest_show), "contract 2 has no guest command"),
     v3_only(scenario("CAPABILITIES.unavailable", Must, Tier::Pure, "json-v3#capabilities", "runtime.fork and runtime.continuation always appear under unavailable with unsupported/not_implemented.",
         "`capabilities` answers schema 1 and lists runtime.fork and runtime.continuation as unsupported/not_implemented", &["capabilities"], capabilities), "contract 2 has no capabilities command"),
     v3_only(scenario("PULL.no-such-image", Must, Tier::Pure, "json-v3#error-codes", "no_such_image the requested image is not in the index",
@@ -1085,6 +1087,76 @@ fn guest_ls(case: &mut Case<'_>) -> Result<(), HarnessError> {
             "guests must be a list",
         );
     }
+    Ok(())
+}
+
+/// The Guest members that are plain values (a list or a string): `guest show` must agree
+/// with `guest ls` on each, since both answer the same Guest.
+const GUEST_VALUE_FIELDS: &[&str] = &[
+    "name",
+    "init",
+    "shell",
+    "installer",
+    "default_backend",
+    "default_ssh_user",
+    "escalate",
+    "capabilities",
+    "aliases",
+    "filename_hints",
+    "seed_packages",
+    "source",
+];
+
+fn guest_show(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    let listed = case.json(&sandbox, &["guest", "ls"])?;
+    let guests = case
+        .expect_ok(&listed)
+        .and_then(|d| d.get("guests"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if guests.is_empty() {
+        case.skip("`guest ls` lists no guest, so there is nothing to show");
+        return Ok(());
+    }
+    for row in &guests {
+        let Some(name) = str_at(row, "/name") else {
+            case.fail("/data/guests", "a Guest without a string name");
+            continue;
+        };
+        let shown = case.json(&sandbox, &["guest", "show", name])?;
+        let Some(guest) = case.expect_ok(&shown).and_then(|d| d.get("guest")).cloned() else {
+            case.fail(
+                "/data/guest",
+                format!("`guest show {name}` answers no guest object"),
+            );
+            continue;
+        };
+        for field in GUEST_VALUE_FIELDS {
+            let (Some(from_ls), Some(from_show)) = (row.get(*field), guest.get(*field)) else {
+                continue;
+            };
+            case.ensure(
+                from_ls == from_show,
+                &format!("/data/guest/{field}"),
+                format!("`guest show {name}` answers {field} {from_show}, `guest ls` {from_ls}"),
+            );
+        }
+    }
+    let unknown = case.json(
+        &sandbox,
+        &["guest", "show", "no-such-guest-stoat-conformance"],
+    )?;
+    case.ensure(
+        unknown.data().is_none() && unknown.code().is_some_and(|c| c != "internal"),
+        "/error/code",
+        format!(
+            "`guest show` of an unknown guest answered {:?}; it is refused with a code of the table, not internal",
+            unknown.code()
+        ),
+    );
+    case.expect_exit(&unknown, 1);
     Ok(())
 }
 

@@ -25,6 +25,7 @@ th{background:#f3f3f3}.passed{background:#d9f2d9}.failed,.crashed,.stale_baselin
 pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f8f8f8;padding:4px;margin:2px 0;max-height:20em;overflow:auto;max-width:100%}
 code{font-size:.85em;overflow-wrap:anywhere}summary{cursor:pointer}
 .st,th{white-space:nowrap;overflow-wrap:normal}td{overflow-wrap:anywhere}
+td.id{white-space:nowrap;overflow-wrap:normal;position:sticky;left:0;background:#fff}
 @media (max-width:40em){body{padding:.5em;font-size:14px}td,th{padding:2px 4px}.wide{display:none}}";
 
 fn head(out: &mut String, title: &str) {
@@ -319,7 +320,8 @@ pub fn matrix_page(reports: &[(String, Report)]) -> String {
     }
     out.push_str("</tr>\n");
     for (id, cells) in &grid.rows {
-        let _ = write!(out, "<tr><td><code>{}</code></td>", escape(id));
+        // The id stays whole and in view while a narrow screen scrolls the grid sideways.
+        let _ = write!(out, "<tr><td class=\"id\"><code>{}</code></td>", escape(id));
         for cell in cells {
             match cell {
                 Some((status, finding)) => {

@@ -336,7 +336,8 @@ impl<'a> Case<'a> {
         self.oracle_findings
             .extend(judgement.findings.iter().cloned().map(|f| (index, f)));
         self.exercised.extend(judgement.exercised.iter().copied());
-        self.judge_outside_writes(index, &outside_before, sandbox);
+        let granted = granted_writes(&inv, &judgement);
+        self.judge_outside_writes(index, &outside_before, sandbox, &granted);
         self.invocations.push(InvocationRecord {
             capture: truncated(&spawned.capture),
             outcome: judgement.outcome.clone(),
@@ -350,10 +351,22 @@ impl<'a> Case<'a> {
 
     /// SANDBOX.no-writes-outside: the invocation changed nothing outside the areas it may
     /// write (HOME, the canary dir, the fake tools, the sandbox root are all watched).
-    fn judge_outside_writes(&mut self, index: usize, before: &TreeSnapshot, sandbox: &Sandbox) {
+    fn judge_outside_writes(
+        &mut self,
+        index: usize,
+        before: &TreeSnapshot,
+        sandbox: &Sandbox,
+        granted: &[std::path::PathBuf],
+    ) {
         const ID: &str = "SANDBOX.no-writes-outside";
         self.exercised.insert(ID);
-        let changes = changes_between(before, &sandbox.outside_snapshot());
+        let mut after = sandbox.outside_snapshot();
+        let mut before = before.clone();
+        // A granted file and the directories created to hold it are the command's job.
+        for snapshot in [&mut before, &mut after] {
+            snapshot.retain(|path, _| !granted.iter().any(|file| file.starts_with(path)));
+        }
+        let changes = changes_between(&before, &after);
         if !changes.is_empty() {
             if let Some(flagged) = self.also_flagged.get_mut(index) {
                 flagged.insert(ID);
@@ -492,4 +505,27 @@ fn truncated(capture: &Capture) -> Capture {
         }
     }
     out
+}
+
+/// Files outside the data root an invocation is asked to write: `mcp install` edits the
+/// client's configuration, whose path it answers (json-v3#per-command-data: `mcp install
+/// {"client":"cursor","path":"/home/u/.cursor/mcp.json",...}`), so that file (and the
+/// directories holding it) may change.
+fn granted_writes(inv: &Inv, judgement: &Judgement) -> Vec<std::path::PathBuf> {
+    let words: Vec<&str> = inv
+        .args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    if words.windows(2).any(|w| w == ["mcp", "install"]) {
+        if let Some(path) = judgement
+            .data()
+            .and_then(|d| d.get("path"))
+            .and_then(Value::as_str)
+        {
+            return vec![std::path::PathBuf::from(path)];
+        }
+    }
+    Vec::new()
 }

@@ -32,15 +32,27 @@ mkdir -p "$HOME"
 qemu_pid=""
 cleanup() {
     "$stoat" down bench >/dev/null 2>&1 || true
+    raw_qemu_pid
     if [ -n "$qemu_pid" ] && kill -0 "$qemu_pid" 2>/dev/null; then kill "$qemu_pid"; fi
     rm -rf "$work"
 }
 trap cleanup EXIT
 
+# The raw QEMU's PID, read from its pidfile: raw_boot runs in a command substitution (a
+# subshell), so a variable it sets never reaches the shell that powers down or cleans up.
+raw_qemu_pid() {
+    qemu_pid=""
+    local file="$STOAT_HOME/bench/qemu.pid" pid
+    [ -s "$file" ] || return 0
+    pid=$(cat "$file")
+    if tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q qemu-system; then qemu_pid=$pid; fi
+}
 now() { date +%s.%N; }
 ratio() { python3 -c "import sys; a,b=map(float,sys.argv[1:]); print(f'{a/b:.2f}x')" "$1" "$2"; }
 secs() { python3 -c "import sys; a,b=map(float,sys.argv[1:]); print(f'{b-a:.1f}')" "$1" "$2"; }
 powerdown() {  # QMP system_powerdown on the raw QEMU, then wait for it to exit
+    raw_qemu_pid
+    [ -n "$qemu_pid" ] || { echo "distro_boot: the raw QEMU is not running" >&2; exit 1; }
     python3 - "$STOAT_HOME/bench/qmp.sock" <<'PY'
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
@@ -63,7 +75,6 @@ raw_boot() {
     local t0 t1
     t0=$(now)
     "${qemu_argv[@]}"
-    qemu_pid=$(cat "$STOAT_HOME/bench/qemu.pid")
     until "${ssh_argv[@]}" true 2>/dev/null; do sleep 0.2; done
     t1=$(now)
     secs "$t0" "$t1"
@@ -76,11 +87,11 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 mapfile -t ssh_argv < <("$stoat" --json ssh-command bench | python3 -c 'import json,sys; [print(a) for a in json.loads(sys.stdin.read())["data"]["argv"]]')
 ssh_argv=("${ssh_argv[@]:0:1}" -o ConnectTimeout=5 "${ssh_argv[@]:1}")
 
-stoat_first=$(stoat_boot)
+stoat_first=$(stoat_boot); echo "stoat first boot: ${stoat_first}s" >&2
 pid=$(cat "$STOAT_HOME/bench/qemu.pid")
 mapfile -d '' -t qemu_argv < "/proc/$pid/cmdline"
 "$stoat" down bench >/dev/null
-stoat_second=$(stoat_boot)
+stoat_second=$(stoat_boot); echo "stoat second boot: ${stoat_second}s" >&2
 "$stoat" down bench >/dev/null
 
 # Raw QEMU on a fresh overlay made the way stoat makes it, with stoat's seed ISO.
@@ -88,9 +99,9 @@ disk="$STOAT_HOME/bench/disk.qcow2"
 mv "$disk" "$work/stoat-disk.qcow2"
 qemu-img create -q -f qcow2 -b "$image" -F qcow2 "$disk"
 qemu-img resize -q "$disk" 4G
-raw_first=$(raw_boot)
+raw_first=$(raw_boot); echo "raw first boot: ${raw_first}s" >&2
 powerdown
-raw_second=$(raw_boot)
+raw_second=$(raw_boot); echo "raw second boot: ${raw_second}s" >&2
 powerdown
 
 row() { printf '%-40s %7ss   %-34s %7ss   ratio %s\n' "$1" "$2" "$3" "$4" "$(ratio "$2" "$4")"; }

@@ -106,6 +106,16 @@ fn run(
                 .finish(first_token, Err(stoat_core::Error::Usage(usage.line)));
         }
     };
+    // Everything a command stores (names, paths, passwords, recipe params) is UTF-8 text;
+    // only exec's guest words travel as raw bytes.
+    if let (Parsed::Command(command), Some(which)) = (&parsed, non_utf8_argument(raw)) {
+        return output::Output::new(emitter).finish(
+            command.wire_name(),
+            Err(stoat_core::Error::InvalidSpec(format!(
+                "{which} is not valid UTF-8; stoat keeps names, paths and passwords as UTF-8 text"
+            ))),
+        );
+    }
     let (cmd, quiet) = match &parsed {
         Parsed::Command(command) => (command.wire_name(), false),
         Parsed::Exec(exec) => ("exec", exec.quiet),
@@ -137,6 +147,26 @@ fn run(
     };
     ctx.finish_progress();
     output::Output::new(emitter).finish(cmd, result)
+}
+
+/// Names the first argument that is not UTF-8, without echoing it (it may be a password):
+/// the flag it belongs to, or its position.
+fn non_utf8_argument(raw: &[std::ffi::OsString]) -> Option<String> {
+    let index = raw.iter().position(|arg| arg.to_str().is_none())?;
+    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(raw[index].as_os_str());
+    let flag_of = |text: &[u8]| {
+        let end = text.iter().position(|b| *b == b'=').unwrap_or(text.len());
+        String::from_utf8_lossy(&text[..end]).into_owned()
+    };
+    if bytes.starts_with(b"--") {
+        return Some(format!("the value of {}", flag_of(bytes)));
+    }
+    match index.checked_sub(1).and_then(|i| raw[i].to_str()) {
+        Some(previous) if previous.starts_with('-') && !previous.contains('=') => {
+            Some(format!("the value of {previous}"))
+        }
+        _ => Some(format!("argument {}", index + 1)),
+    }
 }
 
 /// A usage error: one line for the wire, and clap's whole text for a human when clap said it.

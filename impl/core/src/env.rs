@@ -94,12 +94,19 @@ impl Env {
         self.get("HOME").map(PathBuf::from)
     }
 
-    /// Expands a leading `~` or `~/` against HOME.
-    pub fn expand_tilde(&self, path: &str) -> PathBuf {
-        match (path, self.home()) {
-            ("~", Some(home)) => home,
-            (p, Some(home)) if p.starts_with("~/") => home.join(&p[2..]),
-            (p, _) => PathBuf::from(p),
+    /// Expands a leading `~` or `~/` against HOME; without a HOME such a path is refused
+    /// (`invalid_spec`) rather than taken as a directory named `~`.
+    pub fn expand_tilde(&self, path: &str) -> crate::Result<PathBuf> {
+        let rest = match path.strip_prefix('~') {
+            Some("") => "",
+            Some(rest) if rest.starts_with('/') => &rest[1..],
+            _ => return Ok(PathBuf::from(path)),
+        };
+        match self.home() {
+            Some(home) => Ok(home.join(rest)),
+            None => Err(crate::Error::InvalidSpec(format!(
+                "path {path:?} starts with ~ but HOME is not set; give the full path"
+            ))),
         }
     }
 

@@ -5,18 +5,12 @@
 //! `KillOnDrop` guard) when a check fails.
 
 use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use stoat_core::qemu::{self, launch, Accel, KillOnDrop, LaunchSpec, QemuError, Qmp, ScreenFormat};
-
-fn guest_outdir() -> PathBuf {
-    std::env::var_os("STOAT_REAL_GUEST")
-        .filter(|dir| !dir.is_empty())
-        .map(PathBuf::from)
-        .expect("set STOAT_REAL_GUEST to the OUTDIR of conformance/guest/build.sh")
-}
+use stoat_testkit::{free_port, real_guest_dir};
 
 fn run(program: &str, args: &[&OsStr]) {
     let output = Command::new(program)
@@ -28,11 +22,6 @@ fn run(program: &str, args: &[&OsStr]) {
         "{program} failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("local addr").port()
 }
 
 /// A data root laid out like stoat's: `<root>/vm` and `<root>/shared/vm`, with
@@ -129,7 +118,7 @@ fn png_size(bytes: &[u8]) -> Option<(u32, u32)> {
 #[test]
 #[ignore = "needs STOAT_REAL_GUEST"]
 fn cloud_guest_boots_answers_qmp_takes_a_png_and_powers_off() {
-    let guest = guest_outdir();
+    let guest = real_guest_dir();
     let root = tempfile::tempdir().expect("tempdir");
     let spec = cloud_vm(root.path(), &guest);
     let paths = spec.paths();
@@ -195,7 +184,7 @@ fn cloud_guest_boots_answers_qmp_takes_a_png_and_powers_off() {
 #[test]
 #[ignore = "needs STOAT_REAL_GUEST"]
 fn qemu_that_cannot_open_its_disk_reports_qemus_stderr() {
-    let _guest = guest_outdir();
+    let _guest = real_guest_dir();
     let root = tempfile::tempdir().expect("tempdir");
     let vm_dir = root.path().join("vm");
     std::fs::create_dir_all(&vm_dir).expect("mkdir");

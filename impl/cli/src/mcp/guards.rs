@@ -133,7 +133,7 @@ pub fn confine_host_path(env: &Env, root: &Root, vm: &str, raw: &str) -> Result<
     if raw.is_empty() || raw.contains('\0') {
         return Err(Error::InvalidSpec(format!("{raw:?} is not a host path")));
     }
-    let expanded = env.expand_tilde(raw);
+    let expanded = env.expand_tilde(raw)?;
     if expanded.components().any(|c| c == Component::ParentDir) {
         return Err(escape(raw, vm, "`..` is not allowed"));
     }

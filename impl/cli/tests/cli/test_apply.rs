@@ -8,7 +8,9 @@ use std::os::unix::fs::PermissionsExt;
 
 use serde_json::Value;
 
-use crate::common::{banner_port, FakeRunningVm, TestEnv, PLANTED_PASSWORD};
+use crate::common::{
+    banner_port, stub, FakeRunningVm, Reaper, TestEnv, FAKE_QEMU, PLANTED_PASSWORD,
+};
 
 /// ssh is the suite's fake, which runs the remote command locally through `/bin/sh -c`, as
 /// sshd would hand it to the login shell.
@@ -444,38 +446,6 @@ fn human_apply_prints_stages_and_lines_on_stderr() {
     );
 }
 
-/// A fake QEMU (as in test_runtime): a process named after the pidfile, the pidfile, exit 0.
-const FAKE_QEMU: &str = r#"#!/bin/sh
-prev=""
-for a in "$@"; do
-  [ "$prev" = "-pidfile" ] && pidfile="$a"
-  prev="$a"
-done
-sh -c 'trap "kill \$! 2>/dev/null; exit 0" TERM; sleep 300 & wait' "$pidfile" </dev/null >/dev/null 2>&1 &
-echo $! > "$pidfile"
-exit 0
-"#;
-
-/// Stops the fake QEMU of `vm` by the PID in its pidfile.
-struct StopFakeQemu(std::path::PathBuf);
-
-impl Drop for StopFakeQemu {
-    fn drop(&mut self) {
-        let pidfile = self.0.join("qemu.pid");
-        if let Some(pid) = std::fs::read_to_string(&pidfile)
-            .ok()
-            .and_then(|t| t.trim().parse::<i32>().ok())
-            .filter(|pid| *pid > 1)
-        {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            if String::from_utf8_lossy(&cmdline).contains(&pidfile.display().to_string()) {
-                // SAFETY: kill(2) on a PID proven to be our fake.
-                unsafe { libc::kill(pid, libc::SIGTERM) };
-            }
-        }
-    }
-}
-
 fn install(env: &TestEnv, name: &str, body: &str) {
     let path = env.bin().join(name);
     std::fs::write(&path, body).unwrap();
@@ -486,7 +456,7 @@ fn install(env: &TestEnv, name: &str, body: &str) {
 fn up_applies_after_boot_with_cmd_up_and_the_vm_last() {
     let mut env = TestEnv::new();
     install_fake_ssh(&mut env);
-    install(&env, "qemu-system-x86_64", FAKE_QEMU);
+    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
     let port = banner_port();
     env.seed_boot_files("w");
     env.write_vm(
@@ -494,7 +464,7 @@ fn up_applies_after_boot_with_cmd_up_and_the_vm_last() {
         &format!("name = \"w\"\nmode = \"live\"\nos = \"alpine\"\nbackend = \"apkovl\"\niso = \"/nonexistent/x.iso\"\nram = 256\ncpus = 1\nsshport = {port}\nsshuser = \"root\"\nrecipes = [\"r\"]\n"),
     );
     recipe(&env, "r", "", "echo booted and applied\n");
-    let _stop = StopFakeQemu(env.root().join("w"));
+    let _stop = Reaper::watch(&env, &["w"]);
     let up = env.json(&["up", "w"]);
     assert_eq!(up.data()["vm"]["state"], "running");
     assert!(up.lines.iter().all(|l| l["cmd"] == "up"), "{}", up.stdout);
@@ -547,7 +517,7 @@ fn cloud_seed_carries_recipes_and_first_boot_is_detected() {
             guest.display()
         ),
     );
-    install(&env, "qemu-system-x86_64", FAKE_QEMU);
+    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
     let base = env.tmp().join("base.qcow2");
     assert!(std::process::Command::new("qemu-img")
         .args(["create", "-q", "-f", "qcow2"])
@@ -568,7 +538,7 @@ fn cloud_seed_carries_recipes_and_first_boot_is_detected() {
         "echo \"greeting=hello $STOAT_PARAM_WHO\" >> \"$STOAT_OUTPUTS\"\n",
     );
     // Play cloud-init before `up` looks: run the seeded script as runcmd would.
-    let _stop = StopFakeQemu(env.root().join("c"));
+    let _stop = Reaper::watch(&env, &["c"]);
     std::fs::create_dir_all(guest.join("var/lib/stoat/.applied")).unwrap();
     std::fs::create_dir_all(guest.join("var/lib/stoat/outputs")).unwrap();
     std::fs::write(guest.join("var/lib/stoat/.applied/r"), "").unwrap();
@@ -813,7 +783,7 @@ fn real_recipes(env: &TestEnv) {
 #[test]
 #[ignore = "needs STOAT_REAL_GUEST"]
 fn real_recipes_first_boot_then_up_then_rerun() {
-    use crate::test_runtime::{real_guest, timed, RealGuard};
+    use crate::common::{real_guest, timed, RealGuard};
     let guest = real_guest();
     let env = TestEnv::new();
     real_recipes(&env);
@@ -992,7 +962,7 @@ fn real_recipes_first_boot_then_up_then_rerun() {
 #[test]
 #[ignore = "needs STOAT_REAL_GUEST"]
 fn real_apply_after_first_boot_reports_cloud_init() {
-    use crate::test_runtime::{real_guest, timed, RealGuard};
+    use crate::common::{real_guest, timed, RealGuard};
     let guest = real_guest();
     let env = TestEnv::new();
     real_recipes(&env);

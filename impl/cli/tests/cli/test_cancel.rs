@@ -12,18 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{JsonRun, TestEnv, ALPINE_VIRT};
-
-const CREATE: &[&str] = &[
-    "create",
-    "n",
-    "--image",
-    "alpine-virt",
-    "--mode",
-    "disk",
-    "--disk",
-    "64M",
-];
+use crate::common::{create_disk_args, JsonRun, TestEnv, ALPINE_VIRT};
 
 /// The real qemu-img, outside the test's bin directory.
 fn real_qemu_img() -> PathBuf {
@@ -168,7 +157,7 @@ fn sigterm_during_qemu_img_stops_it_and_answers_canceled_with_nothing_made() {
     let env = TestEnv::new();
     env.plant_image(ALPINE_VIRT);
     let pid_file = slow_qemu_img(&env, "create", "");
-    let mut run = Running::start(&env, CREATE);
+    let mut run = Running::start(&env, &create_disk_args("n"));
     let tool = run.wait_for_tool(&pid_file);
     run.signal(libc::SIGTERM);
     run.finish().error("canceled");
@@ -181,7 +170,7 @@ fn ctrl_c_to_the_whole_group_during_qemu_img_answers_canceled() {
     let env = TestEnv::new();
     env.plant_image(ALPINE_VIRT);
     let pid_file = slow_qemu_img(&env, "create", "");
-    let mut run = Running::start(&env, CREATE);
+    let mut run = Running::start(&env, &create_disk_args("n"));
     let tool = run.wait_for_tool(&pid_file);
     run.signal_group(libc::SIGINT);
     let done = run.finish();
@@ -206,7 +195,7 @@ fn virtual_size(disk: &Path) -> u64 {
 fn a_canceled_resize_changes_nothing_and_a_finished_one_is_reported_done() {
     let env = TestEnv::new();
     env.plant_image(ALPINE_VIRT);
-    env.json(CREATE).data();
+    env.json(&create_disk_args("n")).data();
     let disk = env.root().join("n/disk.qcow2");
 
     // Stopped before it resized: canceled, and disk and vm.toml both keep 64M.
@@ -247,7 +236,8 @@ fn a_signal_at_any_moment_from_the_first_instruction_still_yields_one_result_lin
     // is still loading the program, and no process can answer for itself). A signal while
     // it is stopped there, then a sweep of moments through its first milliseconds.
     for step in 0..41u64 {
-        let args: &[&str] = if step % 2 == 0 { &["ls"] } else { CREATE };
+        let create = create_disk_args("n");
+        let args: &[&str] = if step % 2 == 0 { &["ls"] } else { &create };
         let mut run = Running::start_with(&env, args, &[("STOAT_FAULT", "first-instruction")]);
         let deadline = Instant::now() + Duration::from_secs(20);
         while state(run.pid()) != Some('T') {
@@ -291,7 +281,7 @@ fn canceling_exec_stops_ssh_then_the_guest_command_and_answers_canceled() {
     // one that kills what the exec's shell recorded) says so, slowly.
     let started = env.tmp().join("ssh.pid");
     let stopped = env.tmp().join("stopped");
-    crate::test_runtime::stub(
+    crate::common::stub(
         &env,
         "ssh",
         &format!(
@@ -322,10 +312,10 @@ fn guest_ps(env: &TestEnv, vm: &str) -> String {
 #[test]
 #[ignore = "needs STOAT_REAL_GUEST"]
 fn real_canceling_exec_stops_the_guest_command_and_answers_canceled() {
-    use crate::test_runtime::{real_guest, RealGuard};
+    use crate::common::{real_guest, RealGuard};
     let guest = real_guest();
     let env = TestEnv::new();
-    let port = crate::test_runtime::free_port();
+    let port = crate::common::free_port();
     env.write_vm(
         "x",
         &format!(

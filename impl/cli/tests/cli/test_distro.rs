@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::common::{free_port, timed, RealGuard};
 use crate::common::{JsonRun, TestEnv};
-use crate::test_runtime::{free_port, timed, RealGuard};
 
 /// The first-boot recipe and the one applied later over ssh.
 const FIRST: &str = "firstboot";

@@ -458,6 +458,107 @@ fn sigint_mid_download_answers_canceled_and_a_later_pull_resumes() {
     );
 }
 
+/// Starts `stoat --json pull <id>` in the background.
+fn spawn_pull(env: &TestEnv, id: &str) -> std::process::Child {
+    let catalog = env.tmp().join("catalog.toml");
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("stoat"))
+        .args(["--json", "pull", id])
+        .env_clear()
+        .env("HOME", env.home())
+        .env("STOAT_HOME", env.root())
+        .env("PATH", "/usr/bin:/bin")
+        .env("STOAT_CATALOG", &catalog)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until a `.part` file in `isos` holds at least `bytes`; returns its name.
+fn wait_for_part_bytes(isos: &Path, bytes: u64) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        let found = std::fs::read_dir(isos).ok().and_then(|rd| {
+            rd.filter_map(|e| e.ok()).find(|e| {
+                e.file_name().to_string_lossy().ends_with(".part")
+                    && e.metadata().map(|m| m.len() >= bytes).unwrap_or(false)
+            })
+        });
+        if let Some(entry) = found {
+            return entry.file_name().into_string().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("the download never wrote {bytes} bytes");
+}
+
+fn partial_items(env: &TestEnv, args: &[&str]) -> Vec<String> {
+    let run = env.json(args);
+    run.data()["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["class"] == "partial_download")
+        .map(|item| item["path"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_killed_pull_leaves_a_part_the_next_pull_resumes_and_prune_knows() {
+    let body = payload(2_000_000);
+    let server = Server::start();
+    let slow = Behaviour::Slow {
+        chunk: 16 * 1024,
+        delay: Duration::from_millis(40),
+    };
+    server.route("/slow.qcow2", body.clone(), slow.clone());
+    let env = env_with_catalog(
+        &server,
+        &entry(
+            "slow",
+            "slow.qcow2",
+            &format!("sha256 = \"{}\"", sha256_hex(&body)),
+        ),
+    );
+    let isos_dir = env.root().join("isos");
+
+    // In flight, the part is the running pull's: prune leaves it alone.
+    let mut child = spawn_pull(&env, "slow");
+    let name = wait_for_part_bytes(&isos_dir, 64 * 1024);
+    assert!(partial_items(&env, &["prune"]).is_empty());
+    // SAFETY: kill(2) on the PID of a child this test spawned and has not reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    assert_eq!(isos(&env), [name.as_str()], "the kill left its part");
+
+    // Its writer is gone: prune lists it at once (no two-minute wait).
+    let part = isos_dir.join(&name).display().to_string();
+    assert_eq!(partial_items(&env, &["prune"]), [part.as_str()]);
+
+    // The next pull of the image resumes from it, and nothing is left over.
+    server.route("/slow.qcow2", body.clone(), Behaviour::Normal);
+    server.clear_log();
+    let run = env.json(&["pull", "slow"]);
+    assert_pulled(&env, &run, "slow", "slow.qcow2", &body, true);
+    let ranges = server.ranges();
+    assert!(
+        matches!(ranges.as_slice(), [Some(r)] if r.starts_with("bytes=") && r != "bytes=0-"),
+        "{ranges:?}"
+    );
+
+    // Killed again, the part is removed by prune --apply.
+    std::fs::remove_file(isos_dir.join("slow.qcow2")).unwrap();
+    server.route("/slow.qcow2", body.clone(), slow);
+    let mut child = spawn_pull(&env, "slow");
+    let name = wait_for_part_bytes(&isos_dir, 16 * 1024);
+    // SAFETY: as above.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    let part = isos_dir.join(&name).display().to_string();
+    assert_eq!(partial_items(&env, &["prune", "--apply"]), [part]);
+    assert!(isos(&env).is_empty(), "{:?}", isos(&env));
+}
+
 fn wait_for_part_file(isos: &Path) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {

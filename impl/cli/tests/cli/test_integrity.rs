@@ -6,26 +6,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
-use crate::common::TestEnv;
-use crate::common::ALPINE_VIRT;
-
-/// Creates a disk-mode VM with a real (small) qcow2 disk.
-fn create_disk(env: &TestEnv, name: &str) -> Value {
-    env.plant_image(ALPINE_VIRT);
-    let args = [
-        "create",
-        name,
-        "--image",
-        "alpine-virt",
-        "--mode",
-        "disk",
-        "--disk",
-        "64M",
-    ];
-    env.json(&args).data()["vm"].clone()
-}
+use crate::common::{create_disk, create_disk_args, qemu_info, TestEnv, ALPINE_VIRT};
 
 fn disk(env: &TestEnv, name: &str) -> PathBuf {
     env.root().join(name).join("disk.qcow2")
@@ -40,20 +21,6 @@ fn qemu_io(disk: &Path, command: &str) -> bool {
         .output()
         .expect("qemu-io runs (apt install qemu-utils)");
     out.status.success() && !String::from_utf8_lossy(&out.stdout).contains("failed")
-}
-
-fn qemu_info(path: &Path) -> Value {
-    let out = std::process::Command::new("qemu-img")
-        .args(["info", "--output=json", "-U"])
-        .arg(path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 fn mode(path: &Path) -> u32 {
@@ -171,8 +138,8 @@ fn secrets_are_owner_only_whatever_the_umask() {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     std::fs::remove_dir(env.root()).unwrap();
-    crate::test_runtime::stub(&env, "qemu-system-x86_64", crate::test_runtime::FAKE_QEMU);
-    let _reaper = crate::test_runtime::Reaper::watch(&env, &["c"]);
+    crate::common::stub(&env, "qemu-system-x86_64", crate::common::FAKE_QEMU);
+    let _reaper = crate::common::Reaper::watch(&env, &["c"]);
     let base = env.tmp().join("base.qcow2");
     assert!(std::process::Command::new("qemu-img")
         .args(["create", "-q", "-f", "qcow2"])
@@ -198,21 +165,7 @@ fn secrets_are_owner_only_whatever_the_umask() {
     json_with_umask(&env, &["up", "c", "--no-wait"], 0).data();
     json_with_umask(&env, &["down", "c"], 0).data();
     env.plant_image(ALPINE_VIRT);
-    json_with_umask(
-        &env,
-        &[
-            "create",
-            "d",
-            "--image",
-            "alpine-virt",
-            "--mode",
-            "disk",
-            "--disk",
-            "64M",
-        ],
-        0,
-    )
-    .data();
+    json_with_umask(&env, &create_disk_args("d"), 0).data();
     json_with_umask(&env, &["clone", "d", "d2"], 0).data();
     json_with_umask(&env, &["clone", "c", "c2"], 0).data();
 
@@ -387,8 +340,8 @@ fn an_untrusted_image_cannot_reach_host_files() {
 #[test]
 fn qemu_is_always_told_each_drive_format() {
     let env = TestEnv::new();
-    crate::test_runtime::stub(&env, "qemu-system-x86_64", crate::test_runtime::FAKE_QEMU);
-    let _reaper = crate::test_runtime::Reaper::watch(&env, &["c", "d"]);
+    crate::common::stub(&env, "qemu-system-x86_64", crate::common::FAKE_QEMU);
+    let _reaper = crate::common::Reaper::watch(&env, &["c", "d"]);
     let base = env.tmp().join("base.qcow2");
     qemu_img(&[
         "create",
@@ -518,16 +471,7 @@ fn done_or_not_done(env: &TestEnv, name: &str, has_disk: bool) -> bool {
 
 #[test]
 fn a_kill_at_any_point_leaves_each_command_done_or_not_done() {
-    let creates: &[&str] = &[
-        "create",
-        "n",
-        "--image",
-        "alpine-virt",
-        "--mode",
-        "disk",
-        "--disk",
-        "64M",
-    ];
+    let creates: &[&str] = &create_disk_args("n");
     let clones: &[&str] = &["clone", "src", "n"];
     let cases: &[(&[&str], &str)] = &[
         (creates, "staged"),
@@ -649,4 +593,142 @@ fn bad_input_is_refused_at_create_with_one_line_and_nothing_written() {
     create_disk(&env, "d");
     env.json(&["update", "d", "--ram", "4294967295"])
         .error("invalid_spec");
+}
+
+// ---------------------------------------------------------------- a killed disk grow
+
+/// The qcow2's virtual size, as qemu-img reports it.
+fn virtual_size(env: &TestEnv, name: &str) -> u64 {
+    qemu_info(&disk(env, name))["virtual-size"]
+        .as_u64()
+        .unwrap()
+}
+
+#[test]
+fn a_killed_disk_grow_leaves_disk_and_record_agreeing() {
+    // Killed after the resize, before vm.toml records it: the qcow2 is the truth.
+    let env = TestEnv::new();
+    create_disk(&env, "d");
+    killed_at(&env, "resized", &["update", "d", "--disk", "128M"]);
+    assert_eq!(virtual_size(&env, "d"), 128 << 20);
+    assert_eq!(env.json(&["get", "d"]).data()["vm"]["disk"], "128M");
+    let listed = env.json(&["ls"]).data()["vms"].clone();
+    assert_eq!(listed[0]["disk"], "128M", "{listed}");
+    // The next change records it for good, and growing again still works.
+    env.json(&["update", "d", "--cpus", "2"]).data();
+    let record = std::fs::read_to_string(env.root().join("d/vm.toml")).unwrap();
+    assert!(record.contains("\"128M\""), "{record}");
+    assert!(!env.root().join("d/.disk-resize").exists());
+    env.json(&["update", "d", "--disk", "192M"]).data();
+    assert_eq!(virtual_size(&env, "d"), 192 << 20);
+    assert_eq!(env.json(&["get", "d"]).data()["vm"]["disk"], "192M");
+
+    // Killed before the resize started: nothing changed, and the record says so.
+    let env = TestEnv::new();
+    create_disk(&env, "d");
+    killed_at(&env, "resize-noted", &["update", "d", "--disk", "128M"]);
+    assert_eq!(virtual_size(&env, "d"), 64 << 20);
+    assert_eq!(env.json(&["get", "d"]).data()["vm"]["disk"], "64M");
+    // Growing from the recorded size works as before.
+    env.json(&["update", "d", "--disk", "96M"]).data();
+    assert_eq!(virtual_size(&env, "d"), 96 << 20);
+    assert_eq!(env.json(&["get", "d"]).data()["vm"]["disk"], "96M");
+    assert!(leftovers(&env.root()).is_empty());
+}
+
+/// Runs `stoat --json` with raw (possibly non-UTF-8) arguments.
+fn json_os(env: &TestEnv, args: &[&std::ffi::OsStr], home: bool) -> crate::common::JsonRun {
+    let mut command = env.std_cmd(&["--json"]);
+    command.args(args);
+    if !home {
+        command.env_remove("HOME");
+    }
+    crate::common::JsonRun::check(command.output().unwrap())
+}
+
+/// The VM directories in the root (nothing else stoat keeps there).
+fn vm_dirs(env: &TestEnv) -> Vec<String> {
+    std::fs::read_dir(env.root())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| {
+            !n.starts_with('.') && !["isos", "recipes", "logs", "shared"].contains(&n.as_str())
+        })
+        .collect()
+}
+
+#[test]
+fn non_utf8_bytes_and_a_homeless_tilde_are_refused_at_the_door() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let env = TestEnv::new();
+    env.plant_image(ALPINE_VIRT);
+    create_disk(&env, "d");
+    let before = std::fs::read(env.root().join("d/vm.toml")).unwrap();
+    let bad = |bytes: &'static [u8]| OsStr::from_bytes(bytes);
+    let s = |text: &'static str| OsStr::new(text);
+    let image = [s("--image"), s("alpine-virt")];
+    let cases: Vec<(Vec<&OsStr>, &str)> = vec![
+        (
+            [&[s("create"), bad(b"a\xffb")][..], &image].concat(),
+            "argument",
+        ),
+        (
+            [
+                &[s("create"), s("n"), s("--share"), bad(b"/tmp/\xff")][..],
+                &image,
+            ]
+            .concat(),
+            "--share",
+        ),
+        (
+            [
+                &[s("create"), s("n"), bad(b"--console-password=p\xffw")][..],
+                &image,
+            ]
+            .concat(),
+            "--console-password",
+        ),
+        (
+            vec![s("update"), s("d"), s("--share"), bad(b"/srv/\xfe")],
+            "--share",
+        ),
+    ];
+    for (args, names) in cases {
+        let run = json_os(&env, &args, true);
+        let message = run.error("invalid_spec");
+        assert!(message.contains(names), "{message}");
+        assert!(
+            message.contains("UTF-8") && !message.contains('\n'),
+            "{message}"
+        );
+        assert!(
+            !message.contains('\u{fffd}'),
+            "nothing mangled is echoed: {message}"
+        );
+    }
+    assert_eq!(vm_dirs(&env), ["d"]);
+    assert_eq!(std::fs::read(env.root().join("d/vm.toml")).unwrap(), before);
+
+    // Without HOME, `~` cannot be expanded: refused, never a directory named `~`.
+    for args in [
+        vec![
+            s("create"),
+            s("n"),
+            s("--share"),
+            s("~/x"),
+            s("--image"),
+            s("alpine-virt"),
+        ],
+        vec![s("update"), s("d"), s("--share"), s("~")],
+        vec![s("create"), s("n"), s("--image"), s("~/x.qcow2")],
+    ] {
+        let run = json_os(&env, &args, false);
+        let message = run.error("invalid_spec");
+        assert!(message.contains("HOME"), "{message}");
+        assert!(!message.contains('\n'), "{message}");
+    }
+    assert_eq!(vm_dirs(&env), ["d"]);
+    assert_eq!(std::fs::read(env.root().join("d/vm.toml")).unwrap(), before);
 }

@@ -799,7 +799,7 @@ fn mcp_install_edits_a_symlinked_config_at_its_target() {
 #[test]
 #[ignore = "needs STOAT_REAL_GUEST"]
 fn real_exec_and_copy_tools_on_the_test_guest() {
-    use crate::test_runtime::{real_guest, timed, RealGuard};
+    use crate::common::{real_guest, timed, RealGuard};
     let guest = real_guest();
     let env = TestEnv::new();
     let image = guest.image.display().to_string();

@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{FakeRunningVm, JsonRun, TestEnv};
-use crate::test_runtime::{real_guest, stub, timed, RealGuard, Reaper, FAKE_QEMU};
+use crate::common::{
+    real_guest, stub, timed, FakeRunningVm, JsonRun, RealGuard, Reaper, TestEnv, FAKE_QEMU,
+};
 
 /// Runs `stoat <args> --json` with `dir` as the working directory.
 fn json_in(env: &TestEnv, dir: &Path, args: &[&str]) -> JsonRun {

@@ -5,12 +5,10 @@
 //! remote command back into exactly that argv), and arbitrary bytes from ssh come back
 //! exactly, plain or base64, per stream. Few cases (32) to keep `cargo test` fast.
 
-use std::os::unix::fs::PermissionsExt as _;
-
 use base64::Engine as _;
 use proptest::prelude::*;
 
-use crate::common::{banner_port, FakeRunningVm, TestEnv, PLANTED_PASSWORD};
+use crate::common::{banner_port, stub, FakeRunningVm, TestEnv, PLANTED_PASSWORD};
 
 fn config() -> ProptestConfig {
     ProptestConfig {
@@ -91,13 +89,6 @@ fn write_live_vm(env: &TestEnv, name: &str, port: u16) {
             "name = \"{name}\"\nmode = \"live\"\nos = \"alpine\"\nbackend = \"apkovl\"\niso = \"/nonexistent/x.iso\"\nram = 256\ncpus = 1\nsshport = {port}\nsshuser = \"root\"\nconsole_password = \"{PLANTED_PASSWORD}\"\n"
         ),
     );
-}
-
-/// Puts a `/bin/sh` script named `name` first on the test's PATH.
-fn stub(env: &TestEnv, name: &str, body: &str) {
-    let path = env.bin().join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// What a POSIX shell makes of `remote`: the words it splits it into.

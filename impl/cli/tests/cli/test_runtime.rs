@@ -7,65 +7,15 @@
 //! guest STOAT_REAL_GUEST names.
 
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use base64::Engine;
 
-use crate::common::{banner_port, TestEnv, PLANTED_PASSWORD};
-
-/// Writes an executable script into the test's bin directory.
-pub(crate) fn stub(env: &TestEnv, name: &str, body: &str) -> PathBuf {
-    let path = env.bin().join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
-
-/// A fake QEMU: records its argv next to the pidfile, leaves a process named after the
-/// pidfile (it stops its own sleep on SIGTERM), writes the pidfile and exits 0.
-pub(crate) const FAKE_QEMU: &str = r#"prev=""
-for a in "$@"; do
-  [ "$prev" = "-pidfile" ] && pidfile="$a"
-  prev="$a"
-done
-for a in "$@"; do printf '%s\n' "$a"; done > "$(dirname "$pidfile")/qemu.argv"
-sh -c 'trap "kill \$! 2>/dev/null; exit 0" TERM; sleep 300 & wait' "$pidfile" </dev/null >/dev/null 2>&1 &
-echo $! > "$pidfile"
-exit 0
-"#;
-
-/// Stops every fake QEMU of this test environment by the PID in its pidfile.
-pub(crate) struct Reaper(pub(crate) Vec<PathBuf>);
-
-impl Reaper {
-    pub(crate) fn watch(env: &TestEnv, vms: &[&str]) -> Reaper {
-        Reaper(
-            vms.iter()
-                .map(|vm| env.root().join(vm).join("qemu.pid"))
-                .collect(),
-        )
-    }
-}
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        for pidfile in &self.0 {
-            if let Some(pid) = std::fs::read_to_string(pidfile)
-                .ok()
-                .and_then(|t| t.trim().parse::<i32>().ok())
-                .filter(|pid| *pid > 1)
-            {
-                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                if String::from_utf8_lossy(&cmdline).contains(&pidfile.display().to_string()) {
-                    // SAFETY: kill(2) on a PID proven to be our fake.
-                    unsafe { libc::kill(pid, libc::SIGTERM) };
-                }
-            }
-        }
-    }
-}
+use crate::common::{
+    banner_port, free_port, real_guest, stub, timed, RealGuard, Reaper, TestEnv, FAKE_QEMU,
+    PLANTED_PASSWORD,
+};
 
 /// A live VM whose ISO the fake QEMU never reads (its kernel is already "extracted").
 fn write_live_vm(env: &TestEnv, name: &str, port: u16, extra: &str) {
@@ -624,62 +574,13 @@ fn screenshot_writes_a_png_and_reports_its_size() {
 
 // ---- REAL tier ----------------------------------------------------------------------------
 
-/// The real test guest, and this test's turn to boot it: real-tier tests in this binary run
-/// one at a time (the host has two cores shared with other engineers' guests).
-pub(crate) struct RealGuest {
-    /// The cloud image, `<STOAT_REAL_GUEST>/stoat-testguest-cloud.qcow2`.
-    pub(crate) image: PathBuf,
-    _turn: std::sync::MutexGuard<'static, ()>,
-}
-
-/// The real guest STOAT_REAL_GUEST names. Real-tier tests are `#[ignore]`d, so they run only
-/// when asked for (`--include-ignored`, as `make test` does); asked for without the guest, they
-/// fail rather than pass unseen.
-pub(crate) fn real_guest() -> RealGuest {
-    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let guest_dir = std::env::var_os("STOAT_REAL_GUEST")
-        .filter(|dir| !dir.is_empty())
-        .expect("set STOAT_REAL_GUEST to the guest build directory (conformance/guest/build.sh)");
-    let image = Path::new(&guest_dir).join("stoat-testguest-cloud.qcow2");
-    assert!(image.is_file(), "no guest image at {}", image.display());
-    let turn = TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    RealGuest { image, _turn: turn }
-}
-
-/// Stops a real QEMU by the PID in its pidfile, whatever happened.
-pub(crate) struct RealGuard(pub(crate) PathBuf);
-
-impl Drop for RealGuard {
-    fn drop(&mut self) {
-        let pidfile = self.0.join("qemu.pid");
-        if let Some(pid) = std::fs::read_to_string(&pidfile)
-            .ok()
-            .and_then(|t| t.trim().parse::<i32>().ok())
-            .filter(|pid| *pid > 1)
-        {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            if String::from_utf8_lossy(&cmdline).contains(&format!("{}/", self.0.display())) {
-                // SAFETY: kill(2) on a PID proven to be this VM's QEMU.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
-        }
-    }
-}
-
-pub(crate) fn timed<T>(label: &str, f: impl FnOnce() -> T) -> T {
-    let started = Instant::now();
-    let out = f();
-    println!("TIMING {label}: {:.2?}", started.elapsed());
-    out
-}
-
 #[test]
 #[ignore = "needs STOAT_REAL_GUEST"]
 fn real_guest_lifecycle() {
     let guest = real_guest();
     let image = &guest.image;
     let env = TestEnv::new();
-    let port = crate::test_runtime::free_port();
+    let port = free_port();
     let host_share = env.tmp().join("host-share");
     std::fs::create_dir_all(&host_share).unwrap();
     env.write_vm(
@@ -873,12 +774,6 @@ fn real_guest_lifecycle() {
     let down = timed("down", || env.json(&["down", "t1"]));
     assert_eq!(down.data()["vm"]["state"], "stopped");
     env.json(&["wait", "t1", "--until", "stopped", "--timeout", "5s"]);
-}
-
-/// A port nobody listens on right now (the real guest's ssh forward).
-pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
 }
 
 /// The lines of a recorded fake-QEMU argv.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::common::TestEnv;
-use crate::test_runtime::{free_port, real_guest, RealGuard};
+use crate::common::{free_port, real_guest, RealGuard};
 
 /// The `ssh-*.sock` sockets in a VM directory.
 fn sockets(vm_dir: &Path) -> Vec<PathBuf> {

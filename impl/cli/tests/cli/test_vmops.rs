@@ -6,9 +6,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Stdio;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::common::{FakeRunningVm, TestEnv, ALPINE_VIRT, PLANTED_PASSWORD};
+use crate::common::{
+    create_disk, create_live, qemu_info, FakeRunningVm, TestEnv, ALPINE_VIRT, PLANTED_PASSWORD,
+};
 
 const DEBIAN_CLOUD: &str = "debian-13-genericcloud-amd64.qcow2";
 
@@ -21,43 +23,6 @@ fn make_qcow2(path: &Path, size: &str) {
         .status()
         .unwrap();
     assert!(status.success());
-}
-
-/// Returns `qemu-img info --output=json` of a disk.
-fn qemu_info(path: &Path) -> Value {
-    let out = std::process::Command::new("qemu-img")
-        .args(["info", "--output=json", "-U"])
-        .arg(path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-/// Creates a live alpine VM through the real binary; returns its VM object.
-fn create_live(env: &TestEnv, name: &str) -> Value {
-    env.plant_image(ALPINE_VIRT);
-    env.json(&["create", name, "--image", "alpine-virt"]).data()["vm"].clone()
-}
-
-/// Creates a disk-mode VM with a real (small) qcow2 disk.
-fn create_disk(env: &TestEnv, name: &str) -> Value {
-    env.plant_image(ALPINE_VIRT);
-    let run = env.json(&[
-        "create",
-        name,
-        "--image",
-        "alpine-virt",
-        "--mode",
-        "disk",
-        "--disk",
-        "64M",
-    ]);
-    run.data()["vm"].clone()
 }
 
 /// Starts an assert_cmd command as a std child with every stdio stream piped.

@@ -1,21 +1,18 @@
 //! `prune`: delete leftovers (docs/contract.md behaviour#host-commands). Under the data-root lock, dry runs
 //! included, so the list cannot race a concurrent create.
 //!
-//! Partial downloads at least two minutes old always; broken VMs that are not running with
+//! Partial downloads no running pull holds (see images::part) always; broken VMs that are not running with
 //! `--broken`; images no VM references with `--images`. Never keys, `recipes/`, hidden files
 //! (`.manifest`, locks) or a running VM.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use stoat_wire::dto::{PruneData, PruneItem};
 
 use crate::vm::{self, Loaded};
 use crate::{lock, Error, Result, Root};
-
-/// A `.part` file younger than this may still be downloading.
-pub const PARTIAL_MIN_AGE: Duration = Duration::from_secs(120);
 
 /// What to look for.
 #[derive(Debug, Clone, Copy, Default)]
@@ -110,19 +107,9 @@ fn is_partial(path: &Path) -> bool {
     path.extension().is_some_and(|ext| ext == "part")
 }
 
-/// `isos/*.part` last written at least [`PARTIAL_MIN_AGE`] before `now`.
+/// `isos/*.part` that no running pull holds at `now`.
 fn partial_downloads(root: &Root, now: SystemTime) -> Result<Vec<PathBuf>> {
-    Ok(image_files(root)?
-        .into_iter()
-        .filter(|path| is_partial(path))
-        .filter(|path| {
-            let modified = path.metadata().and_then(|m| m.modified());
-            modified
-                .ok()
-                .and_then(|at| now.duration_since(at).ok())
-                .is_some_and(|age| age >= PARTIAL_MIN_AGE)
-        })
-        .collect())
+    Ok(crate::images::part::stale(&root.isos(), now))
 }
 
 /// Broken VM directories whose QEMU is not running.
@@ -186,6 +173,7 @@ fn references_in_text(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn references_survive_a_broken_file() {

@@ -77,7 +77,7 @@ impl Catalog {
 /// Returns the catalog in effect: `STOAT_CATALOG`'s file when set, else the built-in one.
 pub fn load(env: &Env) -> Result<Catalog> {
     match env.get("STOAT_CATALOG") {
-        Some(path) => load_file(&env.expand_tilde(path)),
+        Some(path) => load_file(&env.expand_tilde(path)?),
         None => Ok(builtin()),
     }
 }

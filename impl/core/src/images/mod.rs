@@ -9,6 +9,7 @@ pub mod checksum;
 pub mod infer;
 pub mod inspect;
 pub mod local;
+pub mod part;
 pub mod pull;
 
 pub use catalog::{Catalog, CatalogEntry, Checksum};

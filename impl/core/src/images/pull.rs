@@ -211,7 +211,8 @@ fn hash_prefix(
     Ok(done)
 }
 
-/// The temporary `isos/<file>.<random>.part`: removed when dropped unless renamed away.
+/// The temporary `isos/<file>.<pid>.<random>.part` (see images::part): removed when dropped
+/// unless renamed away.
 struct PartFile {
     path: PathBuf,
     armed: bool,
@@ -220,7 +221,7 @@ struct PartFile {
 impl PartFile {
     fn create(isos: &Path, file: &str) -> Result<PartFile> {
         let temp = tempfile::Builder::new()
-            .prefix(&format!("{file}."))
+            .prefix(&super::part::prefix(file))
             .suffix(".part")
             .tempfile_in(isos)
             .context(|| format!("create a temporary file in {}", isos.display()))?;
@@ -250,8 +251,9 @@ impl Drop for PartFile {
 /// Downloads into a part file, resuming `isos/<file>.partial` when there is one; renames to
 /// `isos/<file>` once the digest matches.
 fn download(isos: &Path, source: &Source, id: &str, cx: &PullContext) -> Result<()> {
-    let part = PartFile::create(isos, &source.file)?;
     let partial = isos.join(format!("{}{PARTIAL_SUFFIX}", source.file));
+    take_over_killed_parts(&partial, isos, source);
+    let part = PartFile::create(isos, &source.file)?;
     // Claiming by rename: of two concurrent pulls, only one gets the resumable bytes.
     let resumable = source.expected.is_some() && std::fs::rename(&partial, &part.path).is_ok();
     if !resumable {
@@ -274,6 +276,19 @@ fn download(isos: &Path, source: &Source, id: &str, cx: &PullContext) -> Result<
             }
             Err(err)
         }
+    }
+}
+
+/// What killed pulls of this file left: the largest part becomes the kept download to resume
+/// (when the image can be verified and nothing is kept yet), the others are removed.
+fn take_over_killed_parts(partial: &Path, isos: &Path, source: &Source) {
+    let mut resume_from_one = source.expected.is_some() && !partial.exists();
+    for stale in super::part::stale_of(isos, &source.file) {
+        if resume_from_one && std::fs::rename(&stale, partial).is_ok() {
+            resume_from_one = false;
+            continue;
+        }
+        let _ = std::fs::remove_file(&stale);
     }
 }
 

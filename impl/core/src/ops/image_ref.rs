@@ -40,7 +40,7 @@ pub fn resolve(root: &Root, env: &Env, image: &str) -> Result<ResolvedImage> {
     if image.is_empty() {
         return Err(no_such_local_image(image));
     }
-    let as_path = env.expand_tilde(image);
+    let as_path = env.expand_tilde(image)?;
     if as_path.is_absolute() {
         return resolve_absolute(&as_path);
     }

@@ -100,7 +100,7 @@ pub fn resolve_share(env: &Env, text: &str) -> Result<String> {
     if trimmed.is_empty() {
         return Ok(String::new());
     }
-    let expanded = env.expand_tilde(trimmed);
+    let expanded = env.expand_tilde(trimmed)?;
     let absolute = if expanded.is_absolute() {
         expanded
     } else {

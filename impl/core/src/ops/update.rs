@@ -1,5 +1,6 @@
 //! `update`: change only the fields that were given, under the data-root lock; grow a disk
-//! with `qemu-img resize` before the new size is saved.
+//! with `qemu-img resize` before the new size is saved (a kill in between is reconciled by
+//! the next load, see vm::resize_note).
 //!
 //! Implements docs/contract.md behaviour#host-commands, without docs/contract.md behaviour#not-copied:
 //! `changed` lists only fields whose value actually changed, and `--recipes` is validated.
@@ -217,7 +218,11 @@ fn grow_disk(env: &Env, stored: &StoredVm, size: &str) -> Result<()> {
         // A disk VM whose qcow2 is gone: the new size applies when one is made.
         return Ok(());
     }
-    super::qemu_img(
+    // A kill from here until vm.toml is saved leaves the note, and the next load of the
+    // VM believes the qcow2 (see vm::resize_note).
+    vm::resize_note::begin(&stored.dir, size)?;
+    crate::fault::point("resize-noted");
+    let resized = super::qemu_img(
         env,
         &[
             "resize".as_ref(),
@@ -225,7 +230,12 @@ fn grow_disk(env: &Env, stored: &StoredVm, size: &str) -> Result<()> {
             disk.as_os_str(),
             size.as_ref(),
         ],
-    )
+    );
+    if resized.is_err() {
+        vm::resize_note::clear(&stored.dir);
+    }
+    crate::fault::point("resized");
+    resized
 }
 
 /// Returns, sorted, the wire names of the fields whose wire value differs.

@@ -68,7 +68,7 @@ fn read_index(env: &Env, location: &str) -> Result<String> {
     if location.starts_with("http://") || location.starts_with("https://") {
         return fetch(env, location);
     }
-    let path = env.expand_tilde(location.strip_prefix("file://").unwrap_or(location));
+    let path = env.expand_tilde(location.strip_prefix("file://").unwrap_or(location))?;
     std::fs::read_to_string(&path).map_err(|e| {
         Error::InvalidSpec(format!(
             "recipe index {}: cannot read: {e} (check {INDEX_VAR})",

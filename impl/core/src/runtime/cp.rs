@@ -40,7 +40,7 @@ pub fn copy(
     vm::check_name(&request.vm).map_err(|_| Error::NotFound {
         name: request.vm.clone(),
     })?;
-    let local = absolute_local(env, cwd, &request.local);
+    let local = absolute_local(env, cwd, &request.local)?;
     let (stored, _pid) = load_running(root, &request.vm)?;
     let key = keys::ensure(root, env)?;
     let scp = tool(env, "scp", "openssh-client")?;
@@ -83,8 +83,8 @@ pub fn copy(
 
 /// `~` against HOME, relative against `cwd`, `.` and `..` removed lexically (like Go's
 /// filepath.Abs), never through the file system.
-pub fn absolute_local(env: &Env, cwd: &Path, local: &str) -> PathBuf {
-    let expanded = env.expand_tilde(local);
+pub fn absolute_local(env: &Env, cwd: &Path, local: &str) -> Result<PathBuf> {
+    let expanded = env.expand_tilde(local)?;
     let joined = if expanded.is_absolute() {
         expanded
     } else {
@@ -100,7 +100,7 @@ pub fn absolute_local(env: &Env, cwd: &Path, local: &str) -> PathBuf {
             Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
         }
     }
-    clean
+    Ok(clean)
 }
 
 #[cfg(test)]
@@ -112,14 +112,26 @@ mod tests {
         let env = Env::from_pairs([("HOME", "/home/u")]);
         let cwd = Path::new("/work/dir");
         assert_eq!(
-            absolute_local(&env, cwd, "a.txt"),
+            absolute_local(&env, cwd, "a.txt").unwrap(),
             PathBuf::from("/work/dir/a.txt")
         );
         assert_eq!(
-            absolute_local(&env, cwd, "../b/./c"),
+            absolute_local(&env, cwd, "../b/./c").unwrap(),
             PathBuf::from("/work/b/c")
         );
-        assert_eq!(absolute_local(&env, cwd, "~/x"), PathBuf::from("/home/u/x"));
-        assert_eq!(absolute_local(&env, cwd, "/abs"), PathBuf::from("/abs"));
+        assert_eq!(
+            absolute_local(&env, cwd, "~/x").unwrap(),
+            PathBuf::from("/home/u/x")
+        );
+        let homeless = Env::from_pairs([]);
+        assert!(absolute_local(&homeless, cwd, "~/x").is_err());
+        assert_eq!(
+            absolute_local(&homeless, cwd, "~x").unwrap(),
+            PathBuf::from("/work/dir/~x")
+        );
+        assert_eq!(
+            absolute_local(&env, cwd, "/abs").unwrap(),
+            PathBuf::from("/abs")
+        );
     }
 }

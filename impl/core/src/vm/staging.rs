@@ -98,14 +98,17 @@ pub fn sweep(root: &Root) {
     }
 }
 
-/// Removes dead writers' temporary files next to a vm.toml in `vm_dir`.
+/// Removes dead writers' temporary files (of vm.toml or of a resize note) in `vm_dir`.
 pub fn sweep_vm_dir(vm_dir: &Path) {
     let Ok(entries) = std::fs::read_dir(vm_dir) else {
         return;
     };
     for entry in entries.filter_map(|e| e.ok()) {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some(rest) = name.strip_prefix(".vm.toml.") {
+        let temp = name
+            .strip_prefix(".vm.toml.")
+            .or_else(|| name.strip_prefix(".disk-resize."));
+        if let Some(rest) = temp {
             if is_leftover(rest) || !rest.contains('.') {
                 let _ = std::fs::remove_file(entry.path());
             }
@@ -138,7 +141,7 @@ fn is_leftover(name: &str) -> bool {
     }
 }
 
-fn pid_alive(pid: i32) -> bool {
+pub(crate) fn pid_alive(pid: i32) -> bool {
     if pid <= 0 {
         return false;
     }

@@ -211,11 +211,16 @@ pub fn load(root: &Root, name: &str) -> Result<Loaded> {
         .map_err(|_| "vm.toml is not UTF-8".to_owned())
         .and_then(|text| VmConfig::parse(&text));
     Ok(match parsed {
-        Ok(config) => Loaded::Ok(StoredVm {
-            name: name.to_owned(),
-            dir,
-            config,
-        }),
+        Ok(mut config) => {
+            if let Some(disk) = super::resize_note::reconcile(&dir, &config.disk) {
+                config.disk = disk;
+            }
+            Loaded::Ok(StoredVm {
+                name: name.to_owned(),
+                dir,
+                config,
+            })
+        }
         Err(reason) => Loaded::Broken {
             name: name.to_owned(),
             dir,
@@ -271,10 +276,13 @@ pub fn list(root: &Root) -> Result<Vec<Loaded>> {
 }
 
 /// Saves vm.toml atomically (write, fsync, rename, fsync the directory), first removing
-/// what killed writers left next to it.
+/// what killed writers left next to it. The record now holds the disk's real size, so a
+/// note of an interrupted resize has served its purpose.
 pub fn save(vm: &StoredVm) -> Result<()> {
     super::staging::sweep_vm_dir(&vm.dir);
-    write_atomically(&vm.dir.join("vm.toml"), vm.config.to_toml().as_bytes())
+    write_atomically(&vm.dir.join("vm.toml"), vm.config.to_toml().as_bytes())?;
+    super::resize_note::clear(&vm.dir);
+    Ok(())
 }
 
 /// Makes a new VM: `fill` puts its files (disk, ...) into a staging directory that already

@@ -1,0 +1,190 @@
+//! The sandboxed environment a test runs the real `stoat` binary in: its own HOME, data root,
+//! bin directory (where fake host tools go) and TMPDIR, and a cleared, pinned environment.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+use crate::{stoat_fake, JsonRun, PLANTED_PASSWORD};
+
+/// A temporary HOME, STOAT_HOME and bin directory; removed on drop, even when a test fails.
+pub struct TestEnv {
+    temp: tempfile::TempDir,
+    extra_env: Vec<(String, String)>,
+}
+
+impl TestEnv {
+    /// Puts a placeholder image file into the data root's isos/ (enough for `create`).
+    pub fn plant_image(&self, file: &str) {
+        std::fs::create_dir_all(self.root().join("isos")).unwrap();
+        std::fs::write(self.root().join("isos").join(file), b"image").unwrap();
+    }
+
+    pub fn new() -> TestEnv {
+        let temp = tempfile::Builder::new()
+            .prefix("stoat-test-")
+            .tempdir()
+            .unwrap();
+        for dir in ["home", "stoat", "bin", "tmp"] {
+            std::fs::create_dir_all(temp.path().join(dir)).unwrap();
+        }
+        TestEnv {
+            temp,
+            extra_env: Vec::new(),
+        }
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.temp.path().join("home")
+    }
+    pub fn root(&self) -> PathBuf {
+        self.temp.path().join("stoat")
+    }
+    pub fn bin(&self) -> PathBuf {
+        self.temp.path().join("bin")
+    }
+    pub fn tmp(&self) -> PathBuf {
+        self.temp.path().join("tmp")
+    }
+
+    /// Sets an extra environment variable for every later run.
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.extra_env.push((key.to_owned(), value.to_owned()));
+    }
+
+    /// Returns the stoat command with a cleared, pinned environment.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        Command::from_std(self.std_cmd(args))
+    }
+
+    /// [`TestEnv::cmd`] as a std command, for a test that must read a running stoat's output.
+    pub fn std_cmd(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("stoat"));
+        cmd.env_clear()
+            .env("HOME", self.home())
+            .env("STOAT_HOME", self.root())
+            .env("PATH", format!("{}:/usr/bin:/bin", self.bin().display()))
+            .env("STOAT_ACCEL", "tcg")
+            .env("STOAT_GRAPHICAL", "0")
+            .env("TMPDIR", self.tmp())
+            .env("LANG", "C.UTF-8")
+            .env("TZ", "UTC")
+            .current_dir(self.home())
+            .args(args);
+        for (k, v) in &self.extra_env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// Runs stoat in human mode.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    /// Runs stoat with `--json` appended and checks the contract on the output.
+    pub fn json(&self, args: &[&str]) -> JsonRun {
+        let mut all: Vec<&str> = args.to_vec();
+        all.push("--json");
+        JsonRun::check(self.cmd(&all).output().unwrap())
+    }
+
+    /// Runs stoat with exactly `args` (place `--json` yourself) and checks the contract.
+    pub fn json_raw(&self, args: &[&str]) -> JsonRun {
+        JsonRun::check(self.cmd(args).output().unwrap())
+    }
+
+    /// Makes `bin/<tool>` the multi-call fake host tool ([`stoat_fake`]) answering as `tool`
+    /// (ssh, scp, ssh-keygen, qemu-img, qemu-system-x86_64, xorriso). A one-line `exec`, not a
+    /// symlink: a test that later writes its own `bin/<tool>` must not write through a link
+    /// into the shared binary.
+    pub fn fake_tool(&self, tool: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.bin().join(tool);
+        let fake = stoat_fake().display().to_string().replace('\'', "'\\''");
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\nexec '{fake}' --as {tool} \"$@\"\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// Writes the fakes' script (docs/conformance-fakes.md) and points every later run at it.
+    pub fn fake_script(&mut self, script: &Value) {
+        let path = self.tmp().join("fake-script.json");
+        std::fs::write(&path, script.to_string()).unwrap();
+        self.set_env("STOAT_FAKE_SCRIPT", path.to_str().unwrap());
+    }
+
+    /// Writes `<root>/<name>/vm.toml`.
+    pub fn write_vm(&self, name: &str, toml: &str) {
+        let dir = self.root().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("vm.toml"), toml).unwrap();
+    }
+
+    /// Writes a typical stopped VM with a planted console password.
+    pub fn write_basic_vm(&self, name: &str, port: u16) {
+        self.write_vm(
+            name,
+            &format!(
+                "name = \"{name}\"\nmode = \"cloud\"\nos = \"debian\"\nbackend = \"cloudinit\"\nram = 1024\ncpus = 1\ndisk = \"8G\"\nsshport = {port}\nsshuser = \"stoat\"\nconsole_password = \"{PLANTED_PASSWORD}\"\nbase = \"{}/isos/base.qcow2\"\n",
+                self.root().display()
+            ),
+        );
+    }
+
+    /// Makes a tiny real ISO9660 at `path` (with xorriso) holding `/boot/vmlinuz-virt` and
+    /// `/boot/initramfs-virt`: enough for the apkovl backend's kernel extraction.
+    pub fn fake_alpine_iso(&self, path: &Path) {
+        let src = self.tmp().join(".fake-iso-src");
+        std::fs::create_dir_all(src.join("boot")).unwrap();
+        std::fs::write(src.join("boot/vmlinuz-virt"), "fake kernel\n").unwrap();
+        std::fs::write(src.join("boot/initramfs-virt"), "fake initramfs\n").unwrap();
+        let made = std::process::Command::new("xorriso")
+            .env("HOME", self.home())
+            .args(["-as", "mkisofs", "-r", "-V", "alpine-virt", "-o"])
+            .arg(path)
+            .arg(&src)
+            .output()
+            .expect("xorriso runs (apt install xorriso)");
+        assert!(
+            made.status.success(),
+            "xorriso {}: {}{}",
+            made.status,
+            String::from_utf8_lossy(&made.stdout),
+            String::from_utf8_lossy(&made.stderr)
+        );
+    }
+
+    /// Writes `<vm>/vmlinuz` and `<vm>/initramfs`, so `up` on a live VM skips the extraction
+    /// (the conformance suite's trick) and its ISO may be any file.
+    pub fn seed_boot_files(&self, name: &str) {
+        let dir = self.root().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("vmlinuz"), "fake kernel\n").unwrap();
+        std::fs::write(dir.join("initramfs"), "fake initramfs\n").unwrap();
+    }
+
+    /// Writes a vm.toml that does not parse.
+    pub fn write_broken_vm(&self, name: &str) {
+        self.write_vm(name, "name = \"x\"\nmode = \"disk\n");
+    }
+
+    pub fn vm_toml(&self, name: &str) -> String {
+        std::fs::read_to_string(self.root().join(name).join("vm.toml")).unwrap()
+    }
+
+    pub fn path_str(&self, path: &Path) -> String {
+        path.display().to_string()
+    }
+}
+
+impl Default for TestEnv {
+    fn default() -> TestEnv {
+        TestEnv::new()
+    }
+}

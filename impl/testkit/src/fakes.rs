@@ -1,0 +1,123 @@
+//! Stand-ins for what a test does not run for real: the suite's multi-call fake host tools
+//! (`stoat-fake`), a shell-script QEMU, and a process that makes a VM directory look running.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::TestEnv;
+
+/// The suite's fake host tools, `stoat-fake` (one binary answering as ssh, scp, qemu-img,
+/// qemu-system-x86_64, ...), built beside `stoat` by `cargo build --workspace` and
+/// `cargo test --workspace`; a test asking for it without it fails, naming the fix.
+pub fn stoat_fake() -> PathBuf {
+    let path = assert_cmd::cargo::cargo_bin("stoat-fake");
+    assert!(
+        path.exists(),
+        "no {}: build it with `cargo build -p stoat-conformance --bin stoat-fake` (cargo test --workspace does)",
+        path.display()
+    );
+    path
+}
+
+/// A process that makes a VM directory look running: its argv names `<vm dir>/marker`, and
+/// `<vm dir>/qemu.pid` is written only once its cmdline shows that. Killed and reaped on drop.
+pub struct FakeRunningVm {
+    child: std::process::Child,
+    pidfile: PathBuf,
+}
+
+impl FakeRunningVm {
+    pub fn start(vm_dir: &Path) -> FakeRunningVm {
+        let marker = vm_dir.join("marker");
+        // A compound script, so sh stays the process and keeps `marker` as its $0.
+        let child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("sleep 100; :")
+            .arg(&marker)
+            .spawn()
+            .unwrap();
+        let mut needle = vm_dir.as_os_str().as_encoded_bytes().to_vec();
+        needle.push(b'/');
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let cmdline =
+                std::fs::read(format!("/proc/{}/cmdline", child.id())).unwrap_or_default();
+            if cmdline
+                .windows(needle.len())
+                .any(|w| w == needle.as_slice())
+            {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "fake VM never showed its argv"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let pidfile = vm_dir.join("qemu.pid");
+        std::fs::write(&pidfile, child.id().to_string()).unwrap();
+        FakeRunningVm { child, pidfile }
+    }
+}
+
+impl Drop for FakeRunningVm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.pidfile);
+    }
+}
+
+/// Writes an executable script into the test's bin directory.
+pub fn stub(env: &TestEnv, name: &str, body: &str) -> PathBuf {
+    let path = env.bin().join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A fake QEMU: records its argv next to the pidfile (`<vm>/qemu.argv`), leaves a process
+/// named after the pidfile (it stops its own sleep on SIGTERM), writes the pidfile and exits 0.
+/// A script rather than `stoat-fake`'s QEMU on purpose: it opens no monitor socket, so `down`
+/// takes stoat's signal fallback, and the tests read the argv it records.
+pub const FAKE_QEMU: &str = r#"prev=""
+for a in "$@"; do
+  [ "$prev" = "-pidfile" ] && pidfile="$a"
+  prev="$a"
+done
+for a in "$@"; do printf '%s\n' "$a"; done > "$(dirname "$pidfile")/qemu.argv"
+sh -c 'trap "kill \$! 2>/dev/null; exit 0" TERM; sleep 300 & wait' "$pidfile" </dev/null >/dev/null 2>&1 &
+echo $! > "$pidfile"
+exit 0
+"#;
+
+/// Stops every fake QEMU of this test environment by the PID in its pidfile.
+pub struct Reaper(pub Vec<PathBuf>);
+
+impl Reaper {
+    pub fn watch(env: &TestEnv, vms: &[&str]) -> Reaper {
+        Reaper(
+            vms.iter()
+                .map(|vm| env.root().join(vm).join("qemu.pid"))
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for pidfile in &self.0 {
+            if let Some(pid) = std::fs::read_to_string(pidfile)
+                .ok()
+                .and_then(|t| t.trim().parse::<i32>().ok())
+                .filter(|pid| *pid > 1)
+            {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                if String::from_utf8_lossy(&cmdline).contains(&pidfile.display().to_string()) {
+                    // SAFETY: kill(2) on a PID proven to be our fake.
+                    unsafe { libc::kill(pid, libc::SIGTERM) };
+                }
+            }
+        }
+    }
+}

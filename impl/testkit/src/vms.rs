@@ -1,0 +1,51 @@
+//! VMs made through the real binary the way most tests need them, and what their disks hold
+//! as the real `qemu-img` reads it.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::{TestEnv, ALPINE_VIRT};
+
+/// `create NAME --image alpine-virt --mode disk --disk 64M`: a disk-mode VM with a real,
+/// small qcow2 disk.
+pub fn create_disk_args(name: &str) -> [&str; 8] {
+    [
+        "create",
+        name,
+        "--image",
+        "alpine-virt",
+        "--mode",
+        "disk",
+        "--disk",
+        "64M",
+    ]
+}
+
+/// Creates a live alpine VM (over a planted placeholder ISO); returns its VM object.
+pub fn create_live(env: &TestEnv, name: &str) -> Value {
+    env.plant_image(ALPINE_VIRT);
+    env.json(&["create", name, "--image", "alpine-virt"]).data()["vm"].clone()
+}
+
+/// Creates a disk-mode VM with a real (small) qcow2 disk ([`create_disk_args`]); returns its
+/// VM object.
+pub fn create_disk(env: &TestEnv, name: &str) -> Value {
+    env.plant_image(ALPINE_VIRT);
+    env.json(&create_disk_args(name)).data()["vm"].clone()
+}
+
+/// Returns `qemu-img info --output=json` of a disk (`-U`: a running VM may hold its lock).
+pub fn qemu_info(path: &Path) -> Value {
+    let out = std::process::Command::new("qemu-img")
+        .args(["info", "--output=json", "-U"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
