@@ -1,5 +1,6 @@
-//! Reading a file that stoat parses, with a size cap: a catalog, a manifest or a vm.toml
-//! that turns out to be `/dev/zero` or a huge file is refused instead of filling memory.
+//! Reading a file that stoat parses, with a size cap: a catalog, a manifest, a recipe, a
+//! stoat.toml or a vm.toml that turns out to be `/dev/zero` or a huge file is refused
+//! instead of filling memory.
 
 use std::io::Read;
 use std::path::Path;
@@ -17,8 +18,53 @@ impl ReadError {
         match self {
             ReadError::Io(e) if e.raw_os_error() == Some(libc::EISDIR) => "is a directory".into(),
             ReadError::Io(e) => format!("cannot be read: {e}"),
-            ReadError::TooBig { limit } => format!("is larger than {limit} bytes"),
+            ReadError::TooBig { limit } => format!("is larger than {}", human(*limit)),
         }
+    }
+}
+
+/// The largest text file stoat parses (catalogs, manifests, recipes, project files); real
+/// ones are a few kilobytes.
+pub const TEXT_LIMIT: u64 = 4 << 20;
+
+fn human(limit: u64) -> String {
+    if limit >= 1 << 20 && limit.is_multiple_of(1 << 20) {
+        format!("{} MiB", limit >> 20)
+    } else {
+        format!("{limit} bytes")
+    }
+}
+
+/// The payload of the I/O error [`read_to_string`] gives for a file over its limit; the
+/// error table reads it as bad input (`invalid_spec`), not a host failure.
+#[derive(Debug)]
+pub struct TooBig {
+    limit: u64,
+}
+
+impl std::fmt::Display for TooBig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the file is larger than {}", human(self.limit))
+    }
+}
+
+impl std::error::Error for TooBig {}
+
+/// Whether `error` is [`read_to_string`]'s refusal of a file over its limit.
+pub fn is_too_big(error: &std::io::Error) -> bool {
+    error.get_ref().is_some_and(|inner| inner.is::<TooBig>())
+}
+
+/// `std::fs::read_to_string` capped at [`TEXT_LIMIT`]: a longer file (or an endless device)
+/// is an `InvalidData` error carrying [`TooBig`], so callers keep their own error mapping.
+pub fn read_to_string(path: impl AsRef<Path>) -> std::io::Result<String> {
+    match read_text(path.as_ref(), TEXT_LIMIT) {
+        Ok(text) => Ok(text),
+        Err(ReadError::Io(e)) => Err(e),
+        Err(ReadError::TooBig { limit }) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            TooBig { limit },
+        )),
     }
 }
 
@@ -65,6 +111,13 @@ mod tests {
         assert_eq!(
             read(temp.path(), 3).unwrap_err().describe(),
             "is a directory"
+        );
+        let endless = read_to_string("/dev/zero").unwrap_err();
+        assert_eq!(endless.to_string(), "the file is larger than 4 MiB");
+        assert!(is_too_big(&endless));
+        assert_eq!(
+            read_to_string(temp.path().join("none")).unwrap_err().kind(),
+            std::io::ErrorKind::NotFound
         );
     }
 }

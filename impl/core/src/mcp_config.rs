@@ -141,7 +141,7 @@ fn inspect(
     binary: &Path,
     wanted: &Map<String, Value>,
 ) -> McpClient {
-    let entry = std::fs::read_to_string(path)
+    let entry = crate::bounded::read_to_string(path)
         .ok()
         .and_then(|text| jsonc::parse(&text).ok())
         .and_then(|config| config.get(spec.servers_key)?.get(ENTRY).cloned());
@@ -179,7 +179,7 @@ pub fn install(env: &Env, binary: &Path, name: &str) -> Result<McpInstallData> {
     let path = home(env)?.join(spec.path);
     // A symlinked config (dotfiles) is edited at its target, so the link survives.
     let target = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-    let existing = match std::fs::read_to_string(&target) {
+    let existing = match crate::bounded::read_to_string(&target) {
         Ok(text) => Some(text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(Error::io(format!("read {}", path.display()), e)),

@@ -162,6 +162,7 @@ fn secrets_are_owner_only_whatever_the_umask() {
         0,
     )
     .data();
+    env.use_free_ssh_port("c");
     json_with_umask(&env, &["up", "c", "--no-wait"], 0).data();
     json_with_umask(&env, &["down", "c"], 0).data();
     env.plant_image(ALPINE_VIRT);
@@ -356,6 +357,7 @@ fn qemu_is_always_told_each_drive_format() {
     create_disk(&env, "d");
     env.seed_boot_files("d");
     for vm in ["c", "d"] {
+        env.use_free_ssh_port(vm);
         env.json(&["up", vm, "--no-wait"]).data();
         let argv = std::fs::read_to_string(env.root().join(vm).join("qemu.argv")).unwrap();
         let argv: Vec<&str> = argv.lines().collect();
@@ -731,4 +733,72 @@ fn non_utf8_bytes_and_a_homeless_tilde_are_refused_at_the_door() {
     }
     assert_eq!(vm_dirs(&env), ["d"]);
     assert_eq!(std::fs::read(env.root().join("d/vm.toml")).unwrap(), before);
+}
+
+// ---------------------------------------------------------------- bounded reads
+
+/// A sparse file of `bytes` (no disk used): far bigger than any file stoat writes.
+fn huge(path: &Path, bytes: u64) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::File::create(path).unwrap().set_len(bytes).unwrap();
+}
+
+/// Runs with a bound on the wait: an unbounded read of an endless file never answers.
+fn json_within(env: &TestEnv, dir: &Path, args: &[&str]) -> crate::common::JsonRun {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let out = env
+        .cmd(&all)
+        .current_dir(dir)
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    crate::common::JsonRun::check(out)
+}
+
+#[test]
+fn every_file_stoat_parses_is_read_with_a_bound() {
+    let mut env = TestEnv::new();
+    let home = env.home();
+    let big = 64 << 20;
+    // The catalog: an endless device, then a huge file.
+    env.set_env("STOAT_CATALOG", "/dev/zero");
+    let message = json_within(&env, &home, &["images"]).error("invalid_spec");
+    assert!(message.contains("larger than"), "{message}");
+    let catalog = env.tmp().join("catalog.toml");
+    huge(&catalog, big);
+    env.set_env("STOAT_CATALOG", catalog.to_str().unwrap());
+    let message = json_within(&env, &home, &["images"]).error("invalid_spec");
+    assert!(
+        message.contains("larger than") && !message.contains('\n'),
+        "{message}"
+    );
+
+    // A project's stoat.toml.
+    let env = TestEnv::new();
+    let project = env.home().join("proj");
+    huge(&project.join("stoat.toml"), big);
+    let message = json_within(&env, &project, &["status"]).error("invalid_spec");
+    assert!(
+        message.contains("stoat.toml") && message.contains("larger than"),
+        "{message}"
+    );
+
+    // A recipe's manifest.
+    let recipe = env.root().join("recipes/big");
+    huge(&recipe.join("recipe.toml"), big);
+    std::fs::write(recipe.join("install.sh"), "#!/bin/sh\n").unwrap();
+    let message = json_within(&env, &env.home(), &["recipe", "show", "big"]).error("broken");
+    assert!(
+        message.contains("larger than") && !message.contains('\n'),
+        "{message}"
+    );
+
+    // A vm.toml: listed as broken with the reason, the rest still lists.
+    env.write_basic_vm("good", 2250);
+    huge(&env.root().join("bad/vm.toml"), big);
+    let listed = json_within(&env, &env.home(), &["ls"]).data()["vms"].clone();
+    assert_eq!(listed[0]["name"], "bad");
+    assert_eq!(listed[0]["state"], "broken");
+    assert_eq!(listed[1]["name"], "good");
 }

@@ -120,7 +120,7 @@ fn write_new(path: &Path, text: &str) -> Result<()> {
 /// already has a .gitignore) and the line is not there yet. Returns whether it wrote.
 fn update_gitignore(dir: &Path) -> Result<bool> {
     let path = dir.join(".gitignore");
-    let existing = match std::fs::read_to_string(&path) {
+    let existing = match crate::bounded::read_to_string(&path) {
         Ok(text) => Some(text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(Error::io(format!("read {}", path.display()), e)),
@@ -321,7 +321,11 @@ fn converge(s: &Session, project: &Project, decl: &Declaration) -> Result<vm::St
         .as_ref()
         .filter(|_| fields.contains(&"forwards"))
     {
-        ops::forward::set(root, &decl.name, &port_pairs(forwards))?;
+        ops::forward::set(
+            root,
+            &decl.name,
+            &ops::forward::Edit::Replace(port_pairs(forwards)),
+        )?;
     }
     s.events()
         .note(&format!("    updated {}: {}", decl.name, fields.join(", ")));
@@ -366,7 +370,11 @@ fn create_declared(s: &Session, project: &Project, decl: &Declaration) -> Result
         &format!("created vm={} project={}", stored.name, project.name),
     );
     if let Some(forwards) = decl.forwards.as_ref().filter(|f| !f.is_empty()) {
-        if let Err(err) = ops::forward::set(root, &decl.name, &port_pairs(forwards)) {
+        if let Err(err) = ops::forward::set(
+            root,
+            &decl.name,
+            &ops::forward::Edit::Replace(port_pairs(forwards)),
+        ) {
             let _ = ops::remove::remove(root, &decl.name);
             return Err(err);
         }

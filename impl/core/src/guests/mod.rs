@@ -185,7 +185,8 @@ pub fn registry(root: &Root) -> Result<Registry> {
     let mut guests = Registry::bundled().guests;
     let mut user_only = Vec::new();
     for (name, path) in user_files(&root.guests())? {
-        let text = std::fs::read_to_string(&path).context(|| format!("read {}", path.display()))?;
+        let text =
+            crate::bounded::read_to_string(&path).context(|| format!("read {}", path.display()))?;
         let broken = |reason: String| Error::BadManifest {
             file: path.display().to_string(),
             reason,

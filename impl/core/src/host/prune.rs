@@ -139,7 +139,7 @@ fn references(root: &Root, loaded: &Loaded) -> Vec<PathBuf> {
     let names = match loaded {
         Loaded::Ok(vm) => vec![vm.config.iso.clone(), vm.config.base.clone()],
         Loaded::Broken { dir, .. } => {
-            let text = std::fs::read_to_string(dir.join("vm.toml")).unwrap_or_default();
+            let text = crate::bounded::read_to_string(dir.join("vm.toml")).unwrap_or_default();
             references_in_text(&text)
         }
     };

@@ -84,7 +84,7 @@ pub fn load(env: &Env) -> Result<Catalog> {
 
 /// Reads a catalog file.
 pub fn load_file(path: &Path) -> Result<Catalog> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::bounded::read_to_string(path)
         .map_err(|e| Error::InvalidSpec(format!("catalog {}: cannot read: {e}", path.display())))?;
     parse(&text).map_err(|e| Error::InvalidSpec(format!("catalog {}: {e}", path.display())))
 }

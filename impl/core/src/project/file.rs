@@ -94,7 +94,7 @@ impl Project {
     /// Loads `<dir>/stoat.toml`.
     pub fn load(dir: &Path) -> Result<Project> {
         let path = dir.join(PROJECT_FILE);
-        let text = std::fs::read_to_string(&path)
+        let text = crate::bounded::read_to_string(&path)
             .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
         Project::parse(&text, dir)
     }

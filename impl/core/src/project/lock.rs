@@ -76,7 +76,7 @@ impl LockFile {
     /// `recipes::remote`); no file is an empty lock.
     pub fn read_file(path: &Path) -> Result<LockFile> {
         let path = path.to_path_buf();
-        let text = match std::fs::read_to_string(&path) {
+        let text = match crate::bounded::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LockFile::default()),
             Err(e) => return Err(Error::io(format!("read {}", path.display()), e)),
@@ -276,7 +276,7 @@ mod tests {
             },
         );
         lock.write(tmp.path()).unwrap();
-        let text = std::fs::read_to_string(lock_path(tmp.path())).unwrap();
+        let text = crate::bounded::read_to_string(lock_path(tmp.path())).unwrap();
         assert!(text.starts_with("# stoat.lock"), "{text}");
         assert_eq!(LockFile::read(tmp.path()).unwrap(), lock);
         std::fs::write(

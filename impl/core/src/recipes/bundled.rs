@@ -247,7 +247,7 @@ fn free_backup_path(path: &Path) -> PathBuf {
 
 /// Reads `.manifest`; `None` when there is none (a root from before the manifest existed).
 fn read_manifest(dir: &Path) -> Option<BTreeMap<String, String>> {
-    let text = std::fs::read_to_string(dir.join(MANIFEST_NAME)).ok()?;
+    let text = crate::bounded::read_to_string(dir.join(MANIFEST_NAME)).ok()?;
     Some(
         text.lines()
             .filter_map(|line| line.split_once("  "))
@@ -337,7 +337,7 @@ mod tests {
         );
         let toml = root.recipes().join("docker/recipe.toml");
         assert_eq!(toml.metadata().unwrap().permissions().mode() & 0o777, 0o644);
-        let manifest = std::fs::read_to_string(root.recipes().join(MANIFEST_NAME)).unwrap();
+        let manifest = crate::bounded::read_to_string(root.recipes().join(MANIFEST_NAME)).unwrap();
         assert_eq!(manifest.lines().count(), FILES.len());
         assert!(install_bundled(&root)
             .unwrap()
@@ -353,12 +353,12 @@ mod tests {
         std::fs::write(&script, "# mine\n").unwrap();
         let list = install_bundled(&root).unwrap();
         assert_eq!(status_of(&list, "docker/install-alpine.sh"), "absent");
-        assert_eq!(std::fs::read_to_string(&script).unwrap(), "# mine\n");
+        assert_eq!(crate::bounded::read_to_string(&script).unwrap(), "# mine\n");
         let list = refresh_bundled(&root).unwrap();
         assert_eq!(status_of(&list, "docker/install-alpine.sh"), "backed_up");
         let backup = root.recipes().join("docker/install-alpine.sh.bak");
-        assert_eq!(std::fs::read_to_string(backup).unwrap(), "# mine\n");
-        assert_ne!(std::fs::read_to_string(&script).unwrap(), "# mine\n");
+        assert_eq!(crate::bounded::read_to_string(backup).unwrap(), "# mine\n");
+        assert_ne!(crate::bounded::read_to_string(&script).unwrap(), "# mine\n");
         assert_eq!(
             status_of(&refresh_bundled(&root).unwrap(), "docker/install-alpine.sh"),
             "current"
@@ -413,7 +413,7 @@ mod tests {
             .join(V1_ATTIC)
             .join("xfce.alpine.sh")
             .exists());
-        let manifest = std::fs::read_to_string(root.recipes().join(MANIFEST_NAME)).unwrap();
+        let manifest = crate::bounded::read_to_string(root.recipes().join(MANIFEST_NAME)).unwrap();
         assert!(!manifest.contains("old.sh"));
     }
 

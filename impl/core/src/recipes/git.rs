@@ -130,7 +130,7 @@ impl Git {
 /// The commit a clone has checked out, read from `.git/HEAD` without running git (so
 /// `recipe list` needs no git). `None` when it is not a detached 40-hex HEAD.
 pub fn head(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join(".git").join("HEAD")).ok()?;
+    let text = crate::bounded::read_to_string(dir.join(".git").join("HEAD")).ok()?;
     let text = text.trim();
     is_full_commit(text).then(|| text.to_ascii_lowercase())
 }

@@ -69,7 +69,7 @@ fn read_index(env: &Env, location: &str) -> Result<String> {
         return fetch(env, location);
     }
     let path = env.expand_tilde(location.strip_prefix("file://").unwrap_or(location))?;
-    std::fs::read_to_string(&path).map_err(|e| {
+    crate::bounded::read_to_string(&path).map_err(|e| {
         Error::InvalidSpec(format!(
             "recipe index {}: cannot read: {e} (check {INDEX_VAR})",
             path.display()

@@ -284,7 +284,8 @@ impl Manifest {
     /// ([`Error::BadManifest`]) naming the file; a missing manifest is an I/O error.
     pub fn load(dir: &Path) -> Result<Manifest> {
         let path = dir.join(MANIFEST_FILE);
-        let text = std::fs::read_to_string(&path).context(|| format!("read {}", path.display()))?;
+        let text =
+            crate::bounded::read_to_string(&path).context(|| format!("read {}", path.display()))?;
         let broken = |reason: String| Error::BadManifest {
             file: path.display().to_string(),
             reason,

@@ -78,7 +78,7 @@ pub fn plan(
     for name in ordered {
         let (manifest, dir) = manifest_for(catalog, registry, &os, &name)?;
         let script_file = dir.join(manifest.script_for(&os));
-        let script = std::fs::read_to_string(&script_file).map_err(|e| {
+        let script = crate::bounded::read_to_string(&script_file).map_err(|e| {
             Error::RecipeNotApplicable(format!("{name}: read {}: {e}", script_file.display()))
         })?;
         let hash = script_hash(&script);

@@ -277,7 +277,7 @@ fn edit_project_file(
     edit: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<()>,
 ) -> Result<()> {
     let path = project.dir.join(PROJECT_FILE);
-    let text = std::fs::read_to_string(&path)
+    let text = crate::bounded::read_to_string(&path)
         .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
     let mut doc: toml_edit::DocumentMut = text
         .parse()
