@@ -9,7 +9,8 @@ use std::os::unix::fs::PermissionsExt;
 use serde_json::Value;
 
 use crate::common::{
-    banner_port, banner_port_while_running, stub, FakeRunningVm, Reaper, TestEnv, FAKE_QEMU, PLANTED_PASSWORD,
+    banner_port, banner_port_while_running, stub, FakeRunningVm, Reaper, TestEnv, FAKE_QEMU,
+    PLANTED_PASSWORD,
 };
 
 /// ssh is the suite's fake, which runs the remote command locally through `/bin/sh -c`, as

@@ -13,8 +13,8 @@ use std::time::Instant;
 use base64::Engine;
 
 use crate::common::{
-    banner_port_while_running, free_port, real_guest, stub, timed, RealGuard, Reaper, TestEnv, FAKE_QEMU,
-    PLANTED_PASSWORD,
+    banner_port_while_running, free_port, real_guest, stub, timed, RealGuard, Reaper, TestEnv,
+    FAKE_QEMU, PLANTED_PASSWORD,
 };
 
 /// A live VM whose ISO the fake QEMU never reads (its kernel is already "extracted").
