@@ -350,6 +350,11 @@ pub const OPERATORS: &[Operator] = &[
         caught_by: &["PROJECT.ls-fields"],
     },
     Operator {
+        name: "cli-enforces-access",
+        breaks: "CLI exec refusing a VM whose agent_access is below exec with access_denied (only MCP enforces it)",
+        caught_by: &["EXEC.cli-ignores-agent-access"],
+    },
+    Operator {
         name: "guest-show-other",
         breaks: "guest show answering a guest other than the one named",
         caught_by: &["GUEST.show"],
@@ -474,6 +479,7 @@ pub fn triggers(op: &str) -> &'static [&'static str] {
         "status-no-drift" => &["STATUS.drift"],
         "init-relative-path" => &["INIT.result"],
         "ls-project-no-key" => &["PROJECT.ls-fields"],
+        "cli-enforces-access" => &["EXEC.cli-ignores-agent-access"],
         "guest-show-other" => &["GUEST.show"],
         "mcp-denied-internal" => &["MCP.access-denied"],
         "mcp-leak-password" => &["MCP.call-per-class", "MCP.access-denied"],
@@ -661,6 +667,9 @@ fn answer_without_sut(op: &Operator, args: &[String]) -> Option<i32> {
         println!("{line}");
         return Some(0);
     }
+    if op.name == "cli-enforces-access" {
+        return refuse_exec_below_exec(args);
+    }
     if op.name == "update-recipes-accepted" {
         return accept_recipes(args);
     }
@@ -757,6 +766,28 @@ fn accept_recipes(args: &[String]) -> Option<i32> {
         "data": {"vm": {"name": vm}, "changed": ["recipes"], "applies_at": "now"}});
     println!("{line}");
     Some(0)
+}
+
+/// `cli-enforces-access`: `exec VM ...` refused when the VM's stored agent_access is below
+/// exec, as if the CLI applied MCP's permission levels.
+fn refuse_exec_below_exec(args: &[String]) -> Option<i32> {
+    let named = words(args);
+    let vm = match named.as_slice() {
+        ["exec", vm, ..] => vm.to_string(),
+        _ => return None,
+    };
+    let root = std::env::var_os("STOAT_HOME")?;
+    let text =
+        std::fs::read_to_string(std::path::Path::new(&root).join(&vm).join("vm.toml")).ok()?;
+    let table: toml::Table = text.parse().ok()?;
+    let level = table.get("agent_access").and_then(|v| v.as_str())?;
+    if !matches!(level, "none" | "observe" | "manage") {
+        return None;
+    }
+    let line = json!({"v": 3, "type": "result", "cmd": "exec", "ok": false,
+        "error": {"code": "access_denied", "message": format!("agent_access {level} does not allow exec")}});
+    println!("{line}");
+    Some(1)
 }
 
 fn result_cmd(out: &str) -> Option<String> {

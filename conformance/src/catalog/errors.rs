@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::helpers::{expect_eq, get_vm, with_running_work, with_work, Banner};
+use super::helpers::{expect_eq, get_vm, unused_port, with_running_work, with_work, Banner};
 use super::streaming::write_recipe;
 use super::{scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
@@ -41,7 +41,7 @@ fn share_invalid(case: &mut Case<'_>) -> Result<(), HarnessError> {
         let sandbox = case.sandbox()?;
         let share = sandbox.work.join(share);
         sandbox.write_work_file(file, b"a file, not a directory\n")?;
-        let mut vm = VmFixture::live("work");
+        let mut vm = VmFixture::live("work").sshport(unused_port()?);
         vm.share = share.to_string_lossy().into_owned();
         let dir = sandbox.write_vm(&vm)?;
         super::streaming::bootable_files(&sandbox, &dir)?;
@@ -66,7 +66,8 @@ fn monitor_unreachable(case: &mut Case<'_>) -> Result<(), HarnessError> {
 
 fn monitor_rejected(case: &mut Case<'_>) -> Result<(), HarnessError> {
     let sandbox = case.sandbox()?;
-    let dir = sandbox.write_vm(&VmFixture::disk("work"))?;
+    // A port nothing holds (see lifecycle's prepare_bootable).
+    let dir = sandbox.write_vm(&VmFixture::disk("work").sshport(unused_port()?))?;
     super::streaming::bootable_files(&sandbox, &dir)?;
     sandbox.write_script(&FakeScript {
         qemu: QemuScript {
@@ -142,7 +143,7 @@ fn no_xattr(case: &mut Case<'_>) -> Result<(), HarnessError> {
         parent: Some(parent),
         ..Default::default()
     })?;
-    let dir = sandbox.write_vm(&VmFixture::live("work"))?;
+    let dir = sandbox.write_vm(&VmFixture::live("work").sshport(unused_port()?))?;
     super::streaming::bootable_files(&sandbox, &dir)?;
     let ran = case.json(&sandbox, &["up", "work"])?;
     case.expect_error(&ran, "no_xattr");
@@ -285,7 +286,7 @@ fn leak_after_cloud_up(case: &mut Case<'_>) -> Result<(), HarnessError> {
         "cloud-base.qcow2",
         b"QFI\xfb fake qcow2 written by stoat-conformance\n",
     )?;
-    let mut vm = VmFixture::disk("work");
+    let mut vm = VmFixture::disk("work").sshport(unused_port()?);
     vm.mode = "cloud".into();
     vm.backend = "cloudinit".into();
     vm.os = "debian".into();

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use super::helpers::{expect_eq, with_running_work, Rng};
-use super::{scenario, CheckDef, Tier};
+use super::{scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
 use crate::fakes::script::{FakeScript, Rule, ScriptBytes};
 use crate::finding::Level::Must;
@@ -14,6 +14,8 @@ use crate::run::{Case, Inv};
 use crate::sandbox::Sandbox;
 
 pub(super) const CHECKS: &[CheckDef] = &[
+    v3_only(scenario("EXEC.cli-ignores-agent-access", Must, Tier::Fake, "json-v3#types", "MCP permissions must use agent_access; direct stoat exec and stoat cp commands do not enforce it.",
+        "after `update work --agent-access none`, `exec work true` still runs the command (ok, exit_code 0), never access_denied", &["exec", "access"], cli_ignores_agent_access), "contract 2 has allow_exec but no agent_access"),
     scenario("EXEC.utf8-plain", Must, Tier::Fake, "json-v3#exec-bytes", "An absent *_encoding means UTF-8.",
         "valid UTF-8 guest output comes back as plain stdout/stderr, byte-exact, without *_base64", &["exec"], utf8_plain),
     scenario("EXEC.base64-stdout", Must, Tier::Fake, "json-v3#exec-bytes", "Stoat therefore uses base64 for a stream that is not valid UTF-8",
@@ -177,6 +179,20 @@ fn exit_code(case: &mut Case<'_>) -> Result<(), HarnessError> {
         expect_eq(case, &data, "/vm", &json!("work"));
     }
     case.expect_exit(&ran, 0);
+    Ok(())
+}
+
+fn cli_ignores_agent_access(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_running_work(case)?;
+    script_ssh(&sandbox, b"ran\n", b"", 0)?;
+    let updated = case.json(&sandbox, &["update", "work", "--agent-access", "none"])?;
+    if case.expect_ok(&updated).is_none() {
+        return Ok(());
+    }
+    let ran = case.json(&sandbox, &["exec", "work", "true"])?;
+    if let Some(data) = case.expect_ok(&ran).cloned() {
+        expect_eq(case, &data, "/exit_code", &json!(0));
+    }
     Ok(())
 }
 

@@ -104,6 +104,13 @@ impl Rng {
     }
 }
 
+/// A loopback port nothing listens on right now, for a VM that `up` starts: its fake QEMU
+/// then answers there, as a real QEMU's hostfwd does once it runs.
+pub fn unused_port() -> Result<u16, HarnessError> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(HarnessError::Sandbox)?;
+    Ok(listener.local_addr().map_err(HarnessError::Sandbox)?.port())
+}
+
 /// A loopback listener that greets like sshd, for as long as the guard lives.
 pub struct Banner {
     pub port: u16,

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::helpers::{expect_eq, str_at, with_running_work};
+use super::helpers::{expect_eq, str_at, unused_port, with_running_work};
 use super::{scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
 use crate::fakes::script::{FakeScript, QemuScript, Rule, ScriptBytes};
@@ -40,7 +40,9 @@ fn bootable(case: &Case<'_>) -> Result<Sandbox, HarnessError> {
 }
 
 fn prepare_bootable(sandbox: &Sandbox) -> Result<(), HarnessError> {
-    let dir = sandbox.write_vm(&VmFixture::live("work"))?;
+    // A port nothing holds: parallel checks' fake VMs answer on the fixture's 2200, and a
+    // stoat may refuse to start a VM whose host port is taken.
+    let dir = sandbox.write_vm(&VmFixture::live("work").sshport(unused_port()?))?;
     let isos = sandbox.data.join("isos");
     std::fs::create_dir_all(&isos).map_err(|e| HarnessError::io(&isos, e))?;
     for (path, bytes) in [

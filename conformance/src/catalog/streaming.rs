@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::helpers::{expect_eq, str_at, Banner};
+use super::helpers::{expect_eq, str_at, unused_port, Banner};
 use super::live::{Next, Watched};
 use super::{scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
@@ -50,12 +50,12 @@ pub(super) fn write_recipe(
 /// the fake ssh runs under the local /bin/sh.
 fn recipe_vm(
     case: &Case<'_>,
-    banner: &Banner,
+    sshport: u16,
     recipe: &str,
     running: bool,
 ) -> Result<Sandbox, HarnessError> {
     let mut sandbox = case.sandbox()?;
-    let mut vm = VmFixture::live("work").sshport(banner.port);
+    let mut vm = VmFixture::live("work").sshport(sshport);
     vm.recipes = vec![recipe.to_string()];
     let dir = sandbox.write_vm(&vm)?;
     bootable_files(&sandbox, &dir)?;
@@ -92,7 +92,7 @@ pub(super) fn bootable_files(sandbox: &Sandbox, dir: &std::path::Path) -> Result
 fn events_before_exit(case: &mut Case<'_>) -> Result<(), HarnessError> {
     let banner = Banner::start()?;
     let release = format!("release-{}", case.seed());
-    let sandbox = recipe_vm(case, &banner, "slow", true)?;
+    let sandbox = recipe_vm(case, banner.port, "slow", true)?;
     let release_file = sandbox.work.join(&release);
     let ready = format!("ready-{}", case.seed());
     // The recipe prints one line, then waits (bounded) for the suite to have read it.
@@ -195,10 +195,12 @@ fn expect_eof_at_exit(
 fn eof_at_exit(case: &mut Case<'_>) -> Result<(), HarnessError> {
     let sandbox = case.sandbox()?;
     expect_eof_at_exit(case, &sandbox, &["--json", "version"])?;
-    let banner = Banner::start()?;
-    let sandbox = recipe_vm(case, &banner, "none-such", false)?;
+    // `up` starts the fake QEMU, which answers ssh on the port as a real one's hostfwd does:
+    // nothing may hold the port before (stoat may check it is free).
+    let port = unused_port()?;
+    let sandbox = recipe_vm(case, port, "none-such", false)?;
     // No recipes to apply: `up` only boots.
-    let mut vm = VmFixture::live("work").sshport(banner.port);
+    let mut vm = VmFixture::live("work").sshport(port);
     vm.recipes = Vec::new();
     sandbox.write_vm(&vm)?;
     if let Some(lines) = expect_eof_at_exit(case, &sandbox, &["--json", "up", "work"])? {
@@ -217,8 +219,8 @@ fn eof_at_exit(case: &mut Case<'_>) -> Result<(), HarnessError> {
 }
 
 fn up_applies(case: &mut Case<'_>) -> Result<(), HarnessError> {
-    let banner = Banner::start()?;
-    let sandbox = recipe_vm(case, &banner, "hello", false)?;
+    // The fake QEMU `up` starts answers ssh on the port (see eof_at_exit).
+    let sandbox = recipe_vm(case, unused_port()?, "hello", false)?;
     let greeting = format!("hello-at-up-{}", case.seed());
     write_recipe(&sandbox, "hello", &format!("#!/bin/sh\necho {greeting}\n"))?;
     let ran = case.json(&sandbox, &["up", "work"])?;

@@ -323,11 +323,18 @@ pub struct CpArgs {
 pub struct ForwardArgs {
     /// The VM's name
     pub vm: String,
-    /// HOST:GUEST pairs
+    /// HOST:GUEST pairs that replace the whole list
     pub pairs: Vec<String>,
     /// Remove every forward
     #[arg(long)]
     pub clear: bool,
+    /// Add one forward HOST:GUEST, keeping the others (repeatable)
+    #[arg(long, value_name = "HOST:GUEST")]
+    pub add: Vec<String>,
+    /// Remove the forward from host port HOST (or exactly HOST:GUEST), keeping the others
+    /// (repeatable)
+    #[arg(long, value_name = "HOST[:GUEST]")]
+    pub remove: Vec<String>,
 }
 
 #[derive(Debug, Args)]

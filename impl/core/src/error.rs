@@ -74,6 +74,18 @@ pub enum Error {
     KvmUnusable(String),
     #[error("qemu failed to start: {0}")]
     QemuStartFailed(String),
+    /// A host port the VM needs (its ssh port or a forward) cannot be bound: found before
+    /// QEMU runs, so nothing is started.
+    #[error(
+        "cannot start {vm}: host port {port} ({what}) is in use on 127.0.0.1 ({reason}); {fix}"
+    )]
+    PortBusy {
+        vm: String,
+        port: u16,
+        what: &'static str,
+        reason: String,
+        fix: String,
+    },
     #[error("qemu monitor unreachable: {0}")]
     MonitorUnreachable(String),
     #[error("qemu monitor rejected the command: {0}")]
@@ -154,7 +166,7 @@ impl Error {
             Error::UnknownLog(_) => ErrorCode::UnknownLog,
             Error::QemuMissing(_) => ErrorCode::QemuMissing,
             Error::KvmUnusable(_) => ErrorCode::KvmUnusable,
-            Error::QemuStartFailed(_) => ErrorCode::QemuStartFailed,
+            Error::QemuStartFailed(_) | Error::PortBusy { .. } => ErrorCode::QemuStartFailed,
             Error::MonitorUnreachable(_) => ErrorCode::MonitorUnreachable,
             Error::MonitorRejected(_) => ErrorCode::MonitorRejected,
             Error::NoConsolePassword { .. } => ErrorCode::NoConsolePassword,

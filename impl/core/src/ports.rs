@@ -1,5 +1,6 @@
 //! ssh port allocation: the first port in 2200-2299 that no VM claims (its ssh port or a
-//! forward, broken VMs included) and that binds on 127.0.0.1 right now.
+//! forward, broken VMs included) and that binds on 127.0.0.1 right now; and the check `up`
+//! makes that every host port a VM needs binds before QEMU is asked to take them.
 //!
 //! Callers hold the data-root lock from choosing a port until vm.toml is saved, which is what
 //! makes concurrent `create`s get distinct ports.
@@ -50,4 +51,36 @@ pub fn free_ssh_port(root: &Root) -> Result<u16> {
         .filter(|port| !claimed.contains(port))
         .find(|port| TcpListener::bind((Ipv4Addr::LOCALHOST, *port)).is_ok())
         .ok_or_else(|| Error::Internal("no free port in 2200-2299".into()))
+}
+
+/// Fails with [`Error::PortBusy`] on the first of the VM's host ports (its ssh port, then its
+/// forwards) that cannot be bound on 127.0.0.1 now: QEMU would refuse it with a raw hostfwd
+/// error after creating sockets and files. The probe is released at once; a process that
+/// takes the port in the moment before QEMU binds still meets QEMU's own error.
+pub fn ensure_free(vm: &crate::vm::StoredVm) -> Result<()> {
+    let wanted = std::iter::once((vm.config.sshport, "its ssh port"))
+        .chain(vm.config.forwards.iter().map(|f| (f.hostport, "a forward")));
+    for (port, what) in wanted {
+        if let Err(error) = TcpListener::bind((Ipv4Addr::LOCALHOST, port)) {
+            let fix = if what == "a forward" {
+                format!(
+                    "stop what listens there, or `stoat forward {} --remove {port}`",
+                    vm.name
+                )
+            } else {
+                format!(
+                    "stop what listens there, or pick another with `stoat update {} --ssh-port PORT`",
+                    vm.name
+                )
+            };
+            return Err(Error::PortBusy {
+                vm: vm.name.clone(),
+                port,
+                what,
+                reason: error.kind().to_string(),
+                fix,
+            });
+        }
+    }
+    Ok(())
 }

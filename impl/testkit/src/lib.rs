@@ -1,11 +1,13 @@
 //! Dev-only helpers for the reference stoat's tests (never a normal dependency, never
 //! published): the sandboxed environment that runs the real binary ([`TestEnv`]), the checked
-//! `--json` run ([`JsonRun`]), fakes ([`stoat_fake`], [`FAKE_QEMU`], [`FakeRunningVm`]) and loopback servers
-//! ([`banner_port`], [`LoopbackAcceptor`]) and the real tier's guest ([`real_guest`]). A helper lives here once two test suites, or two
-//! files of one, need it.
+//! `--json` run ([`JsonRun`]), VMs made the usual ways ([`create_disk`]), fakes
+//! ([`stoat_fake`], [`FAKE_QEMU`], [`FakeRunningVm`]), loopback servers ([`banner_port`],
+//! [`LoopbackAcceptor`], [`http::Server`]) and the real tier's guest ([`real_guest`]). A helper
+//! lives here once two test files need it.
 
 mod env;
 mod fakes;
+pub mod http;
 mod json;
 mod net;
 mod real;
@@ -14,7 +16,7 @@ mod vms;
 pub use env::TestEnv;
 pub use fakes::{stoat_fake, stub, FakeRunningVm, Reaper, FAKE_QEMU};
 pub use json::JsonRun;
-pub use net::{banner_port, free_port, LoopbackAcceptor};
+pub use net::{banner_port, banner_port_while_running, free_port, LoopbackAcceptor};
 pub use real::{real_guest, real_guest_dir, timed, RealGuard, RealGuest};
 pub use vms::{create_disk, create_disk_args, create_live, qemu_info};
 

@@ -1,23 +1,17 @@
-//! Commands that need no data root: version, help, schema.
+//! Commands that need no data root: version and schema (core's), help (the grammar's).
 
 use clap::CommandFactory;
-use stoat_core::{Error, Result};
-use stoat_wire::dto::{HelpData, VersionData};
-use stoat_wire::CONTRACT_VERSION;
+use stoat_core::{app, Result};
+use stoat_wire::dto::HelpData;
 
 use crate::grammar::Cli;
-use crate::{Reply, VERSION};
+use crate::Reply;
 
 /// `version`.
 pub fn version() -> Reply {
-    let data = VersionData {
-        version: VERSION.to_owned(),
-        contract: CONTRACT_VERSION,
-    };
-    Reply::new(
-        &data,
-        format!("stoat {VERSION} (contract {CONTRACT_VERSION})"),
-    )
+    let data = app::info::version();
+    let text = format!("stoat {} (contract {})", data.version, data.contract);
+    Reply::new(&data, text)
 }
 
 /// Returns the root usage text.
@@ -37,25 +31,13 @@ pub fn help(usage: String) -> Reply {
 pub fn schema(args: &crate::grammar::SchemaArgs) -> Result<Reply> {
     match &args.name {
         None => {
-            let paths: Vec<&str> = stoat_schemas::files().iter().map(|f| f.path).collect();
-            let data = serde_json::json!({ "base": stoat_schemas::BASE_URI, "schemas": paths });
-            Ok(Reply::new(&data, paths.join("\n")))
+            let data = app::info::schema_list();
+            let text = data.schemas.join("\n");
+            Ok(Reply::new(&data, text))
         }
         Some(name) => {
-            let path = stoat_schemas::get(name)
-                .map(|_| name.as_str())
-                .or_else(|| stoat_schemas::data_schema_path(name))
-                .ok_or_else(|| {
-                    Error::InvalidSpec(format!(
-                        "no schema called {name:?}; run `stoat schema` for the list"
-                    ))
-                })?;
-            let text = stoat_schemas::get(path).unwrap_or_default();
-            let schema: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-                Error::Internal(format!("embedded schema {path} does not parse: {e}"))
-            })?;
-            let data = serde_json::json!({ "path": path, "schema": schema });
-            Ok(Reply::new(&data, text))
+            let file = app::info::schema(name)?;
+            Ok(Reply::new(&file.data, file.text))
         }
     }
 }

@@ -184,24 +184,48 @@ pub fn clone(ctx: &Ctx, args: CloneArgs) -> Result<Reply> {
     Ok(Reply::new(&data, human))
 }
 
-/// `forward`: show with no pairs, set with pairs, clear with --clear.
+/// `forward`: show with no pairs, replace with pairs, clear with --clear, edit with
+/// --add/--remove.
 pub fn forward(ctx: &Ctx, args: ForwardArgs) -> Result<Reply> {
-    let change = ForwardChange::parse(&args.pairs, args.clear)?;
+    let change = ForwardChange::parse(&args.pairs, args.clear, &args.add, &args.remove)?;
     let data = vmops::forward(ctx, &args.vm, &change)?;
-    let human = forward_human(&data);
+    let live = match change {
+        ForwardChange::Show => vmops::live_forwards(ctx, &args.vm)?,
+        ForwardChange::Edit(_) => None,
+    };
+    let human = forward_human(&data, live.as_deref());
     Ok(Reply::new(&data, human))
 }
 
-fn forward_human(data: &ForwardData) -> String {
+/// One line per forward; when showing a running VM's, each says whether it is live (its QEMU
+/// has it) or waits for the next start, and a live one no longer saved is listed too.
+fn forward_human(data: &ForwardData, live: Option<&[(u16, u16)]>) -> String {
     let mut out = String::new();
-    if data.forwards.is_empty() {
+    if data.forwards.is_empty() && live.is_none_or(<[_]>::is_empty) {
         out.push_str(&match data.applies_at {
             Some(_) => format!("cleared {}'s port forwards\n", data.vm),
             None => format!("{} has no port forwards\n", data.vm),
         });
     }
-    for forward in &data.forwards {
-        out.push_str(&format!("{}:{}\n", forward.host_port, forward.guest_port));
+    let saved: Vec<(u16, u16)> = data
+        .forwards
+        .iter()
+        .map(|f| (f.host_port, f.guest_port))
+        .collect();
+    for (host, guest) in &saved {
+        let note = match live {
+            Some(live) if live.contains(&(*host, *guest)) => "  live",
+            Some(_) => "  saved; live from the next start",
+            None => "",
+        };
+        out.push_str(&format!("{host}:{guest}{note}\n"));
+    }
+    for (host, guest) in live.unwrap_or_default() {
+        if !saved.contains(&(*host, *guest)) {
+            out.push_str(&format!(
+                "{host}:{guest}  live until the VM stops; removed\n"
+            ));
+        }
     }
     if data.applies_at == Some(AppliesAt::NextStart) {
         out.push_str(&format!(

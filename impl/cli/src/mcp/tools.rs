@@ -787,8 +787,12 @@ fn restore(ctx: &Session, args: SnapshotArgs) -> Result<impl Serialize> {
 }
 
 fn forward(ctx: &Session, args: ForwardArgs) -> Result<ForwardList> {
-    let change =
-        ForwardChange::parse(&args.pairs.unwrap_or_default(), args.clear.unwrap_or(false))?;
+    let change = ForwardChange::parse(
+        &args.pairs.unwrap_or_default(),
+        args.clear.unwrap_or(false),
+        &[],
+        &[],
+    )?;
     let data = app::vmops::forward(ctx, &args.vm, &change)?;
     // ForwardList: the forwards after the call, nothing else.
     Ok(ForwardList {

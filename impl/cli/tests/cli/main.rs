@@ -22,4 +22,5 @@ mod test_remote;
 mod test_runtime;
 mod test_snapshots;
 mod test_ssh_mux;
+mod test_ux;
 mod test_vmops;

@@ -9,7 +9,8 @@ use std::os::unix::fs::PermissionsExt;
 use serde_json::Value;
 
 use crate::common::{
-    banner_port, stub, FakeRunningVm, Reaper, TestEnv, FAKE_QEMU, PLANTED_PASSWORD,
+    banner_port, banner_port_while_running, stub, FakeRunningVm, Reaper, TestEnv, FAKE_QEMU,
+    PLANTED_PASSWORD,
 };
 
 /// ssh is the suite's fake, which runs the remote command locally through `/bin/sh -c`, as
@@ -457,7 +458,7 @@ fn up_applies_after_boot_with_cmd_up_and_the_vm_last() {
     let mut env = TestEnv::new();
     install_fake_ssh(&mut env);
     stub(&env, "qemu-system-x86_64", FAKE_QEMU);
-    let port = banner_port();
+    let port = banner_port_while_running(&env.root().join("w"));
     env.seed_boot_files("w");
     env.write_vm(
         "w",
@@ -526,7 +527,7 @@ fn cloud_seed_carries_recipes_and_first_boot_is_detected() {
         .status()
         .unwrap()
         .success());
-    let port = banner_port();
+    let port = banner_port_while_running(&env.root().join("c"));
     env.write_vm(
         "c",
         &format!("name = \"c\"\nmode = \"cloud\"\nos = \"debian\"\nbackend = \"cloudinit\"\nram = 256\ncpus = 1\ndisk = \"128M\"\nsshport = {port}\nsshuser = \"root\"\nbase = \"{}\"\nrecipes = [\"r\"]\n[recipe_params.r]\nwho = \"cloud\"\n", base.display()),

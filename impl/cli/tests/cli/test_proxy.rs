@@ -7,8 +7,8 @@
 
 use base64::Engine as _;
 
+use crate::common::http::{Behaviour, Server};
 use crate::common::TestEnv;
-use crate::test_images::server::{Behaviour, Server};
 use crate::test_images::{payload, sha256_hex};
 use proxy::Proxy;
 

@@ -13,8 +13,8 @@ use std::time::Instant;
 use base64::Engine;
 
 use crate::common::{
-    banner_port, free_port, real_guest, stub, timed, RealGuard, Reaper, TestEnv, FAKE_QEMU,
-    PLANTED_PASSWORD,
+    banner_port_while_running, free_port, real_guest, stub, timed, RealGuard, Reaper, TestEnv,
+    FAKE_QEMU, PLANTED_PASSWORD,
 };
 
 /// A live VM whose ISO the fake QEMU never reads (its kernel is already "extracted").
@@ -31,8 +31,8 @@ fn write_live_vm(env: &TestEnv, name: &str, port: u16, extra: &str) {
 /// An environment with a running fake VM `name` whose ssh port answers with a banner (a
 /// booted guest), and that port.
 pub(crate) fn running_vm(name: &str) -> (TestEnv, Reaper, u16) {
-    let port = banner_port();
     let env = TestEnv::new();
+    let port = banner_port_while_running(&env.root().join(name));
     stub(&env, "qemu-system-x86_64", FAKE_QEMU);
     write_live_vm(&env, name, port, "");
     let reaper = Reaper::watch(&env, &[name]);

@@ -826,8 +826,9 @@ fn forward_on_a_running_vm_applies_at_next_start() {
     let run = env.json(&["forward", "w", "8080:80"]);
     assert_eq!(run.data()["active"], false);
     assert_eq!(run.data()["applies_at"], "next_start");
+    // Saved after start: not live in the running process, so not active.
     let show = env.json(&["forward", "w"]);
-    assert_eq!(show.data()["active"], true);
+    assert_eq!(show.data()["active"], false);
     assert!(show.data().get("applies_at").is_none());
     let out = env.run(&["forward", "w", "8081:81"]);
     insta::assert_snapshot!(String::from_utf8(out.stdout).unwrap(), @r"

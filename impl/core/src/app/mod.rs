@@ -10,6 +10,7 @@
 
 pub mod host;
 pub mod images;
+pub mod info;
 pub mod mcp;
 pub mod project;
 pub mod recipes;

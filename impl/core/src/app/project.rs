@@ -320,7 +320,11 @@ fn converge(s: &Session, project: &Project, decl: &Declaration) -> Result<vm::St
         .as_ref()
         .filter(|_| fields.contains(&"forwards"))
     {
-        ops::forward::set(root, &decl.name, &port_pairs(forwards))?;
+        ops::forward::set(
+            root,
+            &decl.name,
+            &ops::forward::Edit::Replace(port_pairs(forwards)),
+        )?;
     }
     s.events()
         .note(&format!("    updated {}: {}", decl.name, fields.join(", ")));
@@ -365,7 +369,11 @@ fn create_declared(s: &Session, project: &Project, decl: &Declaration) -> Result
         &format!("created vm={} project={}", stored.name, project.name),
     );
     if let Some(forwards) = decl.forwards.as_ref().filter(|f| !f.is_empty()) {
-        if let Err(err) = ops::forward::set(root, &decl.name, &port_pairs(forwards)) {
+        if let Err(err) = ops::forward::set(
+            root,
+            &decl.name,
+            &ops::forward::Edit::Replace(port_pairs(forwards)),
+        ) {
             let _ = ops::remove::remove(root, &decl.name);
             return Err(err);
         }

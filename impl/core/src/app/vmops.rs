@@ -5,7 +5,12 @@
 use stoat_wire::dto::{CloneData, ForwardData, RmData, UpdateData, VmData};
 
 use super::Session;
-use crate::ops::{self, create::CreateSpec, forward::PortPair, update::UpdateSpec};
+use crate::ops::{
+    self,
+    create::CreateSpec,
+    forward::{Edit, PortPair},
+    update::UpdateSpec,
+};
 use crate::{Error, Result};
 
 /// `create`.
@@ -70,36 +75,64 @@ pub fn clone(s: &Session, source: &str, name: &str) -> Result<CloneData> {
 /// What `forward` does.
 pub enum ForwardChange {
     Show,
-    Set(Vec<PortPair>),
-    Clear,
+    /// Pairs replace the list; `--clear` is an empty replacement; `--add`/`--remove` edit it.
+    Edit(Edit),
 }
 
 impl ForwardChange {
-    /// The change `forward <vm> [PAIR...] [--clear]` asks for.
-    pub fn parse(pairs: &[String], clear: bool) -> Result<ForwardChange> {
+    /// The change `forward <vm> [PAIR...] [--clear] [--add PAIR]... [--remove PORT]...` asks
+    /// for. Pairs, `--clear` and `--add`/`--remove` are three ways to say it: one at a time.
+    pub fn parse(
+        pairs: &[String],
+        clear: bool,
+        add: &[String],
+        remove: &[String],
+    ) -> Result<ForwardChange> {
+        let editing = !add.is_empty() || !remove.is_empty();
         if clear && !pairs.is_empty() {
             return Err(Error::Usage(
                 "forward: --clear takes no HOST:GUEST pairs".into(),
             ));
         }
-        let pairs: Vec<PortPair> = pairs
-            .iter()
-            .map(|pair| ops::forward::parse_pair(pair))
-            .collect::<Result<_>>()?;
+        if editing && (clear || !pairs.is_empty()) {
+            return Err(Error::Usage(
+                "forward: --add/--remove change the list; HOST:GUEST pairs and --clear replace it; use one or the other".into(),
+            ));
+        }
+        let parse_pairs = |texts: &[String]| -> Result<Vec<PortPair>> {
+            texts.iter().map(|t| ops::forward::parse_pair(t)).collect()
+        };
+        if editing {
+            return Ok(ForwardChange::Edit(Edit::Change {
+                add: parse_pairs(add)?,
+                remove: remove
+                    .iter()
+                    .map(|t| ops::forward::parse_removal(t))
+                    .collect::<Result<_>>()?,
+            }));
+        }
+        let pairs = parse_pairs(pairs)?;
         Ok(match (clear, pairs.is_empty()) {
-            (true, _) => ForwardChange::Clear,
+            (true, _) => ForwardChange::Edit(Edit::Replace(Vec::new())),
             (false, true) => ForwardChange::Show,
-            (false, false) => ForwardChange::Set(pairs),
+            (false, false) => ForwardChange::Edit(Edit::Replace(pairs)),
         })
     }
 }
 
-/// `forward <vm>`: show, set or clear its port forwards.
+/// `forward <vm>`: show or change its port forwards.
 pub fn forward(s: &Session, name: &str, change: &ForwardChange) -> Result<ForwardData> {
     let root = s.root()?;
     match change {
         ForwardChange::Show => ops::forward::show(root, name),
-        ForwardChange::Set(pairs) => ops::forward::set(root, name, pairs),
-        ForwardChange::Clear => ops::forward::set(root, name, &[]),
+        ForwardChange::Edit(edit) => ops::forward::set(root, name, edit),
     }
+}
+
+/// The forwards `name`'s running QEMU has, `None` when it is not running (or broken).
+pub fn live_forwards(s: &Session, name: &str) -> Result<Option<Vec<(u16, u16)>>> {
+    Ok(match crate::vm::load(s.root()?, name)? {
+        crate::vm::Loaded::Ok(stored) => ops::forward::live_forwards(&stored),
+        crate::vm::Loaded::Broken { .. } => None,
+    })
 }

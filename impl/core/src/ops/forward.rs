@@ -1,4 +1,4 @@
-//! `forward`: show, set or clear a VM's host→guest port forwards, and the port-clash rules
+//! `forward`: show, set, clear, add to or remove from a VM's host→guest port forwards, and the port-clash rules
 //! that `update --ssh-port` shares.
 //!
 //! Implements docs/contract.md behaviour#host-commands; json-v3#per-command-data: `forward` rows.
@@ -30,12 +30,50 @@ pub fn parse_pair(text: &str) -> Result<PortPair> {
     })
 }
 
-/// Shows a VM's forwards; a broken VM has none and is never active.
+/// A forward to take out of the list: its host port, and the guest port when the user named
+/// one (then it must match).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Removal {
+    pub host: i64,
+    pub guest: Option<i64>,
+}
+
+/// Parses `HOST` or `HOST:GUEST` for `--remove`; anything else is a usage error.
+pub fn parse_removal(text: &str) -> Result<Removal> {
+    if text.contains(':') {
+        let pair = parse_pair(text)?;
+        return Ok(Removal {
+            host: pair.host,
+            guest: Some(pair.guest),
+        });
+    }
+    let host = text.trim().parse::<i64>().map_err(|_| {
+        Error::Usage(format!(
+            "forward --remove: {text:?} is not HOST or HOST:GUEST (port numbers)"
+        ))
+    })?;
+    Ok(Removal { host, guest: None })
+}
+
+/// How a set changes the saved list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Edit {
+    /// The whole list becomes these (empty clears it).
+    Replace(Vec<PortPair>),
+    /// Take out `remove`, then append `add`: the rest of the list stays as it is.
+    Change {
+        add: Vec<PortPair>,
+        remove: Vec<Removal>,
+    },
+}
+
+/// Shows a VM's forwards. `active` says they are live: the VM runs and its QEMU was started
+/// with exactly the saved list. A broken VM has none and is never active.
 pub fn show(root: &Root, name: &str) -> Result<ForwardData> {
     let (forwards, active) = match vm::load(root, name)? {
         Loaded::Ok(stored) => (
             stored.config.wire_forwards(),
-            stored.running_pid().is_some(),
+            live_forwards(&stored).is_some_and(|live| live == pairs_of(&stored.config.forwards)),
         ),
         Loaded::Broken { .. } => (Vec::new(), false),
     };
@@ -47,24 +85,83 @@ pub fn show(root: &Root, name: &str) -> Result<ForwardData> {
     })
 }
 
-/// Replaces a VM's forwards (an empty list clears them) after every validation rule.
-pub fn set(root: &Root, name: &str, pairs: &[PortPair]) -> Result<ForwardData> {
+/// The forwards the running QEMU has, `None` when the VM is not running.
+pub fn live_forwards(stored: &StoredVm) -> Option<Vec<(u16, u16)>> {
+    let pid = stored.running_pid()?;
+    Some(crate::qemu::launch::live_forwards(pid).unwrap_or_default())
+}
+
+fn pairs_of(forwards: &[ForwardConfig]) -> Vec<(u16, u16)> {
+    forwards.iter().map(|f| (f.hostport, f.guestport)).collect()
+}
+
+/// Changes a VM's forwards after every validation rule; nothing is saved when one fails.
+///
+/// `active` and `applies_at` answer "is the saved list the one in force": on a stopped VM it
+/// is (`now`, true: the next start uses it and nothing else is live); on a running VM only
+/// when its QEMU already has exactly these forwards, else `next_start`, false.
+pub fn set(root: &Root, name: &str, edit: &Edit) -> Result<ForwardData> {
     let _root_lock = lock::exclusive(&root.lock_file())?;
     let mut stored = vm::load_ok(root, name)?;
-    let forwards = validate(root, &stored, pairs)?;
+    let pairs = match edit {
+        Edit::Replace(pairs) => pairs.clone(),
+        Edit::Change { add, remove } => edited(&stored, add, remove)?,
+    };
+    let forwards = validate(root, &stored, &pairs)?;
     stored.config.forwards = forwards;
     vm::save(&stored)?;
-    let running = stored.running_pid().is_some();
+    let in_force =
+        live_forwards(&stored).is_none_or(|live| live == pairs_of(&stored.config.forwards));
     Ok(ForwardData {
         vm: stored.name.clone(),
         forwards: stored.config.wire_forwards(),
-        active: !running,
-        applies_at: Some(if running {
-            AppliesAt::NextStart
-        } else {
+        active: in_force,
+        applies_at: Some(if in_force {
             AppliesAt::Now
+        } else {
+            AppliesAt::NextStart
         }),
     })
+}
+
+/// The saved list with `remove` taken out and `add` appended, as pairs for [`validate`].
+/// Removing a forward that is not there, or adding a host port that is, names it.
+fn edited(stored: &StoredVm, add: &[PortPair], remove: &[Removal]) -> Result<Vec<PortPair>> {
+    let mut pairs: Vec<PortPair> = stored
+        .config
+        .forwards
+        .iter()
+        .map(|f| PortPair {
+            host: i64::from(f.hostport),
+            guest: i64::from(f.guestport),
+        })
+        .collect();
+    for removal in remove {
+        let matches =
+            |p: &PortPair| p.host == removal.host && removal.guest.is_none_or(|g| g == p.guest);
+        let before = pairs.len();
+        pairs.retain(|p| !matches(p));
+        if pairs.len() == before {
+            let what = match removal.guest {
+                Some(guest) => format!("{}:{guest}", removal.host),
+                None => format!("from host port {}", removal.host),
+            };
+            return Err(Error::InvalidSpec(format!(
+                "{} has no forward {what} to remove",
+                stored.name
+            )));
+        }
+    }
+    for pair in add {
+        if let Some(existing) = pairs.iter().find(|p| p.host == pair.host) {
+            return Err(Error::InvalidSpec(format!(
+                "host port {} already forwards to guest port {} on {}; --remove it first",
+                pair.host, existing.guest, stored.name
+            )));
+        }
+        pairs.push(*pair);
+    }
+    Ok(pairs)
 }
 
 /// Checks requested forwards in upstream's order: range, privileged host ports, duplicates,

@@ -315,6 +315,30 @@ fn invalid(what: &'static str, value: impl Into<String>, reason: &'static str) -
     }
 }
 
+/// The user forwards of an argv [`build_argv`] made, as (host, guest) pairs in order: every
+/// `hostfwd` of the user netdev after the first, which is the ssh port's. Empty for an argv
+/// with no such netdev (a process that is not this builder's QEMU).
+pub fn forwards_of_argv(argv: &[String]) -> Vec<(u16, u16)> {
+    let Some(netdev) = argv
+        .windows(2)
+        .find(|pair| pair[0] == "-netdev" && pair[1].starts_with("user,"))
+        .map(|pair| pair[1].as_str())
+    else {
+        return Vec::new();
+    };
+    let parse = |option: &str| -> Option<(u16, u16)> {
+        let rule = option.strip_prefix("hostfwd=tcp:127.0.0.1:")?;
+        let (host, guest) = rule.split_once("-:")?;
+        Some((host.parse().ok()?, guest.parse().ok()?))
+    };
+    netdev
+        .split(',')
+        .filter(|option| option.starts_with("hostfwd="))
+        .skip(1)
+        .filter_map(parse)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -411,6 +435,16 @@ mod tests {
                 .count(),
             1
         );
+    }
+
+    #[test]
+    fn the_forwards_read_back_from_an_argv_are_the_ones_it_was_built_with() {
+        let spec = cloud_spec();
+        assert_eq!(forwards_of_argv(&argv_of(&spec)), spec.forwards);
+        let mut none = cloud_spec();
+        none.forwards.clear();
+        assert!(forwards_of_argv(&argv_of(&none)).is_empty());
+        assert!(forwards_of_argv(&["sleep".into(), "300".into()]).is_empty());
     }
 
     #[test]

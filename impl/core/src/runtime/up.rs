@@ -1,8 +1,8 @@
 //! `up`: start a VM's QEMU (docs/contract.md behaviour#qemu and "argv"). Order of checks: the VM
 //! (`not_found`, `broken`), `already_running`, the accelerator (`invalid_spec`,
 //! `kvm_unusable`), the QEMU binary (`qemu_missing`), the shares (`share_invalid`,
-//! `no_xattr`), the backend (disk and seed, or kernel and overlay), then the launch
-//! (`qemu_start_failed`).
+//! `no_xattr`), the host ports (`qemu_start_failed` naming the port), the backend (disk and
+//! seed, or kernel and overlay), then the launch (`qemu_start_failed`).
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -41,6 +41,7 @@ pub fn up(root: &Root, env: &Env, name: &str) -> Result<Vm> {
     })?;
     let host_share = check_share(&stored)?;
     let work_share = prepare_work_share(root, &stored.name)?;
+    crate::ports::ensure_free(&stored)?;
     let stored = mark_installed_if_grown(stored)?;
     let mut spec = LaunchSpec::new(&stored.dir, &work_share, accel);
     spec.host_share_dir = host_share;

@@ -105,6 +105,20 @@ pub struct VersionData {
     pub contract: u32,
 }
 
+/// `schema` data without a name: the base URI and every schema file's path under it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SchemaListData {
+    pub base: String,
+    pub schemas: Vec<String>,
+}
+
+/// `schema NAME` data: the file's path and the schema itself.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SchemaData {
+    pub path: String,
+    pub schema: serde_json::Value,
+}
+
 /// `help` data.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct HelpData {

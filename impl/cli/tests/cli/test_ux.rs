@@ -1,0 +1,210 @@
+//! What a person meets around ports and forwards, through the real binary in the fake tier:
+//! `up` refuses a host port something else holds before QEMU runs, and `forward` edits the
+//! list (`--add`/`--remove`) and says what is live in the running QEMU.
+
+use std::net::TcpListener;
+
+use serde_json::json;
+
+use crate::common::{free_port, stub, Reaper, TestEnv, PLANTED_PASSWORD};
+
+/// A fake QEMU whose long-lived process keeps QEMU's whole argv on its command line (as a
+/// real QEMU does), so stoat reads the live forwards from it; it writes the pidfile and exits.
+const FAKE_QEMU_KEEPS_ARGV: &str = r#"prev=""
+for a in "$@"; do
+  [ "$prev" = "-pidfile" ] && pidfile="$a"
+  prev="$a"
+done
+: > "$(dirname "$pidfile")/qemu.ran"
+sh -c 'trap "kill \$! 2>/dev/null; exit 0" TERM; sleep 300 & wait' "$pidfile" "$@" </dev/null >/dev/null 2>&1 &
+echo $! > "$pidfile"
+exit 0
+"#;
+
+/// A live VM `name` with ssh port `port` and `extra` vm.toml lines; its kernel is already
+/// "extracted", so the fake QEMU is all `up` needs.
+fn live_vm(env: &TestEnv, name: &str, port: u16, extra: &str) {
+    env.seed_boot_files(name);
+    env.write_vm(
+        name,
+        &format!(
+            "name = \"{name}\"\nmode = \"live\"\nos = \"alpine\"\nbackend = \"apkovl\"\niso = \"/nonexistent/x.iso\"\nram = 256\ncpus = 1\nsshport = {port}\nsshuser = \"root\"\nconsole_password = \"{PLANTED_PASSWORD}\"\n{extra}"
+        ),
+    );
+}
+
+/// A loopback listener on a port the kernel chose, held for the test: "another program".
+fn held_port() -> (TcpListener, u16) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    (listener, port)
+}
+
+#[test]
+fn up_refuses_a_busy_ssh_port_or_forward_naming_it_and_starts_nothing() {
+    let env = TestEnv::new();
+    stub(&env, "qemu-system-x86_64", FAKE_QEMU_KEEPS_ARGV);
+    let _reaper = Reaper::watch(&env, &["s", "f"]);
+    let (_ssh_holder, ssh_port) = held_port();
+    live_vm(&env, "s", ssh_port, "");
+    let message = env
+        .json(&["up", "s", "--no-wait"])
+        .error("qemu_start_failed");
+    assert!(
+        message.contains(&format!("host port {ssh_port} (its ssh port) is in use")),
+        "{message}"
+    );
+    assert!(message.contains("stoat update s --ssh-port"), "{message}");
+    assert!(!env.root().join("s/qemu.ran").exists(), "QEMU was run");
+    assert!(!env.root().join("s/qemu.pid").exists());
+    // A human reads the same sentence as stderr's one error line, and the exit status is 1.
+    let human = env.run(&["up", "s", "--no-wait"]);
+    assert_eq!(human.status.code(), Some(1));
+    let stderr = String::from_utf8(human.stderr).unwrap();
+    let error = stderr.lines().last().unwrap_or_default();
+    assert!(
+        error.starts_with("stoat: up: cannot start s: ")
+            && error.contains(&format!("host port {ssh_port}")),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("stoat: ").count(), 1, "{stderr}");
+
+    let (_forward_holder, forward_port) = held_port();
+    live_vm(
+        &env,
+        "f",
+        free_port(),
+        &format!("[[forwards]]\nhostport = {forward_port}\nguestport = 80\n"),
+    );
+    let message = env
+        .json(&["up", "f", "--no-wait"])
+        .error("qemu_start_failed");
+    assert!(
+        message.contains(&format!("host port {forward_port} (a forward) is in use")),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("stoat forward f --remove {forward_port}")),
+        "{message}"
+    );
+    assert!(!env.root().join("f/qemu.ran").exists(), "QEMU was run");
+    assert_eq!(env.json(&["get", "f"]).data()["vm"]["state"], "stopped");
+}
+
+#[test]
+fn forward_add_and_remove_edit_the_list_and_keep_the_rest() {
+    let env = TestEnv::new();
+    live_vm(&env, "w", 2250, "");
+    env.json(&["forward", "w", "8080:80"]).data();
+    let run = env.json(&["forward", "w", "--add", "9090:90", "--add", "5432:5432"]);
+    assert_eq!(
+        run.data(),
+        &json!({"vm": "w", "forwards": [{"host_port": 8080, "guest_port": 80},
+            {"host_port": 9090, "guest_port": 90}, {"host_port": 5432, "guest_port": 5432}],
+            "active": true, "applies_at": "now"})
+    );
+    // By host port, or exactly HOST:GUEST; a remove and an add in one call remap a port.
+    let run = env.json(&["forward", "w", "--remove", "9090", "--remove", "5432:5432"]);
+    assert_eq!(
+        run.data()["forwards"],
+        json!([{"host_port": 8080, "guest_port": 80}])
+    );
+    let run = env.json(&["forward", "w", "--remove", "8080", "--add", "8080:81"]);
+    assert_eq!(
+        run.data()["forwards"],
+        json!([{"host_port": 8080, "guest_port": 81}])
+    );
+
+    // What cannot be done says what and changes nothing.
+    let before = env.vm_toml("w");
+    let refusals: [(&[&str], &str, &str); 7] = [
+        (
+            &["--remove", "7000"],
+            "invalid_spec",
+            "no forward from host port 7000",
+        ),
+        (
+            &["--remove", "8080:80"],
+            "invalid_spec",
+            "no forward 8080:80",
+        ),
+        (
+            &["--add", "8080:82"],
+            "invalid_spec",
+            "host port 8080 already forwards to guest port 81",
+        ),
+        (&["--add", "80:80"], "invalid_spec", "below 1024"),
+        (&["--add", "2250:22"], "invalid_spec", "own ssh port"),
+        (&["--add", "x:1"], "usage", "HOST:GUEST"),
+        (&["--remove", "x"], "usage", "HOST or HOST:GUEST"),
+    ];
+    for (flags, code, words) in refusals {
+        let mut args = vec!["forward", "w"];
+        args.extend_from_slice(flags);
+        let message = env.json(&args).error(code);
+        assert!(message.contains(words), "{flags:?}: {message}");
+        assert_eq!(env.vm_toml("w"), before, "{flags:?} changed vm.toml");
+    }
+    for mixed in [
+        &["forward", "w", "1234:1", "--add", "1235:2"][..],
+        &["forward", "w", "--clear", "--remove", "8080"],
+    ] {
+        let message = env.json(mixed).error("usage");
+        assert!(message.contains("one or the other"), "{message}");
+    }
+    let human = env.run(&["forward", "w", "--add", "9000:90"]);
+    assert_eq!(
+        String::from_utf8(human.stdout).unwrap(),
+        "8080:81\n9000:90\n"
+    );
+}
+
+#[test]
+fn forward_is_active_only_for_what_the_running_qemu_has() {
+    let env = TestEnv::new();
+    stub(&env, "qemu-system-x86_64", FAKE_QEMU_KEEPS_ARGV);
+    let _reaper = Reaper::watch(&env, &["w"]);
+    let (ssh, web, db) = (free_port(), free_port(), free_port());
+    live_vm(
+        &env,
+        "w",
+        ssh,
+        &format!("[[forwards]]\nhostport = {web}\nguestport = 80\n"),
+    );
+    // Stopped: saved, nothing live.
+    assert_eq!(env.json(&["forward", "w"]).data()["active"], false);
+    env.json(&["up", "w", "--no-wait"]).data();
+    let show = env.json(&["forward", "w"]);
+    assert_eq!(
+        show.data(),
+        &json!({"vm": "w", "forwards": [{"host_port": web, "guest_port": 80}], "active": true})
+    );
+    let human = String::from_utf8(env.run(&["forward", "w"]).stdout).unwrap();
+    assert_eq!(human, format!("{web}:80  live\n"));
+
+    // Added while running: saved, not live, and show says so from then on.
+    let add = env.json(&["forward", "w", "--add", &format!("{db}:5432")]);
+    assert_eq!(add.data()["active"], false);
+    assert_eq!(add.data()["applies_at"], "next_start");
+    assert_eq!(env.json(&["forward", "w"]).data()["active"], false);
+    let human = String::from_utf8(env.run(&["forward", "w"]).stdout).unwrap();
+    assert_eq!(
+        human,
+        format!("{web}:80  live\n{db}:5432  saved; live from the next start\n")
+    );
+    // Removed while running: still live in QEMU until it stops.
+    env.json(&["forward", "w", "--remove", &web.to_string()])
+        .data();
+    let human = String::from_utf8(env.run(&["forward", "w"]).stdout).unwrap();
+    assert_eq!(
+        human,
+        format!(
+            "{db}:5432  saved; live from the next start\n{web}:80  live until the VM stops; removed\n"
+        )
+    );
+    // Back to exactly what QEMU has: in force now, active again.
+    let back = env.json(&["forward", "w", &format!("{web}:80")]);
+    assert_eq!(back.data()["active"], true);
+    assert_eq!(back.data()["applies_at"], "now");
+    assert_eq!(env.json(&["forward", "w"]).data()["active"], true);
+}
