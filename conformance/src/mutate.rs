@@ -355,6 +355,11 @@ pub const OPERATORS: &[Operator] = &[
         caught_by: &["EXEC.cli-ignores-agent-access"],
     },
     Operator {
+        name: "image-missing-not-found",
+        breaks: "create of a catalog image not yet pulled answered not_found instead of image_not_downloaded",
+        caught_by: &["CREATE.image-not-downloaded"],
+    },
+    Operator {
         name: "guest-show-other",
         breaks: "guest show answering a guest other than the one named",
         caught_by: &["GUEST.show"],
@@ -480,6 +485,7 @@ pub fn triggers(op: &str) -> &'static [&'static str] {
         "init-relative-path" => &["INIT.result"],
         "ls-project-no-key" => &["PROJECT.ls-fields"],
         "cli-enforces-access" => &["EXEC.cli-ignores-agent-access"],
+        "image-missing-not-found" => &["CREATE.image-not-downloaded"],
         "guest-show-other" => &["GUEST.show"],
         "mcp-denied-internal" => &["MCP.access-denied"],
         "mcp-leak-password" => &["MCP.call-per-class", "MCP.access-denied"],
@@ -1263,6 +1269,10 @@ fn transform_output(op: &Operator, stdout: Vec<u8>, code: i32, args: &[String]) 
                 && words(args).get(1) == Some(&"new") =>
         {
             result["error"]["code"] = json!("internal");
+            lines[result_index] = result.to_string();
+        }
+        "image-missing-not-found" if error_code.as_deref() == Some("image_not_downloaded") => {
+            result["error"]["code"] = json!("not_found");
             lines[result_index] = result.to_string();
         }
         "monitor-unreachable-internal" if error_code.as_deref() == Some("monitor_unreachable") => {

@@ -34,6 +34,8 @@ pub(super) const CHECKS: &[CheckDef] = &[
         "`pull` from a host only the suite's loopback HTTP proxy serves (HTTP_PROXY/HTTPS_PROXY) answers {downloaded: true, verified: true} with the served bytes; SKIP when the SUT ignores the proxy variables", &["pull", "proxy"], through_proxy),
     scenario("IMAGES.file-bare-name", Must, Tier::Pure, "json-v3#types", "Image.file is a bare filename under the data root's isos/, never an absolute path.",
         "after `pull tiny`, `images` lists tiny downloaded, file the bare name tiny.img, bytes exact (bytes_exact true), byo false", &["images", "pull"], images_after_pull),
+    scenario("CREATE.image-not-downloaded", Must, Tier::Pure, "json-v3#error-codes", "image_not_downloaded the image exists in the catalog but not on disk",
+        "`create x --image tiny` while `images` lists tiny as not downloaded fails with image_not_downloaded and creates no VM (SKIP when the SUT downloads the image itself instead)", &["create", "images", "errors"], image_not_downloaded),
 ];
 
 /// A sandbox whose catalog (through the profile's knob) names the loopback server's
@@ -315,6 +317,45 @@ fn through_proxy(case: &mut Case<'_>) -> Result<(), HarnessError> {
             std::fs::read(&path).is_ok_and(|bytes| bytes == files.payload),
             "isos/tiny.img",
             "the pulled file does not hold the bytes the proxy served",
+        );
+    }
+    Ok(())
+}
+
+fn image_not_downloaded(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let Some((sandbox, _files)) = with_catalog(case)? else {
+        return Ok(());
+    };
+    let images = case.json(&sandbox, &["images"])?;
+    let tiny = case
+        .expect_ok(&images)
+        .and_then(|d| d.get("images"))
+        .and_then(Value::as_array)
+        .and_then(|rows| {
+            rows.iter()
+                .find(|r| str_at(r, "/id") == Some("tiny"))
+                .cloned()
+        });
+    if let Some(tiny) = &tiny {
+        expect_eq(case, tiny, "/downloaded", &json!(false));
+    }
+    let ran = case.json(&sandbox, &["create", "x", "--image", "tiny"])?;
+    if ran.data().is_some() {
+        case.skip("`create --image tiny` downloaded the image itself, so image_not_downloaded is never reached");
+        let _ = case.json(&sandbox, &["rm", "x", "-y"])?;
+        return Ok(());
+    }
+    case.expect_error(&ran, "image_not_downloaded");
+    let listed = case.json(&sandbox, &["ls"])?;
+    if let Some(vms) = case
+        .expect_ok(&listed)
+        .and_then(|d| d.get("vms"))
+        .and_then(Value::as_array)
+    {
+        case.ensure(
+            !vms.iter().any(|v| str_at(v, "/name") == Some("x")),
+            "/data/vms",
+            "a refused create left a VM x",
         );
     }
     Ok(())
