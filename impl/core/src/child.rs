@@ -176,6 +176,11 @@ fn wait_without_reaping(pid: i32) {
     }
 }
 
+/// Whether a cancel has begun (waits elsewhere, such as for a lock, give up on it).
+pub fn stopping() -> bool {
+    STOPPING.load(Ordering::SeqCst)
+}
+
 fn lock() -> std::sync::MutexGuard<'static, Vec<i32>> {
     RUNNING
         .lock()

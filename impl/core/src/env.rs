@@ -29,6 +29,10 @@ pub const VARS: &[(&str, &str)] = &[
         "seconds without a byte before `pull` gives up (download_stalled); default 60",
     ),
     (
+        "STOAT_LOCK_WAIT_SECS",
+        "seconds a command waits for a lock another command holds (timeout); default 600",
+    ),
+    (
         "HTTP_PROXY",
         "proxy for http:// downloads (http_proxy wins when both are set)",
     ),

@@ -1,12 +1,54 @@
-//! flock-based locks: the data-root lock held across create, clone, rm, update and prune, and
-//! non-blocking per-VM locks (apply). Released when the guard drops, even on panic.
+//! flock-based locks: the data-root lock held across create, clone, rm, update and prune,
+//! per-VM locks (up, down, apply) and a few others. Released when the guard drops, even on
+//! panic.
+//!
+//! A wait for a lock is bounded (ten minutes unless the binary says otherwise, see
+//! [`configure`]) and ends early on a cancel. Whoever takes a lock writes its pid and command
+//! into the lock file, so a wait that gives up can say what holds it.
 
 use std::fs::{File, OpenOptions};
+use std::io::Write;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use crate::error::IoContext;
-use crate::Result;
+use crate::{Error, Result};
+
+/// How long a command waits for a lock unless `STOAT_LOCK_WAIT_SECS` says otherwise: longer
+/// than any one clone or create holds the data root on a sane disk.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(600);
+/// The longest pause between two attempts.
+const MAX_PAUSE: Duration = Duration::from_millis(100);
+
+struct Settings {
+    wait: Duration,
+    command: String,
+}
+
+static SETTINGS: Mutex<Settings> = Mutex::new(Settings {
+    wait: DEFAULT_WAIT,
+    command: String::new(),
+});
+
+fn settings() -> std::sync::MutexGuard<'static, Settings> {
+    SETTINGS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Sets, for this process, the command a held lock names (a wire name such as `update`) and
+/// the wait bound: `STOAT_LOCK_WAIT_SECS` (seconds, decimals allowed) or [`DEFAULT_WAIT`].
+pub fn configure(command: &str, env: &crate::Env) {
+    let wait = env
+        .get("STOAT_LOCK_WAIT_SECS")
+        .and_then(|text| text.trim().parse::<f64>().ok())
+        .filter(|secs| secs.is_finite() && *secs >= 0.0 && *secs < 1e9)
+        .map(Duration::from_secs_f64)
+        .unwrap_or(DEFAULT_WAIT);
+    let mut settings = settings();
+    settings.wait = wait;
+    settings.command = command.to_owned();
+}
 
 /// A held flock; dropping it releases the lock.
 #[derive(Debug)]
@@ -26,32 +68,88 @@ fn open(path: &Path) -> Result<File> {
         .context(|| format!("open lock {}", path.display()))
 }
 
-/// Waits for an exclusive lock on `path`.
-pub fn exclusive(path: &Path) -> Result<LockGuard> {
-    let file = open(path)?;
+/// One attempt: `Some` when the lock is now ours.
+fn attempt(file: &File, path: &Path) -> Result<bool> {
     loop {
         // SAFETY: flock on a descriptor we own.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Ok(LockGuard { _file: file });
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(true);
         }
         let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return Err(err).context(|| format!("lock {}", path.display()));
+        match err.kind() {
+            std::io::ErrorKind::WouldBlock => return Ok(false),
+            std::io::ErrorKind::Interrupted => continue,
+            _ => return Err(err).context(|| format!("lock {}", path.display())),
         }
     }
+}
+
+/// Writes who holds the lock now (best effort: the lock works without it).
+fn record_holder(mut file: &File) {
+    let command = settings().command.clone();
+    let line = format!("pid={} command={}\n", std::process::id(), command);
+    if file.set_len(0).is_ok() {
+        let _ = file.write_all(line.as_bytes());
+    }
+}
+
+/// Says what holds the lock at `path`, from what its holder wrote.
+fn describe_holder(path: &Path) -> String {
+    let text = crate::bounded::read_text(path, 4096).unwrap_or_default();
+    let field = |key: &str| {
+        text.split_whitespace()
+            .find_map(|word| word.strip_prefix(key))
+            .map(str::to_owned)
+    };
+    let pid = field("pid=").and_then(|p| p.parse::<i32>().ok());
+    match (pid, field("command=")) {
+        (Some(pid), command) if crate::vm::staging::pid_alive(pid) => match command {
+            Some(command) if !command.is_empty() => format!("`stoat {command}` (pid {pid})"),
+            _ => format!("pid {pid}"),
+        },
+        _ => "another process".to_owned(),
+    }
+}
+
+/// Waits (bounded, see the module comment) for an exclusive lock on `path`; `timeout`
+/// naming the holder when the bound passes, `canceled` when the command is cancelled.
+pub fn exclusive(path: &Path) -> Result<LockGuard> {
+    let file = open(path)?;
+    let wait = settings().wait;
+    let deadline = Instant::now() + wait;
+    let mut pause = Duration::from_millis(5);
+    let mut first = true;
+    while !attempt(&file, path)? {
+        if first {
+            crate::fault::pause("lock-busy");
+            first = false;
+        }
+        if crate::child::stopping() {
+            return Err(Error::Canceled);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(Error::Timeout(format!(
+                "gave up after {:.0} s waiting for the lock {}, held by {}",
+                wait.as_secs_f64(),
+                path.display(),
+                describe_holder(path)
+            )));
+        }
+        std::thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(MAX_PAUSE);
+    }
+    record_holder(&file);
+    Ok(LockGuard { _file: file })
 }
 
 /// Takes an exclusive lock on `path` if nobody holds it; `None` when somebody does.
 pub fn try_exclusive(path: &Path) -> Result<Option<LockGuard>> {
     let file = open(path)?;
-    // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-        return Ok(Some(LockGuard { _file: file }));
-    }
-    let err = std::io::Error::last_os_error();
-    if err.kind() == std::io::ErrorKind::WouldBlock {
-        Ok(None)
+    if attempt(&file, path)? {
+        record_holder(&file);
+        Ok(Some(LockGuard { _file: file }))
     } else {
-        Err(err).context(|| format!("lock {}", path.display()))
+        Ok(None)
     }
 }

@@ -802,3 +802,139 @@ fn every_file_stoat_parses_is_read_with_a_bound() {
     assert_eq!(listed[0]["state"], "broken");
     assert_eq!(listed[1]["name"], "good");
 }
+
+// ---------------------------------------------------------------- lock waits
+
+/// A stoat run that stops itself (SIGSTOP) at a fault point; killed on drop if still there.
+struct Paused(std::process::Child);
+
+impl Paused {
+    fn start(env: &TestEnv, args: &[&str], point: &str) -> Paused {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let child = env
+            .std_cmd(&all)
+            .env("STOAT_FAULT", point)
+            .env("STOAT_DOWN_TIMEOUT_SECS", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let paused = Paused(child);
+        paused.wait_stopped(point);
+        paused
+    }
+
+    fn pid(&self) -> i32 {
+        self.0.id() as i32
+    }
+
+    /// Waits until the process is stopped at its point (its state in /proc is `T`).
+    fn wait_stopped(&self, point: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
+            let stat =
+                std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            if state.starts_with('T') {
+                return;
+            }
+            assert!(!state.starts_with('Z'), "ended before reaching {point}");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("never stopped at {point}");
+    }
+
+    /// Lets it go on and returns its result.
+    fn resume(mut self) -> crate::common::JsonRun {
+        // SAFETY: kill(2) on our own unreaped child.
+        unsafe { libc::kill(self.pid(), libc::SIGCONT) };
+        let mut stdout = Vec::new();
+        use std::io::Read;
+        self.0
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_end(&mut stdout)
+            .unwrap();
+        let status = self.0.wait().unwrap();
+        crate::common::JsonRun::check(std::process::Output {
+            status,
+            stdout,
+            stderr: Vec::new(),
+        })
+    }
+}
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+#[test]
+fn lock_waits_are_bounded_and_down_waits_for_an_up_in_flight() {
+    use crate::common::{free_port, stub, Reaper, FAKE_QEMU};
+    let env = TestEnv::new();
+    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    env.seed_boot_files("w");
+    env.write_vm(
+        "w",
+        &format!(
+            "name = \"w\"\nmode = \"live\"\nos = \"alpine\"\nbackend = \"apkovl\"\niso = \"/nonexistent/x.iso\"\nram = 256\ncpus = 1\nsshport = {}\nsshuser = \"root\"\n",
+            free_port()
+        ),
+    );
+    let _reaper = Reaper::watch(&env, &["w"]);
+
+    // An `up` holds w's lock. A bounded wait for it gives up, naming the holder.
+    let up = Paused::start(&env, &["up", "w", "--no-wait"], "up-locked");
+    let out = env
+        .cmd(&["down", "w", "--json"])
+        .env("STOAT_LOCK_WAIT_SECS", "0.3")
+        .output()
+        .unwrap();
+    let message = crate::common::JsonRun::check(out).error("timeout");
+    assert!(
+        message.contains("`stoat up`") && message.contains(&format!("pid {}", up.pid())),
+        "{message}"
+    );
+    assert!(!message.contains('\n'), "{message}");
+
+    // A `down` during that `up` waits for it to settle, then stops the VM it started.
+    let down = Paused::start(&env, &["down", "w"], "lock-busy");
+    let started = up.resume();
+    assert_eq!(
+        started.data()["vm"]["state"],
+        "running",
+        "{}",
+        started.stdout
+    );
+    let stopped = down.resume();
+    assert_eq!(
+        stopped.data()["vm"]["state"],
+        "stopped",
+        "{}",
+        stopped.stdout
+    );
+    assert_eq!(env.json(&["get", "w"]).data()["vm"]["state"], "stopped");
+
+    // The data-root lock: a create waiting behind an update gives up the same way.
+    create_disk(&env, "d");
+    let update = Paused::start(&env, &["update", "d", "--cpus", "2"], "update-locked");
+    let out = env
+        .cmd(&["create", "n", "--image", ALPINE_VIRT, "--json"])
+        .env("STOAT_LOCK_WAIT_SECS", "0.3")
+        .output()
+        .unwrap();
+    let message = crate::common::JsonRun::check(out).error("timeout");
+    assert!(message.contains("`stoat update`"), "{message}");
+    update.resume().data();
+    assert!(
+        !env.root().join("n").exists(),
+        "the create that gave up wrote nothing"
+    );
+}

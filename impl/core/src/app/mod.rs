@@ -39,6 +39,7 @@ pub struct Session {
 impl Session {
     /// A session whose events go to `events`; `label` names it in stoat's own log.
     pub fn new(env: Env, cancel: Cancel, events: Arc<dyn EventSink>, label: &str) -> Session {
+        crate::lock::configure(label, &env);
         Session {
             env,
             cancel,

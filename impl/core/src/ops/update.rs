@@ -68,6 +68,7 @@ pub fn update(root: &Root, env: &Env, name: &str, spec: &UpdateSpec) -> Result<U
         )));
     }
     let _root_lock = lock::exclusive(&root.lock_file())?;
+    crate::fault::pause("update-locked");
     let mut stored = vm::load_ok(root, name)?;
     refuse_immutable(&stored.config, &spec.immutable)?;
     let running = stored.running_pid().is_some();

@@ -19,9 +19,11 @@ const FORCE_STEP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Stops `name` and returns the VM re-read afterwards.
 pub fn down(root: &Root, env: &Env, name: &str) -> Result<Vm> {
+    // The VM's lock first: a `down` during an `up` still starting waits for it to settle
+    // (running or not), then decides.
+    let dir = vm::load_ok(root, name)?.dir;
+    let _guard = lock::exclusive(&dir.join(".lock"))?;
     let (stored, pid) = load_running(root, name)?;
-    let _guard = lock::exclusive(&stored.dir.join(".lock"))?;
-    let dir = stored.dir.clone();
     ssh_mux::close(env, &stored);
     let how = stop(&dir, pid, &stored, powerdown_timeout(env));
     log::append(

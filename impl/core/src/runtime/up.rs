@@ -23,6 +23,7 @@ const INSTALLED_DISK_BYTES: u64 = 10 * 1024 * 1024;
 pub fn up(root: &Root, env: &Env, name: &str) -> Result<Vm> {
     let stored = vm::load_ok(root, name)?;
     let _guard = lock::exclusive(&stored.dir.join(".lock"))?;
+    crate::fault::pause("up-locked");
     if qemu::running(&stored.dir).is_some() {
         return Err(Error::AlreadyRunning { name: stored.name });
     }
