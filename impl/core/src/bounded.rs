@@ -71,7 +71,9 @@ pub fn read_to_string(path: impl AsRef<Path>) -> std::io::Result<String> {
 /// Reads at most `limit` bytes of `path`; a longer file (or endless device) is `TooBig`.
 pub fn read(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     let file = std::fs::File::open(path).map_err(ReadError::Io)?;
-    let mut bytes = Vec::new();
+    // Room for a typical file up front: it is then read by one read(2) and the one that
+    // finds the end, not by a series of small growing reads.
+    let mut bytes = Vec::with_capacity(limit.saturating_add(1).min(16 * 1024) as usize);
     file.take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(ReadError::Io)?;

@@ -13,8 +13,7 @@ use crate::Reply;
 /// `ls`.
 pub fn ls(ctx: &Ctx, _args: &LsArgs) -> Result<Reply> {
     let data = vms::ls(ctx)?;
-    let human = ls_human(&data.vms);
-    Ok(Reply::new(&data, human))
+    Ok(Reply::later(data, |data| ls_human(&data.vms)))
 }
 
 pub(crate) fn ls_human(vms: &[Vm]) -> String {

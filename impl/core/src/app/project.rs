@@ -157,10 +157,11 @@ pub fn status(s: &Session, project: &Project) -> Result<ProjectStatus> {
 /// `ls --project`: the VMs this project's declarations made.
 pub fn ls(s: &Session, project: &Project) -> Result<LsData> {
     let dir = project.dir_text();
+    let graphical = crate::display::graphical_session(&s.env);
     let vms = vm::list(s.root()?)?
         .iter()
         .filter(|loaded| matches!(loaded, vm::Loaded::Ok(stored) if stored.config.project == dir))
-        .map(|loaded| loaded.to_wire(&s.env))
+        .map(|loaded| loaded.to_wire_in(graphical))
         .collect();
     Ok(LsData { vms })
 }

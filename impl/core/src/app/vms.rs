@@ -8,9 +8,10 @@ use crate::Result;
 
 /// `ls`: every VM directory, broken ones included.
 pub fn ls(s: &Session) -> Result<LsData> {
+    let graphical = crate::display::graphical_session(&s.env);
     let vms = vm::list(s.root()?)?
         .iter()
-        .map(|loaded| loaded.to_wire(&s.env))
+        .map(|loaded| loaded.to_wire_in(graphical))
         .collect();
     Ok(LsData { vms })
 }

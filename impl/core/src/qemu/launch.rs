@@ -122,8 +122,14 @@ fn start_failure_hint(stderr: &str) -> Option<&'static str> {
 /// not this VM's QEMU is stale and is removed, as upstream does.
 pub fn running(vm_dir: &Path) -> Option<u32> {
     let pidfile = VmPaths::new(vm_dir).pidfile;
-    let pid = read_pid(&pidfile).ok().flatten();
-    match pid {
+    let text = match std::fs::read_to_string(&pidfile) {
+        Ok(text) => text,
+        // A stopped VM, the common case: nothing stale to remove, so no second look at the
+        // file (`ls` asks this of every VM).
+        Err(error) if error.kind() == ErrorKind::NotFound => return None,
+        Err(_) => String::new(),
+    };
+    match parse_pid(&text) {
         Some(pid) if is_qemu_of(pid, vm_dir) => Some(pid),
         _ => {
             if pidfile.exists() {
@@ -233,13 +239,18 @@ impl Drop for KillOnDrop {
 /// The PID in a pidfile: None when the file is missing or holds no PID > 1.
 fn read_pid(pidfile: &Path) -> Result<Option<u32>, QemuError> {
     match std::fs::read_to_string(pidfile) {
-        Ok(text) => Ok(text.trim().parse::<u32>().ok().filter(|pid| *pid > 1)),
+        Ok(text) => Ok(parse_pid(&text)),
         Err(error) if error.kind() == ErrorKind::NotFound => Ok(None),
         Err(error) => Err(QemuError::io(
             format!("reading {}", pidfile.display()),
             error,
         )),
     }
+}
+
+/// The pid a pidfile holds; None for anything else (and for 0 or 1, never QEMU).
+fn parse_pid(text: &str) -> Option<u32> {
+    text.trim().parse::<u32>().ok().filter(|pid| *pid > 1)
 }
 
 fn dir_with_slash(vm_dir: &Path) -> Vec<u8> {

@@ -77,7 +77,10 @@ pub struct VmConfig {
 impl VmConfig {
     /// Parses vm.toml text; the error text says where and why.
     pub fn parse(text: &str) -> Result<VmConfig, String> {
-        let config: VmConfig = toml::from_str(text).map_err(|e| describe_toml_error(text, &e))?;
+        let config = match super::quick::read(text) {
+            Some(config) => config,
+            None => toml::from_str(text).map_err(|e| describe_toml_error(text, &e))?,
+        };
         if let Some(level) = &config.agent_access {
             if AgentAccess::parse(level).is_none() {
                 return Err(format!(

@@ -2,6 +2,7 @@
 
 mod config;
 pub mod copy;
+mod quick;
 pub mod resize_note;
 pub mod staging;
 mod store;

@@ -53,8 +53,14 @@ impl Loaded {
 
     /// Returns the wire DTO, looking at the host for the live facts.
     pub fn to_wire(&self, env: &Env) -> Vm {
+        self.to_wire_in(crate::display::graphical_session(env))
+    }
+
+    /// [`Loaded::to_wire`] with the session's [`graphical_session`](crate::display::graphical_session)
+    /// asked once by the caller: a listing asks it once, not once per VM.
+    pub fn to_wire_in(&self, graphical: bool) -> Vm {
         match self {
-            Loaded::Ok(vm) => vm.to_wire(env),
+            Loaded::Ok(vm) => vm.to_wire_in(graphical),
             Loaded::Broken { name, reason, .. } => Vm::broken(name, reason.clone()),
         }
     }
@@ -68,7 +74,10 @@ impl StoredVm {
 
     /// Returns the wire DTO with live state, display and project facts.
     pub fn to_wire(&self, env: &Env) -> Vm {
-        let graphical = crate::display::graphical_session(env);
+        self.to_wire_in(crate::display::graphical_session(env))
+    }
+
+    fn to_wire_in(&self, graphical: bool) -> Vm {
         let live = VmLiveFacts {
             running: self.running_pid().is_some(),
             display: crate::display::display_for(&self.config.display, graphical),
