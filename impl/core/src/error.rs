@@ -317,10 +317,13 @@ mod tests {
         }
     }
 
+    /// A variant built from its text, with the prefix its message starts with.
+    type FromText = (&'static str, fn(String) -> Error);
+
     #[test]
     fn every_message_is_one_line_and_says_each_prefix_once() {
         let text = |prefix: &str| format!("{prefix}: first line\nsecond\r\n\tthird\x1b[0m\n");
-        let with_text: Vec<(&str, fn(String) -> Error)> = vec![
+        let with_text: Vec<FromText> = vec![
             ("invalid spec", Error::InvalidSpec),
             ("recipe not applicable", Error::RecipeNotApplicable),
             ("in use", Error::InUse),
