@@ -54,7 +54,8 @@ fn booting_vm(name: &str) -> (TestEnv, Reaper, u16) {
     (env, reaper, port)
 }
 
-/// A fake ssh: records argv, prints non-UTF-8 bytes on both streams, exits 3.
+/// A fake ssh: records argv, prints non-UTF-8 bytes on both streams, exits 3. (Inline: the
+/// tests read the argv file it writes, one argument a line.)
 fn fake_ssh(env: &TestEnv) -> PathBuf {
     let argv = env.tmp().join("ssh.argv");
     stub(
