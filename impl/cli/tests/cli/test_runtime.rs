@@ -120,6 +120,12 @@ fn up_on_a_work_share_without_user_xattrs_is_no_xattr() {
     std::os::unix::fs::symlink("/sys/kernel", env.root().join("shared/w")).unwrap();
     let message = env.json(&["up", "w"]).error("no_xattr");
     assert!(message.contains("extended attributes"), "{message}");
+    // The directory is named by its VM, never by a host path.
+    assert!(message.contains("share directory for w"), "{message}");
+    assert!(
+        !message.contains(&*env.root().to_string_lossy()),
+        "{message}"
+    );
     assert!(!env.root().join("w/qemu.pid").exists());
 }
 
