@@ -786,8 +786,16 @@ fn refuse_exec_below_exec(args: &[String]) -> Option<i32> {
     let text =
         std::fs::read_to_string(std::path::Path::new(&root).join(&vm).join("vm.toml")).ok()?;
     let table: toml::Table = text.parse().ok()?;
-    let level = table.get("agent_access").and_then(|v| v.as_str())?;
-    if !matches!(level, "none" | "observe" | "manage") {
+    // The contract's mapping: an explicit allow_exec = false reads as manage.
+    let level = match (
+        table.get("agent_access").and_then(|v| v.as_str()),
+        table.get("allow_exec").and_then(|v| v.as_bool()),
+    ) {
+        (Some(level), _) => level.to_string(),
+        (None, Some(false)) => "manage".to_string(),
+        _ => return None,
+    };
+    if !matches!(level.as_str(), "none" | "observe" | "manage") {
         return None;
     }
     let line = json!({"v": 3, "type": "result", "cmd": "exec", "ok": false,

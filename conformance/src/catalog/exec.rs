@@ -11,11 +11,11 @@ use crate::fakes::script::{FakeScript, Rule, ScriptBytes};
 use crate::finding::Level::Must;
 use crate::oracle::decode_stream;
 use crate::run::{Case, Inv};
-use crate::sandbox::Sandbox;
+use crate::sandbox::{Sandbox, VmFixture};
 
 pub(super) const CHECKS: &[CheckDef] = &[
     v3_only(scenario("EXEC.cli-ignores-agent-access", Must, Tier::Fake, "json-v3#types", "MCP permissions must use agent_access; direct stoat exec and stoat cp commands do not enforce it.",
-        "after `update work --agent-access none`, `exec work true` still runs the command (ok, exit_code 0), never access_denied", &["exec", "access"], cli_ignores_agent_access), "contract 2 has allow_exec but no agent_access"),
+        "`exec work true` on a running VM whose stored allow_exec = false (agent_access manage, below exec) still runs the command: ok, exit_code 0, never access_denied", &["exec", "access"], cli_ignores_agent_access), "contract 2 has allow_exec but no agent_access"),
     scenario("EXEC.utf8-plain", Must, Tier::Fake, "json-v3#exec-bytes", "An absent *_encoding means UTF-8.",
         "valid UTF-8 guest output comes back as plain stdout/stderr, byte-exact, without *_base64", &["exec"], utf8_plain),
     scenario("EXEC.base64-stdout", Must, Tier::Fake, "json-v3#exec-bytes", "Stoat therefore uses base64 for a stream that is not valid UTF-8",
@@ -183,12 +183,11 @@ fn exit_code(case: &mut Case<'_>) -> Result<(), HarnessError> {
 }
 
 fn cli_ignores_agent_access(case: &mut Case<'_>) -> Result<(), HarnessError> {
-    let sandbox = with_running_work(case)?;
+    // A stored allow_exec = false maps to manage, below exec: MCP would refuse exec.
+    let mut sandbox = case.sandbox()?;
+    sandbox.write_vm(&VmFixture::live("work").allow_exec(Some(false)))?;
+    sandbox.start_running("work")?;
     script_ssh(&sandbox, b"ran\n", b"", 0)?;
-    let updated = case.json(&sandbox, &["update", "work", "--agent-access", "none"])?;
-    if case.expect_ok(&updated).is_none() {
-        return Ok(());
-    }
     let ran = case.json(&sandbox, &["exec", "work", "true"])?;
     if let Some(data) = case.expect_ok(&ran).cloned() {
         expect_eq(case, &data, "/exit_code", &json!(0));

@@ -1,7 +1,7 @@
 //! Command families the small fixture SUT does not implement in either edition (projects,
-//! `up` applying recipes, MCP and agent_access levels, remote recipes, the newer error-code
-//! scenarios). Their checks still run against it; they are proven against the reference by
-//! the mutant kit (tests/mutants_reference.rs) instead, so here they may fail.
+//! `up` applying recipes, MCP, remote recipes, the newer error-code scenarios). Their checks
+//! still run against it; they are proven against the reference by the mutant kit
+//! (tests/mutants_reference.rs) instead, so here they may fail.
 
 const NOT_IMPLEMENTED_BY_FIXTURE: &[&str] = &[
     "INIT.",
@@ -17,7 +17,6 @@ const NOT_IMPLEMENTED_BY_FIXTURE: &[&str] = &[
     "RECIPE.search",
     "ERRORS.",
     "WAIT.until-applied",
-    "EXEC.cli-ignores-agent-access",
 ];
 
 /// Whether the check `id` belongs to a family the fixture does not implement.

@@ -129,10 +129,10 @@ fn finish(output: Output, cmd: &str, result: Result<Reply, Error>) -> i32 {
             }
         }
         (Output::Human, Err(err)) if err.code() == ErrorCode::Usage => {
-            eprintln!("stoat: {err}\nrun `stoat help` for usage");
+            eprintln!("stoat: {}\nrun `stoat help` for usage", err.message());
         }
         (Output::Human, Err(err)) => {
-            eprintln!("stoat: {cmd}: {err}");
+            eprintln!("stoat: {cmd}: {}", err.message());
             if let Error::ImageNotDownloaded { id } = &err {
                 eprintln!("hint: stoat pull {id}");
             }

@@ -196,7 +196,14 @@ impl Error {
 
     /// Returns the error object for the wire.
     pub fn to_wire(&self) -> WireError {
-        WireError::new(self.code(), self.to_string())
+        WireError::new(self.code(), self.message())
+    }
+
+    /// The message as every renderer shows it: one line (a tool's or a guest's multi-line
+    /// text folded with "; ", other control characters made spaces), and a prefix that a
+    /// wrapped tool message repeats ("qemu-img: qemu-img: ...") said once.
+    pub fn message(&self) -> String {
+        tidy(&self.to_string())
     }
 
     /// Wraps an I/O error with what was being done.
@@ -254,6 +261,26 @@ fn qemu_message(error: &crate::qemu::QemuError) -> String {
     }
 }
 
+/// See [`Error::message`].
+fn tidy(text: &str) -> String {
+    let line: String = one_line(text)
+        .replace(":; ", ": ")
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let mut segments: Vec<&str> = Vec::new();
+    for segment in line.split(": ") {
+        if segments
+            .last()
+            .is_some_and(|last| last.trim().eq_ignore_ascii_case(segment.trim()))
+        {
+            continue;
+        }
+        segments.push(segment);
+    }
+    segments.join(": ")
+}
+
 /// QEMU's own text can span lines; a message is one line.
 fn one_line(text: &str) -> String {
     text.split(['\n', '\r'])
@@ -270,5 +297,95 @@ impl From<crate::qemu::QemuError> for Error {
             crate::qemu::QemuError::Io { context, source } => Error::Io { context, source },
             other => Error::Qemu(other),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// No two neighbouring `": "` segments alike, no line break, no control character.
+    fn assert_tidy(message: &str) {
+        assert!(!message.chars().any(char::is_control), "{message:?}");
+        let segments: Vec<&str> = message.split(": ").collect();
+        for pair in segments.windows(2) {
+            assert!(
+                !pair[0].eq_ignore_ascii_case(pair[1]),
+                "doubled {:?} in {message:?}",
+                pair[0]
+            );
+        }
+    }
+
+    /// A variant built from its text, with the prefix its message starts with.
+    type FromText = (&'static str, fn(String) -> Error);
+
+    #[test]
+    fn every_message_is_one_line_and_says_each_prefix_once() {
+        let text = |prefix: &str| format!("{prefix}: first line\nsecond\r\n\tthird\x1b[0m\n");
+        let with_text: Vec<FromText> = vec![
+            ("invalid spec", Error::InvalidSpec),
+            ("recipe not applicable", Error::RecipeNotApplicable),
+            ("in use", Error::InUse),
+            ("git is required", Error::GitRequired),
+            ("immutable field", Error::ImmutableField),
+            ("cannot reach", Error::CannotReach),
+            ("qemu missing", Error::QemuMissing),
+            ("kvm unusable", Error::KvmUnusable),
+            ("qemu failed to start", Error::QemuStartFailed),
+            ("qemu monitor unreachable", Error::MonitorUnreachable),
+            ("qemu monitor rejected the command", Error::MonitorRejected),
+            ("share invalid", Error::ShareInvalid),
+            ("screenshot failed", Error::ScreenshotFailed),
+            ("download failed", Error::DownloadFailed),
+            ("download stalled", Error::DownloadStalled),
+            ("checksum mismatch", Error::ChecksumMismatch),
+            ("timeout", Error::Timeout),
+            ("usage", Error::Usage),
+            ("confirmation required", Error::ConfirmationRequired),
+            ("access denied", Error::AccessDenied),
+            ("rate limited", Error::RateLimited),
+            ("lock out of date", Error::LockOutOfDate),
+            ("host unsupported", Error::HostUnsupported),
+            ("internal", Error::Internal),
+        ];
+        let mut errors: Vec<Error> = with_text
+            .into_iter()
+            .map(|(prefix, make)| make(text(prefix)))
+            .collect();
+        errors.extend([
+            Error::Tool {
+                tool: "qemu-img".into(),
+                message: text("qemu-img"),
+            },
+            Error::io("read x", std::io::Error::other(text("read x"))),
+            Error::BadManifest {
+                file: "/r/recipe.toml".into(),
+                reason: text("/r/recipe.toml"),
+            },
+            Error::Broken {
+                name: "vm".into(),
+                reason: text("vm"),
+            },
+            Error::RecipeFailed {
+                vm: "vm".into(),
+                recipe: "r".into(),
+                detail: text("detail"),
+            },
+        ]);
+        for error in &errors {
+            let message = error.message();
+            assert_tidy(&message);
+            assert!(message.contains("first line; second; third"), "{message:?}");
+            assert_eq!(error.to_wire().message, message);
+        }
+        assert_eq!(
+            Error::Tool {
+                tool: "qemu-img".into(),
+                message: "qemu-img: Could not open 'x'".into()
+            }
+            .message(),
+            "qemu-img: Could not open 'x'"
+        );
     }
 }

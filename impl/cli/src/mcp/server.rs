@@ -245,7 +245,7 @@ impl Server {
         Ok(match outcome {
             Ok(data) => self.tool_result(data, false),
             Err((err, extra)) => {
-                let mut object = json!({"code": err.code().as_str(), "message": err.to_string()});
+                let mut object = json!({"code": err.code().as_str(), "message": err.message()});
                 if let Some((key, value)) = extra {
                     object[key] = Value::from(value);
                 }

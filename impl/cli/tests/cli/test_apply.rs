@@ -447,6 +447,20 @@ fn human_apply_prints_stages_and_lines_on_stderr() {
     );
 }
 
+/// An ssh that runs the remote command locally with the guest's `/var/lib/stoat` moved into
+/// `guest` (the fake guest's state, in the test's tmp). Inline rather than `stoat-fake`,
+/// whose `run_locally` runs the command as it is: this one rewrites a path in its stdin.
+fn install_guest_ssh(env: &TestEnv, guest: &std::path::Path) {
+    install(
+        env,
+        "ssh",
+        &format!(
+            "#!/bin/sh\nwhile [ $# -gt 0 ]; do case \"$1\" in *@127.0.0.1) shift; break;; esac; shift; done\nsed 's#/var/lib/stoat#{}/var/lib/stoat#g' | sh -c \"$*\"\n",
+            guest.display()
+        ),
+    );
+}
+
 fn install(env: &TestEnv, name: &str, body: &str) {
     let path = env.bin().join(name);
     std::fs::write(&path, body).unwrap();
@@ -510,14 +524,7 @@ fn cloud_seed_carries_recipes_and_first_boot_is_detected() {
     // The fake guest's /var/lib/stoat lives in the test's tmp.
     let guest = env.tmp().join("guest");
     std::fs::create_dir_all(&guest).unwrap();
-    install(
-        &env,
-        "ssh",
-        &format!(
-            "#!/bin/sh\nwhile [ $# -gt 0 ]; do case \"$1\" in *@127.0.0.1) shift; break;; esac; shift; done\nsed 's#/var/lib/stoat#{}/var/lib/stoat#g' | sh -c \"$*\"\n",
-            guest.display()
-        ),
-    );
+    install_guest_ssh(&env, &guest);
     stub(&env, "qemu-system-x86_64", FAKE_QEMU);
     let base = env.tmp().join("base.qcow2");
     assert!(std::process::Command::new("qemu-img")
@@ -587,14 +594,7 @@ fn first_boot_detection_reports_its_skipped_reason() {
     let guest = env.tmp().join("guest");
     std::fs::create_dir_all(guest.join("var/lib/stoat/.applied")).unwrap();
     std::fs::write(guest.join("var/lib/stoat/.applied/r"), "").unwrap();
-    install(
-        &env,
-        "ssh",
-        &format!(
-            "#!/bin/sh\nwhile [ $# -gt 0 ]; do case \"$1\" in *@127.0.0.1) shift; break;; esac; shift; done\nsed 's#/var/lib/stoat#{}/var/lib/stoat#g' | sh -c \"$*\"\n",
-            guest.display()
-        ),
-    );
+    install_guest_ssh(&env, &guest);
     recipe(&env, "r", "", "echo must not run\n");
     let run = env.json(&["apply", "w"]);
     assert_eq!(run.data()["applied"], serde_json::json!([]));
@@ -622,14 +622,7 @@ fn after_first_boot() -> (TestEnv, FakeRunningVm) {
         "greeting=hello cloud\n",
     )
     .unwrap();
-    install(
-        &env,
-        "ssh",
-        &format!(
-            "#!/bin/sh\nwhile [ $# -gt 0 ]; do case \"$1\" in *@127.0.0.1) shift; break;; esac; shift; done\nsed 's#/var/lib/stoat#{}/var/lib/stoat#g' | sh -c \"$*\"\n",
-            guest.display()
-        ),
-    );
+    install_guest_ssh(&env, &guest);
     recipe(
         &env,
         "r",

@@ -25,7 +25,8 @@ fn real_qemu_img() -> PathBuf {
 
 /// A qemu-img that, for `subcommand`, writes its PID to `<tmp>/qemu-img.pid`, then sleeps
 /// (in its own child, so a signal to its group stops both) before running the real one.
-/// `on_term` is the shell's reaction to SIGTERM ("" for the default: die).
+/// `on_term` is the shell's reaction to SIGTERM ("" for the default: die). An inline wrapper,
+/// not `stoat-fake`: every other subcommand must reach the real qemu-img.
 fn slow_qemu_img(env: &TestEnv, subcommand: &str, on_term: &str) -> PathBuf {
     let pid_file = env.tmp().join("qemu-img.pid");
     let real = real_qemu_img();

@@ -232,7 +232,7 @@ fn uncomment_example(template: &str) -> String {
 
 #[test]
 fn the_init_template_uncommented_creates_its_vm_with_a_catalog_image_and_real_recipe_params() {
-    let env = TestEnv::new();
+    let mut env = TestEnv::new();
     let dir = env.home().join("shop");
     std::fs::create_dir_all(&dir).unwrap();
     let mut init = env.cmd(&["init"]);
@@ -253,13 +253,10 @@ fn the_init_template_uncommented_creates_its_vm_with_a_catalog_image_and_real_re
         .unwrap();
     assert!(made.success());
     // No guest boots here: a QEMU that refuses to start, so the fan-out stops after create.
-    let qemu = env.bin().join("qemu-system-x86_64");
-    std::fs::write(
-        &qemu,
-        "#!/bin/sh\necho 'not booting in this test' >&2\nexit 1\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&qemu, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    env.fake_tool("qemu-system-x86_64");
+    env.fake_script(&serde_json::json!({"qemu": {"refuse": {
+        "stderr": {"text": "not booting in this test\n"}, "exit": 1
+    }}}));
     let mut up = env.cmd(&["up", "--no-wait", "--no-apply"]);
     up.current_dir(&dir);
     let out = up.output().unwrap();

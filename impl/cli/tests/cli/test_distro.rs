@@ -407,7 +407,8 @@ fn distro_a_broken_seed_field_fails_the_cloud_init_check() {
     let _guard = RealGuard(env.root().join("bad"));
     let port = free_port().to_string();
     env.json(&["update", "bad", "--ssh-port", &port]);
-    // A QEMU that fails at once: up makes the disk and the seed, then stops.
+    // A QEMU that fails at once: up makes the disk and the seed, then stops. (A plain script:
+    // the distro tier needs no fake-tier binary.)
     let stub = env.bin().join("qemu-system-x86_64");
     std::fs::write(&stub, "#!/bin/sh\nexit 1\n").unwrap();
     std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();

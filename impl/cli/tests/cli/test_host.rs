@@ -103,6 +103,7 @@ fn ssh_replaces_stoat_with_ssh_and_the_same_argv() {
     let env = TestEnv::new();
     env.write_basic_vm("work", 2206);
     let record = env.tmp().join("ssh-args");
+    // Inline, not stoat-fake: it records its own $0, which shows stoat exec'd ssh itself.
     write_script(
         &env.bin().join("ssh"),
         &format!(
@@ -297,6 +298,7 @@ fn doctor_with_every_tool_is_healthy_under_tcg() {
         "ssh-keygen",
         "xorriso",
     ] {
+        // Placeholders that only exist and run: doctor's PATH holds nothing else.
         write_script(&tools.join(tool), "exit 0");
     }
     env.set_env("PATH", &tools.display().to_string());

@@ -938,3 +938,35 @@ fn lock_waits_are_bounded_and_down_waits_for_an_up_in_flight() {
         "the create that gave up wrote nothing"
     );
 }
+
+// ---------------------------------------------------------------- one-line messages
+
+#[test]
+fn a_tool_failure_is_one_line_and_says_its_prefix_once() {
+    use crate::common::stub;
+    let env = TestEnv::new();
+    env.plant_image(ALPINE_VIRT);
+    stub(
+        &env,
+        "qemu-img",
+        "echo \"qemu-img: Could not create '$3':\" >&2\necho 'No space left on device' >&2\nprintf 'third\\r\\n' >&2\nexit 1\n",
+    );
+    let args = create_disk_args("n");
+    let run = env.json(&args);
+    let message = run.error("internal");
+    assert!(
+        !message.contains('\n') && !message.contains('\r'),
+        "{message:?}"
+    );
+    assert!(!message.contains("qemu-img: qemu-img"), "{message}");
+    assert!(
+        message.contains("Could not create") && message.contains("No space left on device; third"),
+        "{message}"
+    );
+    // The human renderer shows the same one line.
+    let human = env.run(&args);
+    let stderr = String::from_utf8_lossy(&human.stderr).into_owned();
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(&message), "{stderr}");
+    assert!(!env.root().join("n").exists());
+}

@@ -141,6 +141,7 @@ proptest! {
         write_live_vm(&env, "w", banner_port());
         let _running = FakeRunningVm::start(&env.root().join("w"));
         let last = env.tmp().join("ssh.last");
+        // Inline: a proptest case wants its argv back as exact bytes in one file.
         stub(&env, "ssh", &format!(
             "for a in \"$@\"; do last=\"$a\"; done\nprintf '%s' \"$last\" > '{}'\nexit 0\n",
             last.display()
@@ -171,18 +172,15 @@ proptest! {
         err in proptest::collection::vec(any::<u8>(), 0..64),
         status in 0u8..5,
     ) {
-        let env = TestEnv::new();
+        let mut env = TestEnv::new();
         write_live_vm(&env, "w", banner_port());
         let _running = FakeRunningVm::start(&env.root().join("w"));
-        let out_file = env.tmp().join("out.bin");
-        let err_file = env.tmp().join("err.bin");
-        std::fs::write(&out_file, &out).unwrap();
-        std::fs::write(&err_file, &err).unwrap();
-        stub(&env, "ssh", &format!(
-            "cat '{}'\ncat '{}' >&2\nexit {status}\n",
-            out_file.display(),
-            err_file.display()
-        ));
+        env.fake_tool("ssh");
+        env.fake_script(&serde_json::json!({"tools": {"ssh": [{
+            "stdout": {"hex": hex::encode(&out)},
+            "stderr": {"hex": hex::encode(&err)},
+            "exit": status,
+        }]}}));
         let run = env.json_raw(&["--json", "exec", "w", "true"]);
         prop_assert_eq!(run.exit, 0);
         let data = run.data();

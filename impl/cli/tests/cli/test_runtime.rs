@@ -54,7 +54,8 @@ fn booting_vm(name: &str) -> (TestEnv, Reaper, u16) {
     (env, reaper, port)
 }
 
-/// A fake ssh: records argv, prints non-UTF-8 bytes on both streams, exits 3.
+/// A fake ssh: records argv, prints non-UTF-8 bytes on both streams, exits 3. (Inline: the
+/// tests read the argv file it writes, one argument a line.)
 fn fake_ssh(env: &TestEnv) -> PathBuf {
     let argv = env.tmp().join("ssh.argv");
     stub(
@@ -119,6 +120,12 @@ fn up_on_a_work_share_without_user_xattrs_is_no_xattr() {
     std::os::unix::fs::symlink("/sys/kernel", env.root().join("shared/w")).unwrap();
     let message = env.json(&["up", "w"]).error("no_xattr");
     assert!(message.contains("extended attributes"), "{message}");
+    // The directory is named by its VM, never by a host path.
+    assert!(message.contains("share directory for w"), "{message}");
+    assert!(
+        !message.contains(&*env.root().to_string_lossy()),
+        "{message}"
+    );
     assert!(!env.root().join("w/qemu.pid").exists());
 }
 

@@ -4,7 +4,9 @@
 //! person reads and nothing of this machine. Each snapshot was read when it was recorded: a
 //! change of text is a review, not a formality (`INSTA_UPDATE=always` rewrites them). Not
 //! pinned on purpose: `get` (empty fields print as a bare label) and `logs` of an empty log
-//! (prints nothing), which read as defects rather than as text to keep.
+//! (prints nothing), which read as defects rather than as text to keep; text that is this
+//! host's (doctor, capabilities) or generated (completions, man); and what needs a booted
+//! guest to succeed (up, exec, ssh, cp, screenshot: their refusals are here).
 
 use crate::common::TestEnv;
 
@@ -130,4 +132,71 @@ fn errors_in_human_mode() {
         human(&env, &["exec", "w", "--", "true"], false)
     );
     insta::assert_snapshot!("rm_ghost", human(&env, &["rm", "ghost", "--yes"], false));
+}
+
+/// Masks what another process on this host decides: the port a new VM gets, and durations.
+fn mask_ports_and_times(text: &str) -> String {
+    let port = regex::Regex::new(r"port \d+").unwrap();
+    let after = regex::Regex::new(r"after \d+\.\ds").unwrap();
+    after
+        .replace_all(&port.replace_all(text, "port [PORT]"), "after [SECS]")
+        .into_owned()
+}
+
+#[test]
+fn clone_rm_and_wait() {
+    let env = TestEnv::new();
+    crate::common::create_live(&env, "w");
+    let cloned = human(&env, &["clone", "w", "w2"], true);
+    insta::assert_snapshot!("clone", mask_ports_and_times(&cloned));
+    insta::assert_snapshot!("rm", human(&env, &["rm", "w2", "--yes"], true));
+    let waited = human(&env, &["wait", "w", "--until", "stopped"], true);
+    insta::assert_snapshot!("wait_stopped", mask_ports_and_times(&waited));
+    insta::assert_snapshot!(
+        "apply_dry_run_nothing",
+        human(&env, &["apply", "w", "--dry-run"], true)
+    );
+}
+
+#[test]
+fn recipe_list_show_and_new() {
+    let env = TestEnv::new();
+    insta::assert_snapshot!(
+        "recipe_new",
+        human(&env, &["recipe", "new", "mine", "--os", "alpine"], true)
+    );
+    insta::assert_snapshot!("recipe_list", human(&env, &["recipe", "list"], true));
+    insta::assert_snapshot!(
+        "recipe_show",
+        human(&env, &["recipe", "show", "docker"], true)
+    );
+}
+
+#[test]
+fn logs_schema_and_help() {
+    let env = with_a_vm();
+    std::fs::write(env.root().join("w/console.log"), "booting\nlogin:\n").unwrap();
+    insta::assert_snapshot!("logs_console", human(&env, &["logs", "w"], true));
+    insta::assert_snapshot!("schema_list", human(&env, &["schema"], true));
+    insta::assert_snapshot!("help", human(&env, &["help"], true));
+}
+
+#[test]
+fn runtime_errors_in_human_mode() {
+    let env = with_a_vm();
+    insta::assert_snapshot!("down_stopped", human(&env, &["down", "w"], false));
+    insta::assert_snapshot!(
+        "screenshot_stopped",
+        human(&env, &["screenshot", "w"], false)
+    );
+    insta::assert_snapshot!(
+        "cp_stopped",
+        human(&env, &["cp", "w:/etc/hosts", "hosts"], false)
+    );
+    insta::assert_snapshot!("apply_stopped", human(&env, &["apply", "w"], false));
+    insta::assert_snapshot!("pull_unknown", human(&env, &["pull", "nope"], false));
+    insta::assert_snapshot!(
+        "snapshot_ghost",
+        human(&env, &["snapshot", "ghost", "list"], false)
+    );
 }

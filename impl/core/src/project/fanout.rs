@@ -37,7 +37,7 @@ pub fn run(
                 Ok(()) => row("ok", None),
                 Err(err) => {
                     failed = true;
-                    row("error", Some(err.to_string()))
+                    row("error", Some(err.message()))
                 }
             }
         };

@@ -223,6 +223,11 @@ impl Found {
                 file: file.clone(),
                 reason: reason.clone(),
             },
+            // The file is named once, by the error itself, not again by a read's context.
+            Error::Io { source, .. } => Error::BadManifest {
+                file: self.dir.join(MANIFEST_FILE).display().to_string(),
+                reason: source.to_string(),
+            },
             other => Error::BadManifest {
                 file: self.dir.join(MANIFEST_FILE).display().to_string(),
                 reason: other.to_string(),

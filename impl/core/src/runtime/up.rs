@@ -95,13 +95,14 @@ fn prepare_work_share(root: &Root, name: &str) -> Result<PathBuf> {
         .mode(0o700)
         .create(&dir)
         .map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
-    probe_xattr(&dir)?;
+    probe_xattr(&dir, &format!("the data root's share directory for {name}"))?;
     Ok(dir)
 }
 
-/// setxattr `user.stoat.probe`, then remove it.
-pub fn probe_xattr(dir: &Path) -> Result<()> {
-    let no_xattr = |reason: String| Error::NoXattr(format!("{} ({reason})", dir.display()));
+/// setxattr `user.stoat.probe`, then remove it. The message names the directory by `what`,
+/// not by its host path, which stays off the wire.
+pub fn probe_xattr(dir: &Path, what: &str) -> Result<()> {
+    let no_xattr = |reason: String| Error::NoXattr(format!("{what} ({reason})"));
     let path = CString::new(dir.as_os_str().as_bytes())
         .map_err(|_| no_xattr("path holds a NUL byte".into()))?;
     let key = c"user.stoat.probe";
