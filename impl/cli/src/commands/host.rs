@@ -50,22 +50,72 @@ pub fn logs(ctx: &Ctx, args: &LogsArgs) -> Result<Reply> {
 /// `doctor`: under --json exit 0 even when unhealthy; in human mode exit 1 then.
 pub fn doctor(ctx: &Ctx) -> Result<Reply> {
     let data = app_host::doctor(ctx)?;
-    let human = doctor_human(&data);
+    let human = if ctx.is_json() {
+        String::new()
+    } else {
+        doctor_human(&data, &app_host::doctor_facts(ctx))
+    };
     let exit = if data.healthy { 0 } else { 1 };
     Ok(Reply::new(&data, human).with_human_exit(exit))
 }
 
-fn doctor_human(data: &DoctorData) -> String {
-    let mut out = String::new();
-    for check in data.checks.iter().filter(|c| !c.ok) {
-        let label = if check.optional { "note" } else { "FAIL" };
-        out.push_str(&format!("{label}: {}: {}\n", check.name, check.detail));
-        if !check.fix.is_empty() {
-            out.push_str(&format!("      try: {}\n", check.fix.join(" ")));
-        }
+/// Every check with its status (ok, FAIL, or no for an optional one), then how to fix what
+/// failed, the accelerator `up` will use,
+/// QEMU's version, the way to software emulation when KVM cannot run guests, and the verdict.
+fn doctor_human(data: &DoctorData, facts: &app_host::DoctorFacts) -> String {
+    let rows: Vec<Vec<String>> = data
+        .checks
+        .iter()
+        .map(|check| {
+            // An optional check that is not met reads "no": it does not make the host unhealthy.
+            let status = match (check.ok, check.optional) {
+                (true, _) => "ok",
+                (false, true) => "no",
+                (false, false) => "FAIL",
+            };
+            vec![status.into(), check.name.clone(), check.detail.clone()]
+        })
+        .collect();
+    let mut out = human::table(&["STATUS", "CHECK", "DETAIL"], &rows);
+    let fixes: Vec<String> = data
+        .checks
+        .iter()
+        .filter(|c| !c.ok && !c.fix.is_empty())
+        .map(|c| format!("  {}: {}\n", c.name, c.fix.join(" ")))
+        .collect();
+    if !fixes.is_empty() {
+        out.push_str("\nto fix:\n");
+        out.extend(fixes);
     }
-    if data.healthy {
-        out.push_str("ok\n");
+    out.push('\n');
+    out.push_str(&match &facts.accel {
+        Ok("tcg") => "accelerator: tcg (software emulation; STOAT_ACCEL=tcg)\n".to_owned(),
+        Ok(accel) => format!("accelerator: {accel} (STOAT_ACCEL=tcg selects software emulation)\n"),
+        Err(refused) => format!("accelerator: none: {refused}\n"),
+    });
+    out.push_str(&format!(
+        "qemu: {}\n",
+        facts.qemu_version.as_deref().unwrap_or("version unknown")
+    ));
+    let kvm_failed = data
+        .checks
+        .iter()
+        .any(|c| c.name == "/dev/kvm" && !c.ok && !c.optional);
+    if kvm_failed && facts.accel == Ok("kvm") {
+        out.push_str(
+            "hint: KVM cannot run guests on this host; `export STOAT_ACCEL=tcg` makes stoat use software emulation (slower, works everywhere)\n",
+        );
+    }
+    let failed: Vec<&str> = data
+        .checks
+        .iter()
+        .filter(|c| !c.ok && !c.optional)
+        .map(|c| c.name.as_str())
+        .collect();
+    if failed.is_empty() {
+        out.push_str("healthy: this host can run VMs\n");
+    } else {
+        out.push_str(&format!("not healthy: {} failed\n", failed.join(", ")));
     }
     out
 }

@@ -269,13 +269,22 @@ fn doctor_on_an_empty_path_is_unhealthy_but_answers() {
     let human = env.run(&["doctor"]);
     assert_eq!(human.status.code(), Some(1));
     let text = String::from_utf8(human.stdout).unwrap();
-    assert!(text.contains("FAIL: qemu-img: not found"), "{text}");
+    assert!(
+        text.contains("\nFAIL    qemu-img            not found"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(
+            "not healthy: qemu-system-x86_64, qemu-img, ssh, scp, ssh-keygen, xorriso failed\n"
+        ),
+        "{text}"
+    );
     if std::fs::read_to_string("/etc/os-release")
         .unwrap_or_default()
         .contains("debian")
     {
         assert!(
-            text.contains("try: sudo apt-get install -y qemu-utils"),
+            text.contains("\n  qemu-img: sudo apt-get install -y qemu-utils\n"),
             "{text}"
         );
         assert_eq!(
@@ -311,7 +320,9 @@ fn doctor_with_every_tool_is_healthy_under_tcg() {
     assert_eq!(run.data()["checks"][7]["ok"], false, "git stays optional");
     let human = env.run(&["doctor"]);
     assert_eq!(human.status.code(), Some(0));
-    assert!(String::from_utf8(human.stdout).unwrap().ends_with("ok\n"));
+    assert!(String::from_utf8(human.stdout)
+        .unwrap()
+        .ends_with("healthy: this host can run VMs\n"));
 
     // An accelerator `up` refuses: doctor is not healthy either, and says why.
     env.set_env("STOAT_ACCEL", "bogus");

@@ -1,6 +1,7 @@
-//! What a person meets around ports and forwards, through the real binary in the fake tier:
-//! `up` refuses a host port something else holds before QEMU runs, and `forward` edits the
-//! list (`--add`/`--remove`) and says what is live in the running QEMU.
+//! What a person meets, through the real binary in the fake tier: `up` refuses a host port
+//! something else holds before QEMU runs; `forward` edits the list (`--add`/`--remove`) and
+//! says what is live in the running QEMU; `doctor` shows every check, the accelerator, QEMU's
+//! version and the way to software emulation (insta snapshots, this machine's paths masked).
 
 use std::net::TcpListener;
 
@@ -207,4 +208,80 @@ fn forward_is_active_only_for_what_the_running_qemu_has() {
     assert_eq!(back.data()["active"], true);
     assert_eq!(back.data()["applies_at"], "now");
     assert_eq!(env.json(&["forward", "w"]).data()["active"], true);
+}
+
+/// A bin directory holding every tool doctor looks for (a QEMU that prints a fixed version),
+/// a /dev/kvm stand-in that opens read-write, and a cpuinfo without vmx or svm: a host whose
+/// KVM cannot boot guests, whatever this machine is.
+fn doctor_host(env: &mut TestEnv) {
+    for tool in ["qemu-img", "ssh", "scp", "ssh-keygen", "xorriso", "git"] {
+        stub(env, tool, "exit 0\n");
+    }
+    stub(
+        env,
+        "qemu-system-x86_64",
+        "echo 'QEMU emulator version 10.0.2 (test stub)'\necho 'Copyright (c) the QEMU Project developers'\n",
+    );
+    let kvm = env.tmp().join("kvm");
+    std::fs::write(&kvm, "").unwrap();
+    let cpuinfo = env.tmp().join("cpuinfo");
+    std::fs::write(
+        &cpuinfo,
+        "processor\t: 0\nflags\t\t: fpu vme sse sse2 hypervisor\n",
+    )
+    .unwrap();
+    // Only these tools: what doctor finds is the test's choice.
+    env.set_env("PATH", &env.bin().display().to_string());
+    env.set_env("STOAT_KVM_DEVICE", &kvm.display().to_string());
+    env.set_env("STOAT_CPUINFO", &cpuinfo.display().to_string());
+}
+
+fn masked(env: &TestEnv, out: &std::process::Output) -> String {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.replace(&env.bin().display().to_string(), "[BIN]")
+        .replace(&env.tmp().display().to_string(), "[TMP]")
+        .replace(&env.root().display().to_string(), "[ROOT]")
+}
+
+#[test]
+fn doctor_says_each_check_the_accelerator_qemu_and_how_to_switch_to_tcg() {
+    let mut env = TestEnv::new();
+    doctor_host(&mut env);
+    // KVM opens but cannot boot guests: not healthy, and the way out is named.
+    env.set_env("STOAT_ACCEL", "kvm");
+    let out = env.run(&["doctor"]);
+    assert_eq!(out.status.code(), Some(1));
+    insta::assert_snapshot!("doctor_kvm_cannot_boot", masked(&env, &out));
+    let run = env.json(&["doctor"]);
+    assert_eq!(run.exit, 0);
+    assert_eq!(run.data()["healthy"], false);
+    let kvm = &run.data()["checks"][6];
+    assert_eq!(
+        (kvm["name"].clone(), kvm["ok"].clone()),
+        (json!("/dev/kvm"), json!(false))
+    );
+
+    // With TCG the same host is healthy, and doctor says which accelerator `up` will use.
+    env.set_env("STOAT_ACCEL", "tcg");
+    let out = env.run(&["doctor"]);
+    assert_eq!(out.status.code(), Some(0));
+    insta::assert_snapshot!("doctor_tcg", masked(&env, &out));
+    assert_eq!(env.json(&["doctor"]).data()["healthy"], true);
+
+    // A CPU with vmx: KVM passes.
+    std::fs::write(env.tmp().join("cpuinfo"), "flags\t\t: fpu vmx sse\n").unwrap();
+    env.set_env("STOAT_ACCEL", "kvm");
+    let out = env.run(&["doctor"]);
+    let text = masked(&env, &out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("ok      /dev/kvm            read/write; accelerator kvm"),
+        "{text}"
+    );
+    assert!(text.contains("accelerator: kvm"), "{text}");
+    assert!(!text.contains("hint:"), "{text}");
 }

@@ -60,6 +60,24 @@ pub fn logs(s: &Session, name: Option<&str>, which: &str, lines: i64) -> Result<
     }
 }
 
+/// What doctor's human answer adds to the checks: the accelerator `up` will use (or the
+/// value it refuses) and QEMU's version line.
+pub struct DoctorFacts {
+    pub accel: std::result::Result<&'static str, String>,
+    pub qemu_version: Option<String>,
+}
+
+/// The [`DoctorFacts`] of this host and environment.
+pub fn doctor_facts(s: &Session) -> DoctorFacts {
+    let accel = crate::qemu::Accel::parse(s.env.get(crate::qemu::accel::ACCEL_ENV))
+        .map(|accel| accel.as_str())
+        .map_err(|e| e.to_string());
+    DoctorFacts {
+        accel,
+        qemu_version: doctor::qemu_version(&s.env),
+    }
+}
+
 /// `doctor`: an unhealthy host is an answer (`healthy:false`), not an error.
 pub fn doctor(s: &Session) -> Result<DoctorData> {
     doctor::run(&s.env, s.root()?)

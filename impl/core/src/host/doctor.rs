@@ -1,5 +1,6 @@
 //! `doctor`: is this host ready to run VMs? Checks in order the host tools, `/dev/kvm` (which
-//! `STOAT_ACCEL=tcg` makes optional), git (optional: remote recipes only) and user xattrs on
+//! `STOAT_ACCEL=tcg` makes optional; failed too when it opens on a CPU without hardware
+//! virtualization, where no stock guest boots), git (optional: remote recipes only) and user xattrs on
 //! `<root>/shared` (docs/contract.md behaviour#host-commands; design#accelerator).
 //!
 //! `fix` is an argv for this host's distro (from /etc/os-release), never a shell string.
@@ -128,7 +129,11 @@ pub fn run(env: &Env, root: &Root) -> Result<DoctorData> {
         .map(|(tool, optional, purpose)| tool_check(env, distro, tool, *optional, purpose))
         .collect();
     checks.extend(accel_check(env));
-    checks.push(kvm_check(env, Path::new("/dev/kvm")));
+    // STOAT_KVM_DEVICE points the probe elsewhere, as it does for `up`.
+    let kvm_device = env
+        .get("STOAT_KVM_DEVICE")
+        .unwrap_or(crate::qemu::accel::KVM_DEVICE);
+    checks.push(kvm_check(env, Path::new(kvm_device)));
     checks.push(tool_check(
         env,
         distro,
@@ -216,6 +221,18 @@ pub fn kvm_check(env: &Env, device: &Path) -> Check {
         }
         Err(e) => (false, e.to_string(), Vec::new()),
     };
+    // A /dev/kvm that opens on a CPU without vmx/svm is a nested or paravirtual KVM (such as
+    // PVM): QEMU accepts `-accel kvm`, but a stock guest kernel never boots on it.
+    let no_hardware = ok && !cpu_has_virtualization(env);
+    let (ok, finding) = if no_hardware {
+        (
+            false,
+            "opens, but this CPU has no hardware virtualization (no vmx or svm flag): a nested or paravirtual KVM, which cannot boot stock guest kernels".to_owned(),
+        )
+    } else {
+        (ok, finding)
+    };
+    let fix = if no_hardware { Vec::new() } else { fix };
     let detail = match (accel, ok) {
         (Accel::Kvm, true) => format!("{finding}; accelerator kvm"),
         (Accel::Kvm, false) => {
@@ -236,6 +253,39 @@ pub fn kvm_check(env: &Env, device: &Path) -> Check {
         },
         optional: accel == Accel::Tcg,
     }
+}
+
+/// True when the CPU flags (`/proc/cpuinfo`, or the file `STOAT_CPUINFO` names) include
+/// `vmx` (Intel) or `svm` (AMD); an unreadable file counts as having them, so doctor never
+/// fails a host on a guess.
+fn cpu_has_virtualization(env: &Env) -> bool {
+    let path = env.get("STOAT_CPUINFO").unwrap_or("/proc/cpuinfo");
+    let Ok(cpuinfo) = std::fs::read_to_string(path) else {
+        return true;
+    };
+    cpuinfo
+        .lines()
+        .filter(|line| line.starts_with("flags"))
+        .any(|line| {
+            line.split_whitespace()
+                .any(|flag| flag == "vmx" || flag == "svm")
+        })
+}
+
+/// The first line of `qemu-system-x86_64 --version` (`QEMU emulator version 10.0.2 ...`),
+/// `None` when it is not on PATH or says nothing.
+pub fn qemu_version(env: &Env) -> Option<String> {
+    let binary = env.which(crate::qemu::QEMU_BINARY)?;
+    let output = crate::child::output(
+        std::process::Command::new(binary)
+            .arg("--version")
+            .stdin(std::process::Stdio::null()),
+        crate::child::Group::Own,
+    )
+    .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let first = text.lines().next()?.trim();
+    (!first.is_empty()).then(|| first.to_owned())
 }
 
 /// The kvm module for this CPU's vendor.
