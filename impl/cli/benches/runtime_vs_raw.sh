@@ -81,7 +81,18 @@ row "stoat up + wait reachable" "$stoat_boot" "raw qemu + ssh poll" "$raw_boot"
 "$stoat" up bench --no-apply >/dev/null
 "$stoat" wait bench --until reachable --timeout 300s >/dev/null
 "$stoat" exec bench -- sh -c 'head -c 16777216 /dev/urandom > /tmp/bin; base64 /tmp/bin | head -c 16777216 > /tmp/txt' >/dev/null
-row "stoat --json exec true (median of $RUNS)" "$(median "$stoat" --json exec bench true)" "fresh raw ssh true" "$(median "${ssh_argv[@]}" true)"
+fresh_true=$(median "${ssh_argv[@]}" true)
+row "stoat --json exec true (median of $RUNS)" "$(median "$stoat" --json exec bench true)" "fresh raw ssh true" "$fresh_true"
+# Where exec's time goes: the floor is a bare ssh client through the same master, running
+# `true`, then the command exec sends (the guest shell records its PID for a cancel), then
+# stoat's own start.
+socket=$(cd "$STOAT_HOME/bench" && ls ssh-*.sock | head -1)
+mux_argv=("${ssh_argv[0]}" -o ControlMaster=no -o "ControlPath=$socket" "${ssh_argv[@]:1}")
+wrapped='echo $$ 2>/dev/null >/tmp/.stoat-exec.bench; '"'"'true'"'"'; s=$?; rm -f /tmp/.stoat-exec.bench; exit $s'
+mux_true=$(cd "$STOAT_HOME/bench" && median "${mux_argv[@]}" true)
+row "  raw ssh true through the master" "$mux_true" "fresh raw ssh true" "$fresh_true"
+row "  raw ssh <exec's command> through the master" "$(cd "$STOAT_HOME/bench" && median "${mux_argv[@]}" "$wrapped")" "fresh raw ssh true" "$fresh_true"
+row "  stoat --json version" "$(median "$stoat" --json version)" "fresh raw ssh true" "$fresh_true"
 
 # 3. exec of 16 MiB (median of 3 runs each; peak RSS from one more run).
 for kind in txt bin; do

@@ -71,6 +71,11 @@ impl Mux {
         self.vm_dir.join(&self.socket)
     }
 
+    /// True when a master answers on this VM's socket now.
+    pub fn answers(&self) -> bool {
+        live(&self.vm_dir, &self.socket)
+    }
+
     /// Decides how the next call goes: through the live master, as the new master, or direct.
     pub fn route(&self) -> Route {
         if live(&self.vm_dir, &self.socket) {

@@ -44,9 +44,13 @@ pub fn copy(
     let (stored, _pid) = load_running(root, &request.vm)?;
     let key = keys::ensure(root, env)?;
     let scp = tool(env, "scp", "openssh-client")?;
-    wait::until_reachable(&stored, reach_wait, cancel)?;
+    let mux = Mux::for_vm(&key, &stored);
+    // A master that answers holds a live login to the guest: no need to probe its sshd.
+    if !mux.answers() {
+        wait::until_reachable(&stored, reach_wait, cancel)?;
+    }
     let remote = remote_spec(&stored, &request.remote);
-    let route = Mux::for_vm(&key, &stored).route();
+    let route = mux.route();
     let mut command = Command::new(scp);
     route.configure(&mut command);
     command.args(scp_args_with(&key, &stored, route.options()));
