@@ -55,6 +55,11 @@ impl Ctx {
         self.json
     }
 
+    /// True under `-q` (and under --json, which implies it).
+    pub fn is_quiet(&self) -> bool {
+        self.quiet
+    }
+
     /// Whether the guest of `exec` gets stoat's stdin: only a human's (json-v3#json-implies).
     pub fn hands_stdin_to_guest(&self) -> bool {
         !self.json

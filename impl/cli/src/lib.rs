@@ -32,7 +32,8 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 // Built once per process: the size gap between the variants costs nothing.
 #[allow(clippy::large_enum_variant)]
 enum Parsed {
-    Command(grammar::Command),
+    /// A command, and whether `-q` was given.
+    Command(grammar::Command, bool),
     Exec(exec_args::ExecArgs),
     Help(String),
 }
@@ -108,7 +109,7 @@ fn run(
     };
     // Everything a command stores (names, paths, passwords, recipe params) is UTF-8 text;
     // only exec's guest words travel as raw bytes.
-    if let (Parsed::Command(command), Some(which)) = (&parsed, non_utf8_argument(raw)) {
+    if let (Parsed::Command(command, _), Some(which)) = (&parsed, non_utf8_argument(raw)) {
         return output::Output::new(emitter).finish(
             command.wire_name(),
             Err(stoat_core::Error::InvalidSpec(format!(
@@ -117,7 +118,7 @@ fn run(
         );
     }
     let (cmd, quiet) = match &parsed {
-        Parsed::Command(command) => (command.wire_name(), false),
+        Parsed::Command(command, quiet) => (command.wire_name(), *quiet),
         Parsed::Exec(exec) => ("exec", exec.quiet),
         Parsed::Help(_) => ("help", false),
     };
@@ -140,7 +141,7 @@ fn run(
     let result = match parsed {
         Parsed::Help(usage) => Ok(commands::info::help(usage)),
         Parsed::Exec(exec) => commands::runtime::exec(&ctx, exec),
-        Parsed::Command(command) => match json.then(|| commands::refused_under_json(&command)) {
+        Parsed::Command(command, _) => match json.then(|| commands::refused_under_json(&command)) {
             Some(Some(refusal)) => Err(refusal),
             _ => commands::dispatch(&ctx, command),
         },
@@ -199,10 +200,10 @@ fn parse(args: &[String], raw: &[std::ffi::OsString]) -> Result<Parsed, UsageErr
     }
     let argv = std::iter::once("stoat".to_owned()).chain(args.iter().cloned());
     match grammar::Cli::try_parse_from(argv) {
-        Ok(cli) if cli.version => Ok(Parsed::Command(grammar::Command::Version)),
+        Ok(cli) if cli.version => Ok(Parsed::Command(grammar::Command::Version, cli.quiet)),
         Ok(cli) => match cli.command {
             Some(grammar::Command::Help) => Ok(Parsed::Help(commands::info::usage_text())),
-            Some(command) => Ok(Parsed::Command(command)),
+            Some(command) => Ok(Parsed::Command(command, cli.quiet)),
             None if args.is_empty() => Err("no command given; run `stoat help`".into()),
             None => Err("no command given".into()),
         },

@@ -59,6 +59,9 @@ fn installing_note(name: &str) -> String {
 /// The `display:` lines of docs/contract.md behaviour#cli, one per line with a trailing newline. Human
 /// output only: the socket path never reaches `--json`.
 fn display_lines(ctx: &Ctx, name: &str) -> Result<String> {
+    if ctx.is_quiet() {
+        return Ok(String::new());
+    }
     Ok(vms::display_lines(ctx, name)?
         .iter()
         .map(|line| format!("{line}\n"))

@@ -87,7 +87,12 @@ pub fn get(ctx: &Ctx, name: &str) -> Result<Reply> {
     }
     let facts = vms::get_facts(ctx, name)?;
     let mut human = get_human(&data.vm, facts.as_ref());
-    for line in vms::display_lines(ctx, name)? {
+    let display = if ctx.is_quiet() {
+        Vec::new()
+    } else {
+        vms::display_lines(ctx, name)?
+    };
+    for line in display {
         human.push_str(&line);
         human.push('\n');
     }

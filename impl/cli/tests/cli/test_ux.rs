@@ -323,3 +323,28 @@ fn get_shows_image_health_and_pending_values_and_ls_has_disk_and_image() {
     assert!(get.contains("\nhealth: unknown\n"), "{get}");
     assert!(!get.contains("pending"), "{get}");
 }
+
+#[test]
+fn quiet_silences_the_display_notice_of_up_and_get() {
+    let env = TestEnv::new();
+    stub(&env, "qemu-system-x86_64", FAKE_QEMU_KEEPS_ARGV);
+    let _reaper = Reaper::watch(&env, &["w"]);
+    let ssh = free_port();
+    live_vm(&env, "w", ssh, "display = \"vnc\"\n");
+    let up = env.run(&["up", "w", "--no-wait", "-q"]);
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(up.stdout).unwrap(),
+        format!("w started (ssh :{ssh})\n")
+    );
+    assert_eq!(String::from_utf8(up.stderr).unwrap(), "");
+    let get = String::from_utf8(env.run(&["get", "w", "-q"]).stdout).unwrap();
+    assert!(get.ends_with("agent access: manage\n"), "{get}");
+    // Without -q the notice is there.
+    let get = String::from_utf8(env.run(&["get", "w"]).stdout).unwrap();
+    assert!(get.contains("display: no qemu window"), "{get}");
+}
