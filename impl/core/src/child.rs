@@ -1,4 +1,5 @@
-//! The short-lived host tools stoat runs and waits for (qemu-img, xorriso, scp, exec's ssh):
+//! The short-lived host tools stoat runs and waits for (qemu-img, xorriso, scp, exec's ssh,
+//! ssh-keygen, git):
 //! how they are started, stopped and told about a cancel, so that `canceled` tells the truth.
 //!
 //! Each tool runs in its own process group, so a Ctrl-C sent to stoat's group reaches stoat

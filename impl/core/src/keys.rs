@@ -37,13 +37,22 @@ fn ensure_pair(root: &Root, env: &Env, key: PathBuf, comment: &str) -> Result<Pa
         tool: "ssh-keygen".into(),
         message: "not found on PATH; install openssh-client".into(),
     })?;
-    let output = Command::new(keygen)
+    let mut command = Command::new(keygen);
+    command
         .args(["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f"])
         .arg(&key)
         .env("PATH", env.path_var())
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| Error::io("run ssh-keygen", e))?;
+        .stdin(Stdio::null());
+    // Through child.rs: a cancel stops ssh-keygen, waits for it and answers `canceled`,
+    // with no half-written key pair left.
+    let output = match crate::child::output(&mut command, crate::child::Group::Own) {
+        Ok(output) => output,
+        Err(stopped) => {
+            let _ = std::fs::remove_file(&key);
+            let _ = std::fs::remove_file(&public);
+            return Err(stopped.into_error("run ssh-keygen"));
+        }
+    };
     if !output.status.success() || !key.is_file() || !public.is_file() {
         return Err(Error::Tool {
             tool: "ssh-keygen".into(),

@@ -354,3 +354,36 @@ fn real_canceling_exec_stops_the_guest_command_and_answers_canceled() {
     assert_eq!(left.data()["stdout"], "1\n", "{}", left.stdout);
     env.json(&["down", "x"]).data();
 }
+
+/// An `ssh-keygen` that records its PID and waits a minute (dying on any signal).
+fn slow_keygen(env: &TestEnv) -> PathBuf {
+    let pid_file = env.tmp().join("ssh-keygen.pid");
+    let script = format!(
+        "#!/bin/sh\necho $$ > '{pid}.new' && mv '{pid}.new' '{pid}'\nsleep 60 &\nwait $!\n",
+        pid = pid_file.display(),
+    );
+    let path = env.bin().join("ssh-keygen");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    pid_file
+}
+
+#[test]
+fn ctrl_c_during_key_generation_answers_canceled_and_leaves_no_half_key() {
+    let env = TestEnv::new();
+    let pid_file = slow_keygen(&env);
+    env.write_basic_vm("w", 2260);
+    // The first command that needs the key pair makes it.
+    let mut run = Running::start(&env, &["ssh-command", "w"]);
+    let tool = run.wait_for_tool(&pid_file);
+    run.signal_group(libc::SIGINT);
+    let why = run.finish().error("canceled");
+    assert!(!why.contains("ssh-keygen"), "{why}");
+    assert!(!alive(tool), "ssh-keygen still runs after stoat answered");
+    assert!(!env.root().join("id_stoat").exists());
+    assert!(!env.root().join("id_stoat.pub").exists());
+    // With the real tool, the next command makes the pair.
+    std::fs::remove_file(env.bin().join("ssh-keygen")).unwrap();
+    env.json(&["ssh-command", "w"]).data();
+    assert!(env.root().join("id_stoat").is_file() && env.root().join("id_stoat.pub").is_file());
+}

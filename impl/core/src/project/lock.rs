@@ -181,13 +181,15 @@ pub fn resolve_commit(env: &Env, source: &str, git_ref: &str) -> Result<String> 
         Error::GitRequired("pinning remote recipes needs git on PATH; install git".into())
     })?;
     let wanted = if git_ref.is_empty() { "HEAD" } else { git_ref };
-    let output = Command::new(git)
+    let mut command = Command::new(git);
+    command
         .args(["ls-remote", "--", source, wanted])
         .env("PATH", env.path_var())
         .stdin(std::process::Stdio::null())
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .output()
-        .map_err(|e| Error::io("run git ls-remote", e))?;
+        .env("GIT_TERMINAL_PROMPT", "0");
+    // Through child.rs, so a cancel stops git and is answered once git has ended.
+    let output = crate::child::output(&mut command, crate::child::Group::Own)
+        .map_err(|e| e.into_error("run git ls-remote"))?;
     if !output.status.success() {
         return Err(Error::InvalidSpec(format!(
             "git ls-remote {source} failed: {}",

@@ -35,15 +35,16 @@ impl Git {
         if let Some(dir) = dir {
             command.arg("-C").arg(dir);
         }
-        let output = command
+        command
             .args(args)
             .env("PATH", &self.path_var)
             // Never ask for credentials: stoat may be running under --json with no terminal.
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("LC_ALL", "C")
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| Error::io("run git", e))?;
+            .stdin(Stdio::null());
+        // Through child.rs, so a cancel stops git and is answered once git has ended.
+        let output = crate::child::output(&mut command, crate::child::Group::Own)
+            .map_err(|e| e.into_error("run git"))?;
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);
             return Err(Error::InvalidSpec(format!(
