@@ -81,7 +81,7 @@ pub fn ls(ctx: &Ctx) -> Result<Reply> {
     let human = if data.vms.is_empty() {
         format!("no VMs of project {} yet; run `stoat up`", project.name)
     } else {
-        super::vms::ls_human(&data.vms)
+        super::vms::ls_human(&data.vms, &stoat_core::app::vms::image_names(ctx)?)
     };
     Ok(Reply::new(&data, human))
 }

@@ -3,7 +3,7 @@
 
 use stoat_core::app::vms;
 use stoat_core::Result;
-use stoat_wire::dto::{Vm, VmState, VmStatus};
+use stoat_wire::dto::{Health, Vm, VmState, VmStatus};
 
 use crate::ctx::Ctx;
 use crate::grammar::LsArgs;
@@ -13,10 +13,17 @@ use crate::Reply;
 /// `ls`.
 pub fn ls(ctx: &Ctx, _args: &LsArgs) -> Result<Reply> {
     let data = vms::ls(ctx)?;
-    Ok(Reply::later(data, |data| ls_human(&data.vms)))
+    if ctx.is_json() {
+        return Ok(Reply::later(data, |_| String::new()));
+    }
+    // The image column reads each vm.toml again: human mode only, the JSON path stays as is.
+    let images = vms::image_names(ctx)?;
+    let human = ls_human(&data.vms, &images);
+    Ok(Reply::new(&data, human))
 }
 
-pub(crate) fn ls_human(vms: &[Vm]) -> String {
+/// The VM table: name, mode, state, cpus, ram, disk, image file, ssh port; broken VMs after it.
+pub(crate) fn ls_human(vms: &[Vm], images: &std::collections::BTreeMap<String, String>) -> String {
     if vms.is_empty() {
         return "no VMs; create one with `stoat create <name> --image <id>`".into();
     }
@@ -30,11 +37,22 @@ pub(crate) fn ls_human(vms: &[Vm]) -> String {
                 state_word(v.state).into(),
                 v.cpus.to_string(),
                 format!("{}M", v.ram_mb),
+                if v.disk.is_empty() {
+                    "-".into()
+                } else {
+                    v.disk.clone()
+                },
+                images.get(&v.name).cloned().unwrap_or_default(),
                 format!(":{}", v.ssh_port),
             ]
         })
         .collect();
-    let mut out = human::table(&["NAME", "MODE", "STATE", "CPUS", "RAM", "SSH"], &rows);
+    let mut out = human::table(
+        &[
+            "NAME", "MODE", "STATE", "CPUS", "RAM", "DISK", "IMAGE", "SSH",
+        ],
+        &rows,
+    );
     for v in broken {
         out.push_str(&format!(
             "{}  broken: {}\n",
@@ -43,6 +61,14 @@ pub(crate) fn ls_human(vms: &[Vm]) -> String {
         ));
     }
     out
+}
+
+fn health_word(health: Health) -> &'static str {
+    match health {
+        Health::Ok => "ok",
+        Health::Failed => "failed",
+        Health::Unknown => "unknown",
+    }
 }
 
 fn state_word(state: VmState) -> &'static str {
@@ -56,7 +82,11 @@ fn state_word(state: VmState) -> &'static str {
 /// `get`.
 pub fn get(ctx: &Ctx, name: &str) -> Result<Reply> {
     let data = vms::get(ctx, name)?;
-    let mut human = get_human(&data.vm);
+    if ctx.is_json() {
+        return Ok(Reply::new(&data, String::new()));
+    }
+    let facts = vms::get_facts(ctx, name)?;
+    let mut human = get_human(&data.vm, facts.as_ref());
     for line in vms::display_lines(ctx, name)? {
         human.push_str(&line);
         human.push('\n');
@@ -64,8 +94,22 @@ pub fn get(ctx: &Ctx, name: &str) -> Result<Reply> {
     Ok(Reply::new(&data, human))
 }
 
-fn get_human(status: &VmStatus) -> String {
+/// One `key: value` line per field; a saved value the running QEMU does not have yet says so
+/// (`(pending: running with X until the next start)`).
+fn get_human(status: &VmStatus, facts: Option<&vms::GetFacts>) -> String {
     let v = &status.vm;
+    let pending = |field: &str| -> String {
+        facts
+            .and_then(|f| f.pending.iter().find(|p| p.field == field))
+            .map(|p| {
+                let unit = if p.field == "ram" { " MB" } else { "" };
+                format!(
+                    " (pending: running with {}{unit} until the next start)",
+                    p.live
+                )
+            })
+            .unwrap_or_default()
+    };
     let forwards: Vec<String> = v
         .forwards
         .iter()
@@ -80,17 +124,22 @@ fn get_human(status: &VmStatus) -> String {
         return out;
     }
     line("os", v.os.clone());
+    line("image", facts.map(|f| f.image.clone()).unwrap_or_default());
     line("mode", v.mode.clone());
     line("backend", v.backend.clone());
     line("state", state_word(v.state).into());
-    line("cpus", v.cpus.to_string());
-    line("ram", format!("{} MB", v.ram_mb));
+    line("health", health_word(status.health).into());
+    line("cpus", format!("{}{}", v.cpus, pending("cpus")));
+    line("ram", format!("{} MB{}", v.ram_mb, pending("ram")));
     line("disk", v.disk.clone());
     line("share", v.share.clone());
     line("ssh port", v.ssh_port.to_string());
     line("ssh user", v.ssh_user.clone());
     line("recipes", v.recipes.join(", "));
-    line("forwards", forwards.join(", "));
+    line(
+        "forwards",
+        format!("{}{}", forwards.join(", "), pending("forwards")),
+    );
     line("agent access", v.agent_access.as_str().into());
     for detail in &status.recipes_detail {
         let state = if detail.applied {

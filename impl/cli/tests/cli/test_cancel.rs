@@ -379,6 +379,9 @@ fn ctrl_c_during_key_generation_answers_canceled_and_leaves_no_half_key() {
     run.signal_group(libc::SIGINT);
     let why = run.finish().error("canceled");
     assert!(!why.contains("ssh-keygen"), "{why}");
+    // Stoat stopped the tool and answered itself, not the last-resort answer of a command
+    // that never stopped.
+    assert!(!why.contains("before the command had stopped"), "{why}");
     assert!(!alive(tool), "ssh-keygen still runs after stoat answered");
     assert!(!env.root().join("id_stoat").exists());
     assert!(!env.root().join("id_stoat.pub").exists());

@@ -285,3 +285,41 @@ fn doctor_says_each_check_the_accelerator_qemu_and_how_to_switch_to_tcg() {
     assert!(text.contains("accelerator: kvm"), "{text}");
     assert!(!text.contains("hint:"), "{text}");
 }
+
+#[test]
+fn get_shows_image_health_and_pending_values_and_ls_has_disk_and_image() {
+    let env = TestEnv::new();
+    stub(&env, "qemu-system-x86_64", FAKE_QEMU_KEEPS_ARGV);
+    let _reaper = Reaper::watch(&env, &["w"]);
+    let (ssh, web) = (free_port(), free_port());
+    live_vm(
+        &env,
+        "w",
+        ssh,
+        &format!("[[forwards]]\nhostport = {web}\nguestport = 80\n"),
+    );
+    env.write_basic_vm("c", 2250);
+    let mask = |text: String| {
+        text.replace(&ssh.to_string(), "[SSH]")
+            .replace(&web.to_string(), "[WEB]")
+    };
+    let ls = env.run(&["ls"]);
+    insta::assert_snapshot!("ls_disk_image", mask(String::from_utf8(ls.stdout).unwrap()));
+    env.json(&["up", "w", "--no-wait"]).data();
+    // Saved while running: the new values wait for the next start, and get says so.
+    env.json(&["update", "w", "--ram", "512", "--cpus", "2"])
+        .data();
+    env.json(&["forward", "w", "--add", "9000:90"]).data();
+    let get = env.run(&["get", "w"]);
+    let text = String::from_utf8(get.stdout).unwrap();
+    let fields: String = text
+        .lines()
+        .take_while(|line| !line.starts_with("display:") && !line.starts_with("no usable"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    insta::assert_snapshot!("get_pending", mask(fields));
+    let get = String::from_utf8(env.run(&["get", "c"]).stdout).unwrap();
+    assert!(get.contains("\nimage: base.qcow2\n"), "{get}");
+    assert!(get.contains("\nhealth: unknown\n"), "{get}");
+    assert!(!get.contains("pending"), "{get}");
+}

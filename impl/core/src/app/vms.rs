@@ -62,3 +62,90 @@ pub fn display_lines(s: &Session, name: &str) -> Result<Vec<String>> {
         &socket,
     ))
 }
+
+/// A saved value the running QEMU does not have yet: it applies at the next start.
+pub struct Pending {
+    pub field: &'static str,
+    pub saved: String,
+    pub live: String,
+}
+
+/// What `get`'s human answer adds to the DTO: the image the VM boots from (a file name; the
+/// wire never carries it) and, while it runs, the saved values its QEMU was started without.
+pub struct GetFacts {
+    pub image: String,
+    pub pending: Vec<Pending>,
+}
+
+/// The [`GetFacts`] of `name`; `None` for a broken VM.
+pub fn get_facts(s: &Session, name: &str) -> Result<Option<GetFacts>> {
+    let Loaded::Ok(stored) = vm::load(s.root()?, name)? else {
+        return Ok(None);
+    };
+    let config = &stored.config;
+    let image = image_name(config);
+    let mut pending = Vec::new();
+    if let Some(argv) = stored.running_pid().and_then(crate::qemu::launch::cmdline) {
+        let after = |flag: &str| {
+            argv.windows(2)
+                .find(|pair| pair[0] == flag)
+                .map(|pair| pair[1].clone())
+        };
+        for (field, flag, saved) in [
+            ("ram", "-m", config.ram.to_string()),
+            ("cpus", "-smp", config.cpus.to_string()),
+        ] {
+            if let Some(live) = after(flag).filter(|live| *live != saved) {
+                pending.push(Pending { field, saved, live });
+            }
+        }
+        let live_forwards = crate::qemu::argv::forwards_of_argv(&argv);
+        let saved_forwards: Vec<(u16, u16)> = config
+            .forwards
+            .iter()
+            .map(|f| (f.hostport, f.guestport))
+            .collect();
+        // Only an argv stoat built has a netdev to compare (a stand-in process has none).
+        let is_qemu_argv = argv.iter().any(|arg| arg == "-netdev");
+        if is_qemu_argv && live_forwards != saved_forwards {
+            let show = |list: &[(u16, u16)]| {
+                let words: Vec<String> = list.iter().map(|(h, g)| format!("{h}:{g}")).collect();
+                if words.is_empty() {
+                    "none".to_owned()
+                } else {
+                    words.join(", ")
+                }
+            };
+            pending.push(Pending {
+                field: "forwards",
+                saved: show(&saved_forwards),
+                live: show(&live_forwards),
+            });
+        }
+    }
+    Ok(Some(GetFacts { image, pending }))
+}
+
+/// The file name of the image a VM boots from: a cloud VM's base, else its ISO or disk image.
+fn image_name(config: &crate::vm::VmConfig) -> String {
+    let source = if config.mode == "cloud" && !config.base.is_empty() {
+        &config.base
+    } else {
+        &config.iso
+    };
+    std::path::Path::new(source)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Each VM's image file name by VM name, for `ls`'s human table (broken VMs have none).
+pub fn image_names(s: &Session) -> Result<std::collections::BTreeMap<String, String>> {
+    Ok(vm::list(s.root()?)?
+        .iter()
+        .filter_map(|loaded| match loaded {
+            Loaded::Ok(stored) => Some((stored.name.clone(), image_name(&stored.config))),
+            Loaded::Broken { .. } => None,
+        })
+        .collect())
+}

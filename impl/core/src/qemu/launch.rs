@@ -155,12 +155,18 @@ pub fn is_qemu_of(pid: u32, vm_dir: &Path) -> bool {
 /// The user forwards the running QEMU `pid` was started with, read from its command line
 /// (what is live, whatever vm.toml says now); `None` when that process is not readable.
 pub fn live_forwards(pid: u32) -> Option<Vec<(u16, u16)>> {
+    Some(super::argv::forwards_of_argv(&cmdline(pid)?))
+}
+
+/// The argv of process `pid` (`/proc/<pid>/cmdline`), `None` when it is not readable.
+pub fn cmdline(pid: u32) -> Option<Vec<String>> {
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    let argv: Vec<String> = cmdline
-        .split(|byte| *byte == 0)
-        .map(|arg| String::from_utf8_lossy(arg).into_owned())
-        .collect();
-    Some(super::argv::forwards_of_argv(&argv))
+    Some(
+        cmdline
+            .split(|byte| *byte == 0)
+            .map(|arg| String::from_utf8_lossy(arg).into_owned())
+            .collect(),
+    )
 }
 
 /// Polls until this VM's QEMU `pid` is gone; false when `timeout` passed first.
