@@ -108,7 +108,7 @@ pub fn exec(ctx: &Ctx, args: ExecArgs) -> Result<Reply> {
         exec::Streams::Capture
     };
     if let Ok(stored) = stoat_core::vm::load_ok(ctx.root()?, &args.vm) {
-        if stored.running_pid().is_some() && !wait::ssh_banner(stored.config.sshport) {
+        if stored.running_pid().is_some() && !exec::answers_now(ctx.root()?, &ctx.env, &stored) {
             ctx.note(&format!("waiting for ssh on {}...", stored.name));
         }
     }

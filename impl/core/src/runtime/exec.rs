@@ -14,6 +14,7 @@ use super::{load_running, tool, wait};
 use crate::child::{self, Group};
 use crate::host::ssh_argv::{quote_remote_argv, ssh_args_with};
 use crate::host::ssh_mux::{Mux, Route};
+use crate::vm::StoredVm;
 use crate::{keys, Cancel, Env, Error, Result, Root};
 
 /// How long exec (unless told otherwise) and cp wait for a running VM's ssh to answer before they give up.
@@ -114,6 +115,13 @@ pub fn exec(
         stdout,
         stderr,
     })
+}
+
+/// True when `stored`'s ssh answers now: its reused connection's master, else a banner on
+/// its port. The master is asked first: that costs the guest nothing.
+pub fn answers_now(root: &Root, env: &Env, stored: &StoredVm) -> bool {
+    let master = keys::ensure(root, env).is_ok_and(|key| Mux::for_vm(&key, stored).answers());
+    master || wait::ssh_banner(stored.config.sshport)
 }
 
 /// Where the guest shell running this exec's command records its PID.
