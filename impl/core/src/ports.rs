@@ -6,7 +6,9 @@
 //! makes concurrent `create`s get distinct ports.
 
 use std::collections::BTreeSet;
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use socket2::{Domain, Socket, Type};
 
 use crate::vm::{self, Loaded};
 use crate::{Error, Result, Root};
@@ -44,12 +46,28 @@ pub fn broken_ssh_port(dir: &std::path::Path) -> Option<u16> {
     })
 }
 
+/// Whether `port` can be taken on 127.0.0.1 now. The probe binds without listening, with
+/// SO_REUSEADDR and SO_REUSEPORT: a listener that holds the port (a QEMU's hostfwd, any
+/// server) still makes it fail, but another stoat's probe of the same port in the same
+/// instant does not, so concurrent commands never see each other's probes as a taken port.
+fn probe(port: u16) -> std::io::Result<()> {
+    probe_socket(port).map(drop)
+}
+
+fn probe_socket(port: u16) -> std::io::Result<Socket> {
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.bind(&SocketAddrV4::new(Ipv4Addr::LOCALHOST, port).into())?;
+    Ok(socket)
+}
+
 /// Picks a free ssh port for a new VM.
 pub fn free_ssh_port(root: &Root) -> Result<u16> {
     let claimed = claimed_ports(root, None)?;
     SSH_PORTS
         .filter(|port| !claimed.contains(port))
-        .find(|port| TcpListener::bind((Ipv4Addr::LOCALHOST, *port)).is_ok())
+        .find(|port| probe(*port).is_ok())
         .ok_or_else(|| Error::Internal("no free port in 2200-2299".into()))
 }
 
@@ -61,7 +79,7 @@ pub fn ensure_free(vm: &crate::vm::StoredVm) -> Result<()> {
     let wanted = std::iter::once((vm.config.sshport, "its ssh port"))
         .chain(vm.config.forwards.iter().map(|f| (f.hostport, "a forward")));
     for (port, what) in wanted {
-        if let Err(error) = TcpListener::bind((Ipv4Addr::LOCALHOST, port)) {
+        if let Err(error) = probe(port) {
             let fix = if what == "a forward" {
                 format!(
                     "stop what listens there, or `stoat forward {} --remove {port}`",
@@ -83,4 +101,21 @@ pub fn ensure_free(vm: &crate::vm::StoredVm) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listener_fails_the_probe_and_another_probe_does_not() {
+        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let held = listener.local_addr().unwrap().port();
+        assert!(probe(held).is_err(), "a listening port probes as taken");
+        drop(listener);
+        // Another command's probe of the same port, open at this very moment.
+        let other = probe_socket(held).unwrap();
+        assert!(probe(held).is_ok(), "a concurrent probe is not a taken port");
+        drop(other);
+    }
 }
