@@ -115,7 +115,10 @@ mod tests {
         drop(listener);
         // Another command's probe of the same port, open at this very moment.
         let other = probe_socket(held).unwrap();
-        assert!(probe(held).is_ok(), "a concurrent probe is not a taken port");
+        assert!(
+            probe(held).is_ok(),
+            "a concurrent probe is not a taken port"
+        );
         drop(other);
     }
 }
