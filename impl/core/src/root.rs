@@ -46,11 +46,18 @@ impl Root {
     }
 
     /// Creates the root (owner-only) and its reserved directories when missing. A root this
-    /// user cannot write (a read-only mount, another user's directory) is left as it is, so
-    /// commands that only read still work; a command that writes fails where it writes.
+    /// user cannot write (a read-only mount, another user's directory), or cannot even create,
+    /// is left as it is, so commands that only read still work (a root that does not exist
+    /// holds nothing); a command that writes fails where it writes.
     pub fn ensure(&self) -> Result<()> {
         if let Err(e) = self.ensure_dir() {
-            return if self.dir.is_dir() { Ok(()) } else { Err(e) };
+            let uncreatable =
+                matches!(std::fs::create_dir_all(&self.dir), Err(ref e) if cannot_write(e));
+            return if self.dir.is_dir() || uncreatable {
+                Ok(())
+            } else {
+                Err(e)
+            };
         }
         for sub in ["isos", "recipes", "logs"] {
             let dir = self.dir.join(sub);

@@ -415,6 +415,19 @@ fn one_unreadable_entry_lists_as_broken_and_the_rest_still_lists() {
     );
 }
 
+#[test]
+fn a_data_root_that_cannot_be_made_lists_nothing_and_doctor_still_answers() {
+    let mut env = TestEnv::new();
+    // sysfs refuses a new directory to every user, root included.
+    env.set_env("STOAT_HOME", "/sys/kernel/stoat-test-absent-root");
+    assert_eq!(env.json(&["ls"]).data()["vms"], serde_json::json!([]));
+    let prune = env.json(&["prune", "--broken", "--images"]);
+    assert_eq!(prune.data()["items"], serde_json::json!([]));
+    let doctor = env.json(&["doctor"]);
+    assert_eq!(doctor.data()["healthy"], false, "{}", doctor.stdout);
+    assert!(!std::path::Path::new("/sys/kernel/stoat-test-absent-root").exists());
+}
+
 // ---------------------------------------------------------------- kills at any point
 
 /// Runs stoat with `STOAT_FAULT=point`; asserts it died there (SIGKILL, no exit status).

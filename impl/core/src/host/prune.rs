@@ -42,6 +42,14 @@ impl Class {
 
 /// Finds leftovers and, with `apply`, deletes them; the same list is reported either way.
 pub fn prune(root: &Root, options: PruneOptions) -> Result<PruneData> {
+    if !root.dir().is_dir() {
+        // A root that does not exist (nor could be made) holds no leftovers, and has no
+        // place for the lock either.
+        return Ok(PruneData {
+            dry_run: !options.apply,
+            items: Vec::new(),
+        });
+    }
     let _guard = lock::exclusive(&root.lock_file())?;
     let vms = vm::list(root)?;
     let mut found: Vec<(Class, PathBuf)> = partial_downloads(root, SystemTime::now())?
