@@ -69,7 +69,7 @@ pub enum Command {
     /// List, save, restore or delete snapshots
     Snapshot(SnapshotArgs),
     /// Save a PNG of a running VM's screen
-    Screenshot(VmArg),
+    Screenshot(ScreenshotArgs),
     /// Delete leftovers (dry run unless --apply)
     Prune(PruneArgs),
     /// Run a VM's recipes
@@ -138,6 +138,16 @@ pub struct ManArgs {
 pub struct VmArg {
     /// The VM's name
     pub vm: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ScreenshotArgs {
+    /// The VM's name
+    pub vm: String,
+    /// Write the PNG here (a file, or a directory to put it in) instead of the VM's
+    /// screenshots/ directory
+    #[arg(short = 'o', long = "output", value_name = "PATH")]
+    pub output: Option<String>,
 }
 
 #[derive(Debug, Args)]

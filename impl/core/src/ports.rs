@@ -112,13 +112,14 @@ mod tests {
         let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         let held = listener.local_addr().unwrap().port();
         assert!(probe(held).is_err(), "a listening port probes as taken");
-        drop(listener);
-        // Another command's probe of the same port, open at this very moment.
-        let other = probe_socket(held).unwrap();
+        // Another command's probe, open at this very moment (on a port of its own: a port a
+        // dropped listener had may still be held by a child a parallel test forks).
+        let other = probe_socket(0).unwrap();
+        let port = other.local_addr().unwrap().as_socket().unwrap().port();
         assert!(
-            probe(held).is_ok(),
+            probe(port).is_ok(),
             "a concurrent probe is not a taken port"
         );
-        drop(other);
+        drop((other, listener));
     }
 }

@@ -78,7 +78,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Reply> {
         Command::Down(args) => runtime::down(ctx, args.vm.as_deref()),
         Command::Wait(args) => runtime::wait(ctx, &args),
         Command::Cp(args) => runtime::cp(ctx, &args),
-        Command::Screenshot(args) => runtime::screenshot(ctx, &args.vm),
+        Command::Screenshot(args) => runtime::screenshot(ctx, &args),
         Command::Mcp(args) => mcp::mcp(ctx, &args),
         Command::Apply(args) | Command::Provision(args) => apply::apply(ctx, &args),
         other => Err(Error::Internal(format!(

@@ -8,7 +8,7 @@ use stoat_core::{Error, Result};
 use stoat_wire::dto::CopyDirection;
 
 use crate::ctx::Ctx;
-use crate::grammar::{CpArgs, UpArgs, WaitArgs};
+use crate::grammar::{CpArgs, ScreenshotArgs, UpArgs, WaitArgs};
 use crate::output::GuestOutput;
 use crate::{ExecArgs, Reply};
 
@@ -138,9 +138,17 @@ pub fn cp(ctx: &Ctx, args: &CpArgs) -> Result<Reply> {
     Ok(Reply::new(&data, human))
 }
 
-/// `screenshot <vm>`.
-pub fn screenshot(ctx: &Ctx, name: &str) -> Result<Reply> {
-    let data = runtime::screenshot(ctx, name)?;
+/// `screenshot <vm> [-o PATH]`.
+pub fn screenshot(ctx: &Ctx, args: &ScreenshotArgs) -> Result<Reply> {
+    let output = match &args.output {
+        Some(path) => {
+            let cwd =
+                std::env::current_dir().map_err(|e| Error::io("read the current directory", e))?;
+            Some(cp::absolute_local(&ctx.env, &cwd, path)?)
+        }
+        None => None,
+    };
+    let data = runtime::screenshot(ctx, &args.vm, output.as_deref())?;
     let human = format!(
         "{} ({}x{}, {} bytes)",
         data.path, data.width, data.height, data.bytes

@@ -579,6 +579,45 @@ fn screenshot_writes_a_png_and_reports_its_size() {
     server.join().unwrap();
 }
 
+#[test]
+fn screenshot_o_writes_the_png_where_it_is_told() {
+    let (env, _reaper, _) = running_vm("r");
+    let dir = env.root().join("r");
+    let out = env.tmp().join("shots");
+    std::fs::create_dir_all(&out).unwrap();
+    // A file path, then a directory, then a parent that does not exist.
+    let file = out.join("screen.png");
+    let server = fake_qmp_screendump(&dir, false);
+    let shot = env.json(&["screenshot", "r", "-o", &file.display().to_string()]);
+    assert_eq!(shot.data()["path"], file.display().to_string());
+    assert_eq!(shot.data()["bytes"], 28);
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 28);
+    server.join().unwrap();
+    std::fs::remove_file(dir.join("qmp.sock")).unwrap();
+
+    let server = fake_qmp_screendump(&dir, false);
+    let shot = env.json(&["screenshot", "r", "--output", &out.display().to_string()]);
+    let path = shot.data()["path"].as_str().unwrap().to_owned();
+    assert!(path.starts_with(&format!("{}/r-", out.display())), "{path}");
+    assert!(path.ends_with("Z.png"), "{path}");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 28);
+    server.join().unwrap();
+    // Nothing stays behind in the VM's own directory, nor beside the output.
+    let kept = std::fs::read_dir(dir.join("screenshots")).unwrap().count();
+    assert_eq!(kept, 0);
+    let beside: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(beside.len(), 2, "{beside:?}");
+
+    let missing = out.join("no/such/dir/x.png");
+    let message = env
+        .json(&["screenshot", "r", "-o", &missing.display().to_string()])
+        .error("invalid_spec");
+    assert!(message.contains("no such directory"), "{message}");
+}
+
 // ---- REAL tier ----------------------------------------------------------------------------
 
 #[test]

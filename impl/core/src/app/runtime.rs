@@ -115,9 +115,9 @@ pub fn cp(
     cp::copy(s.root()?, &s.env, cwd, request, reach_wait, &s.cancel)
 }
 
-/// `screenshot <vm>`.
-pub fn screenshot(s: &Session, name: &str) -> Result<ScreenshotData> {
-    screenshot::screenshot(s.root()?, name)
+/// `screenshot <vm> [-o PATH]` (`output` absolute).
+pub fn screenshot(s: &Session, name: &str, output: Option<&Path>) -> Result<ScreenshotData> {
+    screenshot::screenshot(s.root()?, name, output)
 }
 
 /// `apply <vm>`: runs the planned recipes, streaming `stage`/`log` events.

@@ -1,5 +1,6 @@
 //! `screenshot`: QMP `screendump` as PNG into `<vm>/screenshots/<UTC timestamp>.png`, with the
-//! real size and dimensions read back from the file (json-v3#per-command-data).
+//! real size and dimensions read back from the file (json-v3#per-command-data); with an
+//! output path, the checked PNG then moves there (a directory gets it under its own name).
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -12,9 +13,13 @@ use crate::{Error, Result, Root};
 
 const PNG_SIGNATURE: &[u8; 8] = b"\x89PNG\r\n\x1a\n";
 
-/// Takes a screenshot of running VM `name`.
-pub fn screenshot(root: &Root, name: &str) -> Result<ScreenshotData> {
+/// Takes a screenshot of running VM `name`, kept at `output` (absolute) when given.
+pub fn screenshot(root: &Root, name: &str, output: Option<&Path>) -> Result<ScreenshotData> {
     let (stored, _pid) = load_running(root, name)?;
+    // Checked before QEMU is asked, so a mistyped path changes nothing.
+    let output = output
+        .map(|path| output_path(path, &stored.name))
+        .transpose()?;
     let dir = stored.dir.join("screenshots");
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
     let path = unused_path(&dir);
@@ -37,6 +42,14 @@ pub fn screenshot(root: &Root, name: &str) -> Result<ScreenshotData> {
         let _ = std::fs::remove_file(&path);
         Error::ScreenshotFailed(format!("{}: QEMU's screendump is not a PNG", stored.name))
     })?;
+    let path = match output {
+        Some(target) => {
+            place(&bytes, &target)?;
+            let _ = std::fs::remove_file(&path);
+            target
+        }
+        None => path,
+    };
     Ok(ScreenshotData {
         vm: stored.name,
         path: path.to_string_lossy().into_owned(),
@@ -44,6 +57,35 @@ pub fn screenshot(root: &Root, name: &str) -> Result<ScreenshotData> {
         width,
         height,
     })
+}
+
+/// Where `-o PATH` puts the PNG: PATH itself, or `PATH/<vm>-<timestamp>.png` when PATH is a
+/// directory. Its parent must be an existing directory.
+fn output_path(path: &Path, vm: &str) -> Result<PathBuf> {
+    if path.is_dir() {
+        return Ok(unused_path_named(path, &format!("{vm}-")));
+    }
+    match path.parent() {
+        Some(parent) if parent.is_dir() => Ok(path.to_path_buf()),
+        _ => Err(Error::InvalidSpec(format!(
+            "screenshot -o {}: no such directory to write it in",
+            path.display()
+        ))),
+    }
+}
+
+/// Writes `bytes` to `target` whole or not at all: a temporary file beside it, then a rename.
+fn place(bytes: &[u8], target: &Path) -> Result<()> {
+    use std::io::Write as _;
+    let dir = target.parent().unwrap_or(Path::new("/"));
+    let io = |e: std::io::Error| Error::io(format!("write {}", target.display()), e);
+    let mut temp = tempfile::Builder::new()
+        .prefix(".stoat-screenshot.")
+        .tempfile_in(dir)
+        .map_err(io)?;
+    temp.write_all(bytes).map_err(io)?;
+    temp.persist(target).map_err(|e| io(e.error))?;
+    Ok(())
 }
 
 /// Width and height from the IHDR chunk, which PNG requires first.
@@ -58,11 +100,16 @@ pub fn png_size(bytes: &[u8]) -> Option<(u32, u32)> {
 
 /// `<dir>/YYYY-MM-DDTHHMMSSZ.png` (the contract's example), `-N` added if two land in one second.
 fn unused_path(dir: &Path) -> PathBuf {
+    unused_path_named(dir, "")
+}
+
+/// `<dir>/<prefix>YYYY-MM-DDTHHMMSSZ.png`, `-N` added while the name is taken.
+fn unused_path_named(dir: &Path, prefix: &str) -> PathBuf {
     let stamp = utc_stamp(SystemTime::now());
-    let mut path = dir.join(format!("{stamp}.png"));
+    let mut path = dir.join(format!("{prefix}{stamp}.png"));
     let mut n = 1;
     while path.exists() {
-        path = dir.join(format!("{stamp}-{n}.png"));
+        path = dir.join(format!("{prefix}{stamp}-{n}.png"));
         n += 1;
     }
     path
