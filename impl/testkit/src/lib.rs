@@ -18,7 +18,7 @@ pub use fakes::{stoat_fake, stub, FakeRunningVm, Reaper, FAKE_QEMU};
 pub use json::JsonRun;
 pub use net::{banner_port, banner_port_while_running, free_port, LoopbackAcceptor};
 pub use real::{real_guest, real_guest_dir, timed, RealGuard, RealGuest};
-pub use vms::{create_disk, create_disk_args, create_live, qemu_info};
+pub use vms::{create_disk, create_disk_args, create_live, make_qcow2, qemu_img, qemu_info};
 
 /// The catalog's alpine-virt ISO file name, as `pull` stores it.
 pub const ALPINE_VIRT: &str = "alpine-virt-3.24.1-x86_64.iso";

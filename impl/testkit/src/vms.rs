@@ -35,17 +35,39 @@ pub fn create_disk(env: &TestEnv, name: &str) -> Value {
     env.json(&create_disk_args(name)).data()["vm"].clone()
 }
 
-/// Returns `qemu-img info --output=json` of a disk (`-U`: a running VM may hold its lock).
-pub fn qemu_info(path: &Path) -> Value {
+/// Runs `qemu-img ARGS` and asserts it succeeded; returns its stdout.
+pub fn qemu_img(args: &[&std::ffi::OsStr]) -> Vec<u8> {
     let out = std::process::Command::new("qemu-img")
-        .args(["info", "--output=json", "-U"])
-        .arg(path)
+        .args(args)
         .output()
         .unwrap();
     assert!(
         out.status.success(),
-        "{}",
+        "qemu-img {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    out.stdout
+}
+
+/// Makes a real, small qcow2 at `path` (`size` as qemu-img reads it, e.g. `64M`).
+pub fn make_qcow2(path: &Path, size: &str) {
+    qemu_img(&[
+        "create".as_ref(),
+        "-q".as_ref(),
+        "-f".as_ref(),
+        "qcow2".as_ref(),
+        path.as_os_str(),
+        size.as_ref(),
+    ]);
+}
+
+/// Returns `qemu-img info --output=json` of a disk (`-U`: a running VM may hold its lock).
+pub fn qemu_info(path: &Path) -> Value {
+    let out = qemu_img(&[
+        "info".as_ref(),
+        "--output=json".as_ref(),
+        "-U".as_ref(),
+        path.as_os_str(),
+    ]);
+    serde_json::from_slice(&out).unwrap()
 }

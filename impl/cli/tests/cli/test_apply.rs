@@ -359,13 +359,7 @@ fn recipes_on_an_image_of_unknown_os_say_to_pass_os() {
     let env = TestEnv::new();
     recipe(&env, "r", "", "true\n");
     let image = env.tmp().join("mystery.qcow2");
-    assert!(std::process::Command::new("qemu-img")
-        .args(["create", "-q", "-f", "qcow2"])
-        .arg(&image)
-        .arg("64M")
-        .status()
-        .unwrap()
-        .success());
+    crate::common::make_qcow2(&image, "64M");
     let image = image.display().to_string();
     let message = env
         .json(&["create", "v", "--image", &image, "--recipes", "r"])
@@ -527,13 +521,7 @@ fn cloud_seed_carries_recipes_and_first_boot_is_detected() {
     install_guest_ssh(&env, &guest);
     stub(&env, "qemu-system-x86_64", FAKE_QEMU);
     let base = env.tmp().join("base.qcow2");
-    assert!(std::process::Command::new("qemu-img")
-        .args(["create", "-q", "-f", "qcow2"])
-        .arg(&base)
-        .arg("64M")
-        .status()
-        .unwrap()
-        .success());
+    crate::common::make_qcow2(&base, "64M");
     let port = banner_port_while_running(&env.root().join("c"));
     env.write_vm(
         "c",

@@ -245,13 +245,7 @@ fn the_init_template_uncommented_creates_its_vm_with_a_catalog_image_and_real_re
     // The catalog image the template names, as `pull` leaves it (a real qcow2).
     std::fs::create_dir_all(env.root().join("isos")).unwrap();
     let base = env.root().join("isos").join(DEBIAN_CLOUD);
-    let made = std::process::Command::new("qemu-img")
-        .args(["create", "-q", "-f", "qcow2"])
-        .arg(&base)
-        .arg("64M")
-        .status()
-        .unwrap();
-    assert!(made.success());
+    crate::common::make_qcow2(&base, "64M");
     // No guest boots here: a QEMU that refuses to start, so the fan-out stops after create.
     env.fake_tool("qemu-system-x86_64");
     env.fake_script(&serde_json::json!({"qemu": {"refuse": {

@@ -440,13 +440,7 @@ fn prune_keeps_a_running_broken_vm() {
 // ---- snapshot ----
 
 fn make_disk(env: &TestEnv, vm: &str) {
-    let status = Command::new("qemu-img")
-        .args(["create", "-q", "-f", "qcow2"])
-        .arg(env.root().join(vm).join("disk.qcow2"))
-        .arg("16M")
-        .status()
-        .unwrap();
-    assert!(status.success());
+    crate::common::make_qcow2(&env.root().join(vm).join("disk.qcow2"), "16M");
 }
 
 #[test]

@@ -141,13 +141,7 @@ fn secrets_are_owner_only_whatever_the_umask() {
     crate::common::stub(&env, "qemu-system-x86_64", crate::common::FAKE_QEMU);
     let _reaper = crate::common::Reaper::watch(&env, &["c"]);
     let base = env.tmp().join("base.qcow2");
-    assert!(std::process::Command::new("qemu-img")
-        .args(["create", "-q", "-f", "qcow2"])
-        .arg(&base)
-        .arg("32M")
-        .status()
-        .unwrap()
-        .success());
+    crate::common::make_qcow2(&base, "32M");
     let base_arg = base.display().to_string();
     json_with_umask(
         &env,
@@ -230,15 +224,8 @@ fn a_mistyped_console_password_is_never_echoed() {
 // ---------------------------------------------------------------- untrusted images
 
 fn qemu_img(args: &[&str]) {
-    let out = std::process::Command::new("qemu-img")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    crate::common::qemu_img(&args);
 }
 
 /// `create` of each image must fail with `invalid_spec` and write nothing.

@@ -184,13 +184,7 @@ fn cloud_up_makes_overlay_and_seed() {
     let env = TestEnv::new();
     stub(&env, "qemu-system-x86_64", FAKE_QEMU);
     let base = env.tmp().join("base.qcow2");
-    let made = std::process::Command::new("qemu-img")
-        .args(["create", "-q", "-f", "qcow2"])
-        .arg(&base)
-        .arg("64M")
-        .status()
-        .unwrap();
-    assert!(made.success());
+    crate::common::make_qcow2(&base, "64M");
     env.write_vm(
         "c",
         &format!(
@@ -202,12 +196,7 @@ fn cloud_up_makes_overlay_and_seed() {
     let up = env.json(&["up", "c", "--no-wait"]);
     assert_eq!(up.data()["vm"]["state"], "running");
     let dir = env.root().join("c");
-    let info = std::process::Command::new("qemu-img")
-        .args(["info", "--output=json"])
-        .arg(dir.join("disk.qcow2"))
-        .output()
-        .unwrap();
-    let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    let info = crate::common::qemu_info(&dir.join("disk.qcow2"));
     assert_eq!(info["virtual-size"], 128 * 1024 * 1024);
     assert_eq!(info["backing-filename"], base.display().to_string());
     assert!(dir.join("ovl/seed.iso").is_file());

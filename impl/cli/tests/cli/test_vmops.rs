@@ -3,27 +3,16 @@
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 use std::process::Stdio;
 
 use serde_json::json;
 
 use crate::common::{
-    create_disk, create_live, qemu_info, FakeRunningVm, TestEnv, ALPINE_VIRT, PLANTED_PASSWORD,
+    create_disk, create_live, make_qcow2, qemu_info, FakeRunningVm, TestEnv, ALPINE_VIRT,
+    PLANTED_PASSWORD,
 };
 
 const DEBIAN_CLOUD: &str = "debian-13-genericcloud-amd64.qcow2";
-
-/// Makes a real, small qcow2 at `path`.
-fn make_qcow2(path: &Path, size: &str) {
-    let status = std::process::Command::new("qemu-img")
-        .args(["create", "-q", "-f", "qcow2"])
-        .arg(path)
-        .arg(size)
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
 
 /// Starts an assert_cmd command as a std child with every stdio stream piped.
 fn spawn_piped(cmd: &assert_cmd::Command) -> std::process::Child {
