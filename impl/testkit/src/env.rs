@@ -61,7 +61,26 @@ impl TestEnv {
 
     /// [`TestEnv::cmd`] as a std command, for a test that must read a running stoat's output.
     pub fn std_cmd(&self, args: &[&str]) -> std::process::Command {
-        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("stoat"));
+        let mut cmd = self.sandboxed(assert_cmd::cargo::cargo_bin("stoat").as_os_str());
+        cmd.args(args);
+        cmd
+    }
+
+    /// `bash -c SCRIPT` in the same sandbox, with the built `stoat` first on PATH under its
+    /// own name (as a user's shell finds an installed one): how documented examples run.
+    pub fn shell(&self, script: &str) -> std::process::Command {
+        let link = self.bin().join("stoat");
+        if !link.exists() {
+            std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("stoat"), &link).unwrap();
+        }
+        let mut cmd = self.sandboxed("bash".as_ref());
+        cmd.args(["-o", "pipefail", "-c", script]);
+        cmd
+    }
+
+    /// `program` with the sandbox's cleared, pinned environment, run from HOME.
+    fn sandboxed(&self, program: &std::ffi::OsStr) -> std::process::Command {
+        let mut cmd = std::process::Command::new(program);
         cmd.env_clear()
             .env("HOME", self.home())
             .env("STOAT_HOME", self.root())
@@ -71,8 +90,7 @@ impl TestEnv {
             .env("TMPDIR", self.tmp())
             .env("LANG", "C.UTF-8")
             .env("TZ", "UTC")
-            .current_dir(self.home())
-            .args(args);
+            .current_dir(self.home());
         for (k, v) in &self.extra_env {
             cmd.env(k, v);
         }

@@ -8,6 +8,7 @@ mod test_basics;
 mod test_cancel;
 mod test_cliux;
 mod test_distro;
+mod test_doc_examples;
 mod test_host;
 mod test_images;
 mod test_integrity;
