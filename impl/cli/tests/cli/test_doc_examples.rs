@@ -409,3 +409,86 @@ fn doc_examples_fake_tier_run_as_written() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// The commented stoat.toml `init` writes, uncommented as a user would (every `# key = ...`
+/// and `# [table]` line), is a valid project whose image, recipe and params exist: `status`
+/// reads it and `up` creates and starts its VM with every field as declared.
+#[test]
+fn doc_examples_the_init_template_uncommented_is_a_valid_project() {
+    let (env, _server) = fake_sandbox();
+    let _stop = StopAll(&env);
+    let dir = env.home().join("shop");
+    std::fs::create_dir(&dir).unwrap();
+    let init = crate::common::JsonRun::check(
+        env.cmd(&["init", "--json"])
+            .current_dir(&dir)
+            .output()
+            .unwrap(),
+    );
+    assert!(init.ok(), "{}", init.stdout);
+    let path = dir.join("stoat.toml");
+    let template = std::fs::read_to_string(&path).unwrap();
+    let setting = regex::Regex::new(r"^# (\[[a-z.]+\]|[a-z_]+ = )").unwrap();
+    let mut uncommented = 0;
+    let text: String = template
+        .lines()
+        .map(|line| match setting.is_match(line) {
+            true => {
+                uncommented += 1;
+                format!("{}\n", &line[2..])
+            }
+            false => format!("{line}\n"),
+        })
+        .collect();
+    assert!(
+        uncommented >= 13,
+        "{uncommented} lines uncommented:\n{text}"
+    );
+    std::fs::write(&path, &text).unwrap();
+    let in_shop = |args: &[&str]| {
+        crate::common::JsonRun::check(env.cmd(args).current_dir(&dir).output().unwrap())
+    };
+
+    let status = in_shop(&["status", "--json"]);
+    assert_eq!(
+        status.data()["vms"][0]["name"],
+        "shop-dev",
+        "{}",
+        status.stdout
+    );
+
+    // The names it uses exist: the image in the built-in catalog, the recipe and its param.
+    let builtin = TestEnv::new().json(&["images"]);
+    let ids: Vec<&str> = builtin.data()["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&"debian-13"), "{ids:?}");
+    let docker = in_shop(&["recipe", "show", "docker", "--json"]);
+    assert_eq!(docker.data()["recipe"]["params"][0]["name"], "user");
+
+    // `up` validates everything `create` would (recipe, params, forwards), then starts it.
+    assert!(in_shop(&["pull", "debian-13", "--json"]).ok());
+    let up = in_shop(&["up", "--json"]);
+    assert_eq!(up.data()["vms"][0]["status"], "ok", "{}", up.stdout);
+    let vm = env.json(&["get", "shop-dev"]).data()["vm"].clone();
+    assert_eq!(vm["state"], "running", "{vm}");
+    assert_eq!(
+        (&vm["cpus"], &vm["ram_mb"], &vm["disk"]),
+        (&2.into(), &2048.into(), &"16G".into()),
+        "{vm}"
+    );
+    assert_eq!(vm["share"], dir.display().to_string());
+    assert_eq!(
+        vm["forwards"],
+        serde_json::json!([{"host_port": 8080, "guest_port": 80}])
+    );
+    assert_eq!(vm["recipes_detail"][0]["name"], "docker");
+    assert_eq!(vm["recipes_detail"][0]["params"]["user"], "stoat");
+    assert_eq!(
+        in_shop(&["down", "--json"]).data()["vms"][0]["status"],
+        "ok"
+    );
+}
