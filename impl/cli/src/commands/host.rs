@@ -176,9 +176,13 @@ pub fn snapshot(ctx: &Ctx, args: &SnapshotArgs) -> Result<Reply> {
             let action = action.unwrap_or(SnapshotAction::Save);
             let data = app_host::snapshot_act(ctx, &args.vm, tag, action)?;
             let human = match action {
-                SnapshotAction::Save => format!("saved {}", data.tag),
-                SnapshotAction::Restore => format!("{} restored to {}", data.vm, data.tag),
-                SnapshotAction::Delete => format!("deleted {}", data.tag),
+                SnapshotAction::Save => format!("saved snapshot {} of {}", data.tag, data.vm),
+                SnapshotAction::Restore => {
+                    format!("restored {} to snapshot {}", data.vm, data.tag)
+                }
+                SnapshotAction::Delete => {
+                    format!("deleted snapshot {} of {}", data.tag, data.vm)
+                }
             };
             Ok(Reply::new(&data, human))
         }

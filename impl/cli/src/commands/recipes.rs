@@ -5,7 +5,7 @@
 
 use stoat_core::app::recipes::{self as app, Scope};
 use stoat_core::Result;
-use stoat_wire::dto::{RecipeAdded, RecipeListData, RecipePinsData, RecipeSchema};
+use stoat_wire::dto::{Guest, RecipeAdded, RecipeListData, RecipePinsData, RecipeSchema};
 
 use crate::ctx::Ctx;
 use crate::grammar::{CheckRecipesArgs, GuestCommand, RecipeCommand, RecipesArgs};
@@ -255,8 +255,64 @@ pub fn guest(ctx: &Ctx, command: &GuestCommand) -> Result<Reply> {
         }
         GuestCommand::Show(args) => {
             let data = app::guest(ctx, &args.name)?;
-            let human = serde_json::to_string_pretty(&data.guest).unwrap_or_default();
+            let human = guest_human(&data.guest);
             Ok(Reply::new(&data, human))
         }
     }
+}
+
+/// One `key: value` line per field of a guest definition; maps and lists flattened so a person
+/// reads the templates without JSON punctuation (`--json` has the structured form).
+fn guest_human(g: &Guest) -> String {
+    let list = |items: &[String], sep: &str| {
+        if items.is_empty() {
+            "none".to_owned()
+        } else {
+            items.join(sep)
+        }
+    };
+    let pairs = |map: &std::collections::BTreeMap<String, String>| {
+        let items: Vec<String> = map.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        list(&items, ", ")
+    };
+    let mut out = String::new();
+    let mut line = |k: &str, v: &str| out.push_str(&format!("{k}: {v}\n"));
+    line("name", &g.name);
+    line("source", &g.source);
+    line("init", &g.init);
+    line("shell", &g.shell);
+    line("installer", &g.installer);
+    line("default backend", &g.default_backend);
+    line("default ssh user", &g.default_ssh_user);
+    line("escalate", &list(&g.escalate, " "));
+    line("capabilities", &list(&g.capabilities, ", "));
+    line("aliases", &list(&g.aliases, ", "));
+    line("filename hints", &list(&g.filename_hints, ", "));
+    line("seed packages", &list(&g.seed_packages, ", "));
+    line("pkg setup", &g.pkg.setup);
+    line("pkg install", &list(&g.pkg.install, " "));
+    line("pkg env", &pairs(&g.pkg.env));
+    line("runtime packages", &pairs(&g.pkg.runtime_packages));
+    for (verb, template) in &g.svc {
+        line(&format!("svc {verb}"), template);
+    }
+    for (verb, template) in &g.cmd {
+        line(&format!("cmd {verb}"), template);
+    }
+    for (backend, table) in &g.backend {
+        let text = match table.as_object() {
+            Some(keys) if keys.is_empty() => "none".to_owned(),
+            Some(keys) => keys
+                .iter()
+                .map(|(k, v)| match v.as_str() {
+                    Some(text) => format!("{k}={text}"),
+                    None => format!("{k}={v}"),
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            None => table.to_string(),
+        };
+        line(&format!("backend {backend}"), &text);
+    }
+    out
 }

@@ -17,11 +17,11 @@ use crate::{ExecArgs, Reply};
 /// events stream with `cmd:"up"` before the `{vm}` result, re-read last.
 pub fn up(ctx: &Ctx, args: &UpArgs) -> Result<Reply> {
     let name = required_vm("up", args.vm.as_deref())?;
-    ctx.root()?;
-    ctx.note(&format!("starting {name}..."));
     let reach_wait = (!args.no_wait).then_some(args.timeout);
-    if reach_wait.is_some() {
-        if let Ok(stored) = stoat_core::vm::load_ok(ctx.root()?, name) {
+    // Notes only for a VM that exists: a missing or broken one gets its error alone.
+    if let Ok(stored) = stoat_core::vm::load_ok(ctx.root()?, name) {
+        ctx.note(&format!("starting {name}..."));
+        if reach_wait.is_some() {
             ctx.note(&format!(
                 "then waiting for ssh on port {}...",
                 stored.config.sshport

@@ -129,21 +129,24 @@ fn get_human(status: &VmStatus, facts: Option<&vms::GetFacts>) -> String {
         return out;
     }
     line("os", v.os.clone());
-    line("image", facts.map(|f| f.image.clone()).unwrap_or_default());
+    line(
+        "image",
+        or_none(facts.map(|f| f.image.clone()).unwrap_or_default()),
+    );
     line("mode", v.mode.clone());
     line("backend", v.backend.clone());
     line("state", state_word(v.state).into());
     line("health", health_word(status.health).into());
     line("cpus", format!("{}{}", v.cpus, pending("cpus")));
     line("ram", format!("{} MB{}", v.ram_mb, pending("ram")));
-    line("disk", v.disk.clone());
-    line("share", v.share.clone());
+    line("disk", or_none(v.disk.clone()));
+    line("share", or_none(v.share.clone()));
     line("ssh port", v.ssh_port.to_string());
     line("ssh user", v.ssh_user.clone());
-    line("recipes", v.recipes.join(", "));
+    line("recipes", or_none(v.recipes.join(", ")));
     line(
         "forwards",
-        format!("{}{}", forwards.join(", "), pending("forwards")),
+        format!("{}{}", or_none(forwards.join(", ")), pending("forwards")),
     );
     line("agent access", v.agent_access.as_str().into());
     for detail in &status.recipes_detail {
@@ -155,4 +158,13 @@ fn get_human(status: &VmStatus, facts: Option<&vms::GetFacts>) -> String {
         line(&format!("recipe {}", detail.name), state);
     }
     out
+}
+
+/// An empty field reads as `none`, not as a bare label.
+fn or_none(value: String) -> String {
+    if value.is_empty() {
+        "none".into()
+    } else {
+        value
+    }
 }

@@ -478,7 +478,7 @@ fn snapshot_save_list_restore_delete_on_a_real_qcow2() {
     let delete = env.run(&["snapshot", "work", "clean", "--delete"]);
     assert_eq!(
         String::from_utf8(delete.stdout).unwrap().trim(),
-        "deleted clean"
+        "deleted snapshot clean of work"
     );
     assert_eq!(
         env.json(&["snapshot", "work"]).data()["snapshots"],

@@ -363,3 +363,33 @@ fn git_missing_is_git_required() {
     run(&["recipe", "sync"]).error("git_required");
     run(&["recipe", "lock"]).error("git_required");
 }
+
+/// The human answers of the remote-recipe verbs, with the sandbox's paths and the commit ids
+/// (new on every run) masked.
+#[test]
+fn human_add_lock_update_rm_and_search() {
+    use crate::test_snapshots::human;
+    let mut env = TestEnv::new();
+    let remote = Remote::recipe(&env, "hello");
+    let commits = regex::Regex::new(r"\b[0-9a-f]{7,40}\b").unwrap();
+    let run = |env: &TestEnv, args: &[&str]| {
+        let text = human(env, args, true).replace(&remote.url(), "[URL]");
+        commits.replace_all(&text, "[COMMIT]").into_owned()
+    };
+    insta::assert_snapshot!(
+        "recipe_add",
+        run(&env, &["recipe", "add", &remote.url(), "--ref", "v1"])
+    );
+    insta::assert_snapshot!("recipe_lock", run(&env, &["recipe", "lock"]));
+    insta::assert_snapshot!("recipe_update", run(&env, &["recipe", "update"]));
+    insta::assert_snapshot!("recipe_sync", run(&env, &["recipe", "sync"]));
+    insta::assert_snapshot!("recipe_rm", run(&env, &["recipe", "rm", "hello"]));
+    let index = env.tmp().join("index.toml");
+    std::fs::write(
+        &index,
+        "[[recipe]]\nname = \"tailscale\"\nsource = \"https://example.invalid/ts\"\ndescription = \"Join a tailnet on boot\"\nos = [\"alpine\", \"debian\"]\n",
+    )
+    .unwrap();
+    env.set_env("STOAT_RECIPE_INDEX", &index.display().to_string());
+    insta::assert_snapshot!("recipe_search", run(&env, &["recipe", "search"]));
+}

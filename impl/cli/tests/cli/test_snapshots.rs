@@ -1,17 +1,17 @@
 //! The human output of the commands whose text no other test pins, through the real binary
-//! in the fake tier (planted VMs, a planted image; nothing boots), as insta snapshots under
-//! `snapshots/`. Paths of the sandbox, ports and times are masked so a snapshot says what a
-//! person reads and nothing of this machine. Each snapshot was read when it was recorded: a
-//! change of text is a review, not a formality (`INSTA_UPDATE=always` rewrites them). Not
-//! pinned on purpose: `get` (empty fields print as a bare label) and `logs` of an empty log
-//! (prints nothing), which read as defects rather than as text to keep; text that is this
-//! host's (doctor, capabilities) or generated (completions, man); and what needs a booted
-//! guest to succeed (up, exec, ssh, cp, screenshot: their refusals are here).
+//! in the fake tier (planted VMs, a planted image, real qemu-img for cold snapshots; nothing
+//! boots), as insta snapshots under `snapshots/`. Paths of the sandbox, ports and times are
+//! masked so a snapshot says what a person reads and nothing of this machine. Each snapshot
+//! was read when it was recorded: a change of text is a review, not a formality
+//! (`INSTA_UPDATE=always` rewrites them). Not pinned here: text that is this host's (doctor:
+//! test_ux pins it on planted hosts), generated text (completions, man), the remote-recipe
+//! verbs (test_remote, beside the git remotes they need) and what needs a booted guest to
+//! succeed (up, exec, ssh, cp, screenshot: their refusals are here).
 
-use crate::common::TestEnv;
+use crate::common::{TestEnv, ALPINE_VIRT};
 
 /// stdout and stderr of a human run, with the sandbox's paths masked; asserts its exit.
-fn human(env: &TestEnv, args: &[&str], success: bool) -> String {
+pub(crate) fn human(env: &TestEnv, args: &[&str], success: bool) -> String {
     let out = env.run(args);
     assert_eq!(
         out.status.success(),
@@ -29,7 +29,7 @@ fn human(env: &TestEnv, args: &[&str], success: bool) -> String {
     mask(env, &text)
 }
 
-fn mask(env: &TestEnv, text: &str) -> String {
+pub(crate) fn mask(env: &TestEnv, text: &str) -> String {
     let binary = std::fs::canonicalize(assert_cmd::cargo::cargo_bin("stoat")).unwrap();
     let text = text
         .replace(&binary.display().to_string(), "[STOAT]")
@@ -56,6 +56,54 @@ fn ls_and_get() {
     insta::assert_snapshot!("ls_empty", human(&env, &["ls"], true));
     let env = with_a_vm();
     insta::assert_snapshot!("ls_one", human(&env, &["ls"], true));
+}
+
+/// Masks the ssh port a new VM gets (another process on this host may hold the first free one).
+fn mask_ssh_port(text: &str) -> String {
+    let port = regex::Regex::new(r"ssh port(:?) \d+").unwrap();
+    port.replace_all(text, "ssh port$1 [PORT]").into_owned()
+}
+
+#[test]
+fn images_create_update_and_get() {
+    let env = TestEnv::new();
+    env.plant_image(ALPINE_VIRT);
+    insta::assert_snapshot!("images", human(&env, &["images"], true));
+    let created = human(&env, &["create", "w", "--image", "alpine-virt"], true);
+    insta::assert_snapshot!("create", mask_ssh_port(&created));
+    insta::assert_snapshot!(
+        "update",
+        human(&env, &["update", "w", "--ram", "1024", "--cpus", "2"], true)
+    );
+    // -q: the display lines are the host's (which viewer is installed), pinned elsewhere.
+    let got = human(&env, &["-q", "get", "w"], true);
+    insta::assert_snapshot!("get_stopped", mask_ssh_port(&got));
+}
+
+#[test]
+fn cold_snapshots_of_a_disk_vm() {
+    let env = TestEnv::new();
+    crate::common::create_disk(&env, "d");
+    insta::assert_snapshot!("snapshot_none", human(&env, &["snapshot", "d"], true));
+    insta::assert_snapshot!(
+        "snapshot_save",
+        human(&env, &["snapshot", "d", "clean"], true)
+    );
+    // The list's size and date columns are qemu-img's and the clock's.
+    let listed = human(&env, &["snapshot", "d"], true);
+    let row = regex::Regex::new(r"(?m)^clean .*$").unwrap();
+    insta::assert_snapshot!(
+        "snapshot_list",
+        row.replace_all(&listed, "clean [SIZE AND DATE]")
+    );
+    insta::assert_snapshot!(
+        "snapshot_restore",
+        human(&env, &["snapshot", "d", "clean", "--restore"], true)
+    );
+    insta::assert_snapshot!(
+        "snapshot_delete",
+        human(&env, &["snapshot", "d", "clean", "--delete"], true)
+    );
 }
 
 #[test]
@@ -97,6 +145,10 @@ fn recipes_and_guests() {
         )
     );
     insta::assert_snapshot!("guest_ls", human(&env, &["guest", "ls"], true));
+    insta::assert_snapshot!(
+        "guest_show",
+        human(&env, &["guest", "show", "alpine"], true)
+    );
 }
 
 #[test]
