@@ -498,7 +498,7 @@ fn distro_doc_examples_run_verbatim() {
     for block in blocks {
         let mut env = TestEnv::new();
         env.set_env("STOAT_DOWN_TIMEOUT_SECS", "300");
-        use_catalog(&mut env, &[entry.clone()]);
+        use_catalog(&mut env, std::slice::from_ref(&entry));
         let _stop = StopAll(&env);
         write_files(&env, &all, block);
         timed(&format!("{}:{}", block.file, block.line), || {
