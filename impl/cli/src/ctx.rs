@@ -50,9 +50,18 @@ impl Ctx {
         }
     }
 
-    /// Whether the answer is JSON lines (`--json`).
-    pub fn is_json(&self) -> bool {
-        self.json
+    /// The prose of an answer, written only when a human reads it: under --json nobody does,
+    /// and some prose costs reads of its own or holds what the wire must never carry (a
+    /// generated console password). The one place a command's text depends on the mode.
+    pub fn prose(
+        &self,
+        write: impl FnOnce() -> stoat_core::Result<String>,
+    ) -> stoat_core::Result<String> {
+        if self.json {
+            Ok(String::new())
+        } else {
+            write()
+        }
     }
 
     /// True under `-q` (and under --json, which implies it).

@@ -18,17 +18,12 @@ pub struct Reply {
     /// The data already written as JSON: the result line copies it as it is, so no
     /// `serde_json::Value` tree is built and freed for a large answer (`ls` of many VMs).
     pub data: Box<RawValue>,
-    human: Human,
+    /// The prose a human reads (empty under --json: `Ctx::prose`).
+    human: String,
     /// The guest's own bytes, passed through untouched in human mode (`exec`).
     pub guest: Option<GuestOutput>,
     /// Exit status in human mode (exec passes the guest's status; doctor 1 when unhealthy).
     pub human_exit: i32,
-}
-
-/// A reply's prose: written already, or written when a human reads it.
-enum Human {
-    Text(String),
-    Later(Box<dyn FnOnce() -> String>),
 }
 
 /// What a guest command wrote, for a human's terminal.
@@ -40,25 +35,11 @@ pub struct GuestOutput {
 impl Reply {
     /// Returns a reply carrying `data` and the prose a human sees.
     pub fn new<T: Serialize>(data: &T, human: impl Into<String>) -> Reply {
-        Reply::with_human(data, Human::Text(human.into()))
-    }
-
-    /// Returns a reply whose prose is written only if a human reads it: for an answer whose
-    /// prose costs as much as its data (a table of every VM).
-    pub fn later<T: Serialize + 'static>(data: T, human: fn(&T) -> String) -> Reply {
-        let reply = Reply::with_human(&data, Human::Text(String::new()));
-        Reply {
-            human: Human::Later(Box::new(move || human(&data))),
-            ..reply
-        }
-    }
-
-    fn with_human<T: Serialize>(data: &T, human: Human) -> Reply {
         let data = serde_json::value::to_raw_value(data)
             .unwrap_or_else(|e| panic!("wire DTOs always serialise: {e}"));
         Reply {
             data,
-            human,
+            human: human.into(),
             guest: None,
             human_exit: 0,
         }
@@ -115,10 +96,7 @@ fn finish(output: Output, cmd: &str, result: Result<Reply, Error>) -> i32 {
                 let _ = std::io::stdout().flush();
                 let _ = std::io::stderr().write_all(&guest.stderr);
             }
-            let human = match reply.human {
-                Human::Text(text) => text,
-                Human::Later(write) => write(),
-            };
+            let human = reply.human;
             if !human.is_empty() {
                 let mut out = std::io::stdout().lock();
                 let _ = out.write_all(human.as_bytes());

@@ -50,11 +50,7 @@ pub fn logs(ctx: &Ctx, args: &LogsArgs) -> Result<Reply> {
 /// `doctor`: under --json exit 0 even when unhealthy; in human mode exit 1 then.
 pub fn doctor(ctx: &Ctx) -> Result<Reply> {
     let data = app_host::doctor(ctx)?;
-    let human = if ctx.is_json() {
-        String::new()
-    } else {
-        doctor_human(&data, &app_host::doctor_facts(ctx))
-    };
+    let human = ctx.prose(|| Ok(doctor_human(&data, &app_host::doctor_facts(ctx))))?;
     let exit = if data.healthy { 0 } else { 1 };
     Ok(Reply::new(&data, human).with_human_exit(exit))
 }

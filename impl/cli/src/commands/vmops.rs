@@ -38,15 +38,18 @@ pub fn create(ctx: &Ctx, args: CreateArgs) -> Result<Reply> {
         ..CreateSpec::default()
     };
     let data = vmops::create(ctx, &spec)?;
-    let mut human = create_human(&data.vm);
-    if random_password && !ctx.is_json() {
-        // Shown this once, to the person who asked for it; never under --json, never logged.
-        let stored = stoat_core::vm::load_ok(ctx.root()?, &data.vm.name)?;
-        human.push_str(&format!(
-            "console password (shown only now): {}\n",
-            stored.config.console_password
-        ));
-    }
+    let human = ctx.prose(|| {
+        let mut human = create_human(&data.vm);
+        if random_password {
+            // Shown this once, to the person who asked for it; never under --json, never logged.
+            let stored = stoat_core::vm::load_ok(ctx.root()?, &data.vm.name)?;
+            human.push_str(&format!(
+                "console password (shown only now): {}\n",
+                stored.config.console_password
+            ));
+        }
+        Ok(human)
+    })?;
     Ok(Reply::new(&data, human))
 }
 

@@ -13,12 +13,8 @@ use crate::Reply;
 /// `ls`.
 pub fn ls(ctx: &Ctx, _args: &LsArgs) -> Result<Reply> {
     let data = vms::ls(ctx)?;
-    if ctx.is_json() {
-        return Ok(Reply::later(data, |_| String::new()));
-    }
     // The image column reads each vm.toml again: human mode only, the JSON path stays as is.
-    let images = vms::image_names(ctx)?;
-    let human = ls_human(&data.vms, &images);
+    let human = ctx.prose(|| Ok(ls_human(&data.vms, &vms::image_names(ctx)?)))?;
     Ok(Reply::new(&data, human))
 }
 
@@ -82,11 +78,14 @@ fn state_word(state: VmState) -> &'static str {
 /// `get`.
 pub fn get(ctx: &Ctx, name: &str) -> Result<Reply> {
     let data = vms::get(ctx, name)?;
-    if ctx.is_json() {
-        return Ok(Reply::new(&data, String::new()));
-    }
+    let human = ctx.prose(|| get_prose(ctx, name, &data.vm))?;
+    Ok(Reply::new(&data, human))
+}
+
+/// The fields, then where the screen is (unless `-q`).
+fn get_prose(ctx: &Ctx, name: &str, status: &VmStatus) -> Result<String> {
     let facts = vms::get_facts(ctx, name)?;
-    let mut human = get_human(&data.vm, facts.as_ref());
+    let mut human = get_human(status, facts.as_ref());
     let display = if ctx.is_quiet() {
         Vec::new()
     } else {
@@ -96,7 +95,7 @@ pub fn get(ctx: &Ctx, name: &str) -> Result<Reply> {
         human.push_str(&line);
         human.push('\n');
     }
-    Ok(Reply::new(&data, human))
+    Ok(human)
 }
 
 /// One `key: value` line per field; a saved value the running QEMU does not have yet says so
