@@ -469,47 +469,6 @@ fn sha256_hex(bytes: &[u8]) -> String {
 #[test]
 #[ignore = "needs STOAT_DISTRO_GUEST"]
 fn distro_doc_examples_run_verbatim() {
-    use crate::test_doc_examples::{
-        catalog_entry, doc_blocks, run_block, use_catalog, write_files, StopAll,
-    };
     let guest = distro_guest();
-    let all = doc_blocks();
-    let blocks: Vec<_> = all.iter().filter(|b| b.runs_in("distro")).collect();
-    assert!(
-        blocks.iter().any(|b| b.file == "README.md"),
-        "the README's example is in the distro tier"
-    );
-    let body = std::fs::read(&guest.image).unwrap();
-    let server = crate::common::http::Server::start();
-    let file = "debian-13-genericcloud-amd64.qcow2";
-    let entry = catalog_entry(
-        "debian-13",
-        "debian",
-        "13 (trixie)",
-        &server.base(),
-        file,
-        &body,
-    );
-    server.route(
-        &format!("/{file}"),
-        body,
-        crate::common::http::Behaviour::Normal,
-    );
-    for block in blocks {
-        let mut env = TestEnv::new();
-        env.set_env("STOAT_DOWN_TIMEOUT_SECS", "300");
-        use_catalog(&mut env, std::slice::from_ref(&entry));
-        let _stop = StopAll(&env);
-        write_files(&env, &all, block);
-        timed(&format!("{}:{}", block.file, block.line), || {
-            run_block(&env, block).unwrap_or_else(|why| panic!("{why}"))
-        });
-        assert!(
-            server.requested_paths().contains(&format!("/{file}")),
-            "{}:{}: pull never downloaded the image",
-            block.file,
-            block.line
-        );
-        server.clear_log();
-    }
+    crate::test_doc_examples::run_booting_tier("distro", &guest.image);
 }

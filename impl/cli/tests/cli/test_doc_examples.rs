@@ -4,17 +4,18 @@
 //! `no-run=REASON`. An unmarked one fails the pure test below, so no example goes unrun.
 //!
 //! Tiers: `fake` runs in every `cargo test` (the suite's fake host tools, a loopback catalog
-//! serving a placeholder `debian-13`); `distro` boots the Debian image (test_distro.rs).
+//! serving a placeholder `debian-13`); `real` boots the real tier's test guest and `distro` the
+//! Debian image (test_distro.rs), each served on loopback as `debian-13`.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::common::{http, RealGuard, TestEnv};
+use crate::common::{http, real_guest, timed, RealGuard, TestEnv};
 
 /// Fence languages that hold shell commands: each such block must be marked.
 const SHELL: &[&str] = &["sh", "bash", "console", "shell", "zsh"];
 /// Where a marked example runs.
-const TIERS: &[&str] = &["fake", "distro"];
+const TIERS: &[&str] = &["fake", "real", "distro"];
 /// Why a shell block is not run, one word each (docs/usage.md lists them).
 const REASONS: &[&str] = &["ci", "network", "root", "slow", "content", "output"];
 /// A hidden line right above a fence: a command run before the block's own, in its sandbox.
@@ -491,4 +492,54 @@ fn doc_examples_the_init_template_uncommented_is_a_valid_project() {
         in_shop(&["down", "--json"]).data()["vms"][0]["status"],
         "ok"
     );
+}
+
+/// Every block marked for `tier`, each in a fresh sandbox whose catalog serves `image` as
+/// `debian-13` (with its sha256, so `pull` downloads and verifies it for real) and whose VMs
+/// are stopped (down, then by PID) when the block ends, pass or fail.
+pub(crate) fn run_booting_tier(tier: &str, image: &Path) {
+    let all = doc_blocks();
+    let blocks: Vec<&Block> = all.iter().filter(|b| b.runs_in(tier)).collect();
+    assert!(!blocks.is_empty(), "no block is marked example={tier}");
+    let body = std::fs::read(image).unwrap();
+    let server = http::Server::start();
+    let file = "debian-13-genericcloud-amd64.qcow2";
+    let entry = catalog_entry(
+        "debian-13",
+        "debian",
+        "13 (trixie)",
+        &server.base(),
+        file,
+        &body,
+    );
+    server.route(&format!("/{file}"), body, http::Behaviour::Normal);
+    for block in blocks {
+        let mut env = TestEnv::new();
+        env.set_env("STOAT_DOWN_TIMEOUT_SECS", "300");
+        use_catalog(&mut env, std::slice::from_ref(&entry));
+        let _stop = StopAll(&env);
+        write_files(&env, &all, block);
+        timed(&format!("{tier} {}:{}", block.file, block.line), || {
+            run_block(&env, block).unwrap_or_else(|why| panic!("{why}"))
+        });
+        let pulls = block
+            .commands()
+            .iter()
+            .any(|(_, c)| c.contains("pull debian-13"));
+        assert!(
+            !pulls || server.requested_paths().contains(&format!("/{file}")),
+            "{}:{}: pull never downloaded the image",
+            block.file,
+            block.line
+        );
+        server.clear_log();
+    }
+}
+
+/// Every `example=real` block, on the real tier's test guest.
+#[test]
+#[ignore = "needs STOAT_REAL_GUEST"]
+fn real_doc_examples_run_as_written() {
+    let guest = real_guest();
+    run_booting_tier("real", &guest.image);
 }
