@@ -58,7 +58,7 @@ pub enum Command {
     // The variant names the `ssh-command` subcommand.
     #[allow(clippy::enum_variant_names)]
     SshCommand(VmArg),
-    /// Copy files: stoat cp <vm>:<remote> <local> | stoat cp <local> <vm>:<remote>
+    /// Copy files or trees: stoat cp [-r] <src>... <dst>, one side <vm>:<path>
     Cp(CpArgs),
     /// Show, set or clear a VM's port forwards (HOST:GUEST)
     Forward(ForwardArgs),
@@ -308,17 +308,22 @@ pub struct ExecPlaceholder {
 
 #[derive(Debug, Args)]
 pub struct CpArgs {
-    /// Source: a local path, or <vm>:<path> in the guest
-    pub src: Option<String>,
-    /// Destination: a local path, or <vm>:<path> in the guest
-    pub dst: Option<String>,
+    /// SRC... DST: local paths, or <vm>:<path> in the guest; every source on one side (all
+    /// local, or all of one VM), DST on the other. `-` as the only source copies stdin into
+    /// the guest file, as DST writes the guest file to stdout (not under --json; `./-` is a
+    /// file named -)
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<String>,
+    /// Copy directories and everything in them
+    #[arg(short = 'r', long)]
+    pub recursive: bool,
     /// Flag form: the VM
     #[arg(long)]
     pub vm: Option<String>,
     /// Flag form: copy to the guest or from it
     #[arg(long, value_parser = ["to", "from"])]
     pub direction: Option<String>,
-    /// Flag form: the host path
+    /// Flag form: the host path (`-`: stdin or stdout, as above)
     #[arg(long)]
     pub local: Option<String>,
     /// Flag form: the guest path

@@ -119,6 +119,20 @@ pub fn status(command: &mut Command, group: Group) -> Result<ExitStatus, RunErro
     finish(&mut child, false)
 }
 
+/// Runs `command` to the end with the caller's stdin and stdout, collecting its stderr: for
+/// a tool whose stdout or stdin is the user's own data (`cp -`), whose complaint still
+/// belongs in stoat's error.
+pub fn status_and_stderr(
+    command: &mut Command,
+    group: Group,
+) -> Result<(ExitStatus, Vec<u8>), RunError> {
+    command.stderr(std::process::Stdio::piped());
+    let mut child = start(command, group, false)?;
+    let err_reader = read_to_end(child.stderr.take());
+    let status = finish(&mut child, false)?;
+    Ok((status, err_reader.join().unwrap_or_default()))
+}
+
 /// Starts and registers the tool, unless a cancel came first (a cleanup tool starts anyway).
 fn start(command: &mut Command, group: Group, cleanup: bool) -> Result<Child, RunError> {
     if group == Group::Own {

@@ -1,6 +1,7 @@
 //! Dispatch: one match arm per command, each calling `commands::<area>::<cmd>`.
 
 pub mod apply;
+pub mod cp;
 pub mod generated;
 pub mod host;
 pub mod images;
@@ -19,7 +20,8 @@ use crate::grammar::{Command, RecipeCommand};
 use crate::Reply;
 
 /// The commands that cannot answer in JSON lines, refused under --json before they run:
-/// `ssh` replaces the process (json-v3#ssh-refused) and a bare `mcp` owns stdout.
+/// `ssh` replaces the process (json-v3#ssh-refused), a bare `mcp` owns stdout, and `cp` with
+/// `-` or several sources has no JSON answer (docs/decisions/runtime.md "cp").
 pub fn refused_under_json(command: &Command) -> Option<Error> {
     match command {
         Command::Ssh(_) => Some(Error::Usage(
@@ -31,6 +33,7 @@ pub fn refused_under_json(command: &Command) -> Option<Error> {
         Command::Completions(_) | Command::Man(_) => Some(Error::Usage(
             "completions and man write files for a shell or man(1), not JSON lines; run it without --json".into(),
         )),
+        Command::Cp(args) => cp::refused_under_json(args),
         _ => None,
     }
 }
@@ -77,7 +80,7 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Reply> {
         Command::Up(args) => runtime::up(ctx, &args),
         Command::Down(args) => runtime::down(ctx, args.vm.as_deref()),
         Command::Wait(args) => runtime::wait(ctx, &args),
-        Command::Cp(args) => runtime::cp(ctx, &args),
+        Command::Cp(args) => cp::cp(ctx, &args),
         Command::Screenshot(args) => runtime::screenshot(ctx, &args),
         Command::Mcp(args) => mcp::mcp(ctx, &args),
         Command::Apply(args) | Command::Provision(args) => apply::apply(ctx, &args),

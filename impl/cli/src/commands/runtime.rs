@@ -1,14 +1,13 @@
 //! The CLI adapters of the operations that run a VM or reach into a running one: up, down,
-//! wait, exec, cp, screenshot (`stoat_core::app::runtime`; json-v3#per-command-data). Each
-//! parses its args into a typed request and renders the answer for a human.
+//! wait, exec, screenshot (`stoat_core::app::runtime`; json-v3#per-command-data; `cp` has its
+//! own module). Each parses its args into a typed request and renders the answer for a human.
 
 use stoat_core::app::{runtime, vms};
 use stoat_core::runtime::{cp, exec, wait};
 use stoat_core::{Error, Result};
-use stoat_wire::dto::CopyDirection;
 
 use crate::ctx::Ctx;
-use crate::grammar::{CpArgs, ScreenshotArgs, UpArgs, WaitArgs};
+use crate::grammar::{ScreenshotArgs, UpArgs, WaitArgs};
 use crate::output::GuestOutput;
 use crate::{ExecArgs, Reply};
 
@@ -125,19 +124,6 @@ pub fn exec(ctx: &Ctx, args: ExecArgs) -> Result<Reply> {
         .with_human_exit(exit_code))
 }
 
-/// `cp <vm>:<remote> <local>`, `cp <local> <vm>:<remote>`, or the flag form.
-pub fn cp(ctx: &Ctx, args: &CpArgs) -> Result<Reply> {
-    let request = parse_cp(args)?;
-    let cwd = std::env::current_dir().map_err(|e| Error::io("read the current directory", e))?;
-    let reach_wait = args.timeout.unwrap_or(exec::REACH_WAIT);
-    let data = runtime::cp(ctx, &cwd, &request, reach_wait)?;
-    let human = match data.direction {
-        CopyDirection::ToGuest => format!("copied {} to {}:{}", data.local, data.vm, data.remote),
-        CopyDirection::FromGuest => format!("copied {}:{} to {}", data.vm, data.remote, data.local),
-    };
-    Ok(Reply::new(&data, human))
-}
-
 /// `screenshot <vm> [-o PATH]`.
 pub fn screenshot(ctx: &Ctx, args: &ScreenshotArgs) -> Result<Reply> {
     let output = match &args.output {
@@ -158,80 +144,4 @@ pub fn screenshot(ctx: &Ctx, args: &ScreenshotArgs) -> Result<Reply> {
 
 fn required_vm<'a>(cmd: &str, vm: Option<&'a str>) -> Result<&'a str> {
     vm.ok_or_else(|| Error::Usage(format!("{cmd} needs a VM name")))
-}
-
-/// Exactly one form: positional (one side `vm:path`) or all four flags.
-fn parse_cp(args: &CpArgs) -> Result<cp::CopyRequest> {
-    let any_flag = args.vm.is_some()
-        || args.direction.is_some()
-        || args.local.is_some()
-        || args.remote.is_some();
-    let any_positional = args.src.is_some() || args.dst.is_some();
-    match (any_positional, any_flag) {
-        (true, true) => Err(Error::Usage(
-            "cp: give either `<src> <dst>` or --vm/--direction/--local/--remote, not both".into(),
-        )),
-        (false, true) => parse_cp_flags(args),
-        (true, false) => match (&args.src, &args.dst) {
-            (Some(src), Some(dst)) => parse_cp_positional(src, dst),
-            _ => Err(Error::Usage("cp needs a source and a destination".into())),
-        },
-        (false, false) => Err(Error::Usage(
-            "cp needs `<vm>:<remote> <local>` or `<local> <vm>:<remote>`".into(),
-        )),
-    }
-}
-
-fn parse_cp_flags(args: &CpArgs) -> Result<cp::CopyRequest> {
-    let (Some(vm), Some(direction), Some(local), Some(remote)) =
-        (&args.vm, &args.direction, &args.local, &args.remote)
-    else {
-        return Err(Error::Usage(
-            "cp: the flag form needs all of --vm, --direction, --local and --remote".into(),
-        ));
-    };
-    let direction = match direction.as_str() {
-        "to" => CopyDirection::ToGuest,
-        "from" => CopyDirection::FromGuest,
-        other => {
-            return Err(Error::Usage(format!(
-                "cp: --direction must be to or from, not {other:?}"
-            )))
-        }
-    };
-    Ok(cp::CopyRequest {
-        vm: vm.clone(),
-        direction,
-        local: local.clone(),
-        remote: remote.clone(),
-    })
-}
-
-fn parse_cp_positional(src: &str, dst: &str) -> Result<cp::CopyRequest> {
-    let (request, direction) = match (src.split_once(':'), dst.split_once(':')) {
-        (Some((vm, remote)), None) => ((vm, remote, dst), CopyDirection::FromGuest),
-        (None, Some((vm, remote))) => ((vm, remote, src), CopyDirection::ToGuest),
-        (Some(_), Some(_)) => {
-            return Err(Error::Usage(
-                "cp: only one side may name a VM (`<vm>:<path>`)".into(),
-            ))
-        }
-        (None, None) => {
-            return Err(Error::Usage(
-                "cp: one side must name a VM as `<vm>:<path>`".into(),
-            ))
-        }
-    };
-    let (vm, remote, local) = request;
-    if vm.is_empty() {
-        return Err(Error::Usage(
-            "cp: `:<path>` names no VM; use `<vm>:<path>`".into(),
-        ));
-    }
-    Ok(cp::CopyRequest {
-        vm: vm.to_owned(),
-        direction,
-        local: local.to_owned(),
-        remote: remote.to_owned(),
-    })
 }

@@ -7,6 +7,7 @@ mod test_apply;
 mod test_basics;
 mod test_cancel;
 mod test_cliux;
+mod test_cp;
 mod test_distro;
 mod test_doc_examples;
 mod test_host;

@@ -13,7 +13,7 @@ use stoat_wire::StreamBytes;
 
 use super::Session;
 use crate::recipes::apply::{self, ApplyRequest};
-use crate::runtime::{cp, down, exec, screenshot, up, wait};
+use crate::runtime::{cp, cp_stream, down, exec, screenshot, up, wait};
 use crate::{vm, Result};
 
 /// What `up` did: the VM re-read after everything, and the apply it ran after boot, if any.
@@ -113,6 +113,27 @@ pub fn cp(
     reach_wait: Duration,
 ) -> Result<CpData> {
     cp::copy(s.root()?, &s.env, cwd, request, reach_wait, &s.cancel)
+}
+
+/// `cp [-r] SRC... DST`: one record per source, in order (local paths absolute, relative
+/// ones against `cwd`); a booting VM's ssh is waited for up to `reach_wait`.
+pub fn cp_transfer(
+    s: &Session,
+    cwd: &Path,
+    request: &cp::Transfer,
+    reach_wait: Duration,
+) -> Result<Vec<CpData>> {
+    cp::transfer(s.root()?, &s.env, cwd, request, reach_wait, &s.cancel)
+}
+
+/// `cp - <vm>:<path>` / `cp <vm>:<path> -`: the guest file's bytes from this process's stdin
+/// or to its stdout (human mode only: the CLI refuses `-` under --json).
+pub fn cp_stream(
+    s: &Session,
+    request: &cp_stream::StreamRequest,
+    reach_wait: Duration,
+) -> Result<()> {
+    cp_stream::stream(s.root()?, &s.env, request, reach_wait, &s.cancel)
 }
 
 /// `screenshot <vm> [-o PATH]` (`output` absolute).

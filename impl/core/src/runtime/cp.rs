@@ -1,7 +1,10 @@
-//! `cp`: copy a file to or from the guest with the system `scp` (docs/contract.md behaviour#ssh). The
-//! local path is made absolute (`~` expanded, relative to the cwd, lexically cleaned) but
-//! never resolved through symlinks; the remote path is passed as given. scp goes through the
-//! VM's reused connection when it can (`host::ssh_mux`).
+//! `cp`: copy files and trees to or from the guest with the system `scp` (docs/contract.md
+//! behaviour#ssh, docs/decisions/runtime.md "cp"). Local paths are made absolute (`~`
+//! expanded, relative to the cwd, lexically cleaned) but never resolved through symlinks; guest
+//! paths are passed as given. scp goes through the VM's reused connection when it can
+//! (`host::ssh_mux`). What scp would do half of, or explain badly, is refused before it runs: a
+//! directory without `-r` (host-side, or by asking the guest) and several sources into
+//! something that is not a directory.
 
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -9,11 +12,12 @@ use std::process::{Command, Stdio};
 use stoat_wire::dto::{CopyDirection, CpData};
 
 use super::{load_running, tool, wait};
-use crate::host::ssh_argv::{remote_spec, scp_args_with};
+use crate::host::ssh_argv::{quote_remote_command, remote_spec, scp_args_with, ssh_args_with};
 use crate::host::ssh_mux::Mux;
+use crate::vm::StoredVm;
 use crate::{keys, vm, Cancel, Env, Error, Result, Root};
 
-/// One copy request, already parsed.
+/// One copy of one source, already parsed (the MCP tools' and the flag form's request).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CopyRequest {
     pub vm: String,
@@ -22,7 +26,37 @@ pub struct CopyRequest {
     pub remote: String,
 }
 
-/// Copies and returns the wire data (`local` absolute).
+/// `cp [-r] SRC... DST`, already parsed: every source on one side, the destination on the
+/// other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transfer {
+    pub vm: String,
+    pub direction: CopyDirection,
+    /// Host paths (to the guest) or guest paths (from it).
+    pub sources: Vec<String>,
+    /// A guest path (to the guest) or a host path (from it).
+    pub destination: String,
+    /// Copy directories and what they hold (scp's `-r`).
+    pub recursive: bool,
+}
+
+impl From<&CopyRequest> for Transfer {
+    fn from(request: &CopyRequest) -> Transfer {
+        let (source, destination) = match request.direction {
+            CopyDirection::ToGuest => (&request.local, &request.remote),
+            CopyDirection::FromGuest => (&request.remote, &request.local),
+        };
+        Transfer {
+            vm: request.vm.clone(),
+            direction: request.direction,
+            sources: vec![source.clone()],
+            destination: destination.clone(),
+            recursive: false,
+        }
+    }
+}
+
+/// Copies one source and returns the wire data (`local` absolute).
 pub fn copy(
     root: &Root,
     env: &Env,
@@ -31,16 +65,48 @@ pub fn copy(
     reach_wait: std::time::Duration,
     cancel: &Cancel,
 ) -> Result<CpData> {
-    if request.local.is_empty() {
+    let mut copied = transfer(root, env, cwd, &Transfer::from(request), reach_wait, cancel)?;
+    copied
+        .pop()
+        .ok_or_else(|| Error::Internal("cp copied nothing".into()))
+}
+
+/// Copies every source in one scp run and returns one wire record per source, in order: its
+/// local path (absolute) and its guest path.
+pub fn transfer(
+    root: &Root,
+    env: &Env,
+    cwd: &Path,
+    request: &Transfer,
+    reach_wait: std::time::Duration,
+    cancel: &Cancel,
+) -> Result<Vec<CpData>> {
+    let to_guest = request.direction == CopyDirection::ToGuest;
+    if request.sources.is_empty() {
+        return Err(Error::InvalidSpec("cp needs a source".into()));
+    }
+    let (locals, remotes) = if to_guest {
+        (
+            request.sources.clone(),
+            std::slice::from_ref(&request.destination),
+        )
+    } else {
+        (vec![request.destination.clone()], &request.sources[..])
+    };
+    if locals.iter().any(String::is_empty) {
         return Err(Error::InvalidSpec("cp: the local path is empty".into()));
     }
-    if request.remote.is_empty() {
+    if remotes.iter().any(String::is_empty) {
         return Err(Error::InvalidSpec("cp: the guest path is empty".into()));
     }
     vm::check_name(&request.vm).map_err(|_| Error::NotFound {
         name: request.vm.clone(),
     })?;
-    let local = absolute_local(env, cwd, &request.local)?;
+    let locals = locals
+        .iter()
+        .map(|local| absolute_local(env, cwd, local))
+        .collect::<Result<Vec<_>>>()?;
+    check_host_side(request, &locals)?;
     let (stored, _pid) = load_running(root, &request.vm)?;
     let key = keys::ensure(root, env)?;
     let scp = tool(env, "scp", "openssh-client")?;
@@ -49,15 +115,28 @@ pub fn copy(
     if !mux.answers() {
         wait::until_reachable(&stored, reach_wait, cancel)?;
     }
-    let remote = remote_spec(&stored, &request.remote);
+    check_guest_side(env, &key, &mux, &stored, request)?;
     let route = mux.route();
     let mut command = Command::new(scp);
     route.configure(&mut command);
     command.args(scp_args_with(&key, &stored, route.options()));
-    match request.direction {
-        CopyDirection::ToGuest => command.arg(&local).arg(&remote),
-        CopyDirection::FromGuest => command.arg(&remote).arg(&local),
-    };
+    if request.recursive {
+        command.arg("-r");
+    }
+    if to_guest {
+        command
+            .args(&locals)
+            .arg(remote_spec(&stored, &request.destination));
+    } else {
+        command
+            .args(
+                request
+                    .sources
+                    .iter()
+                    .map(|path| remote_spec(&stored, path)),
+            )
+            .arg(&locals[0]);
+    }
     command.env("PATH", env.path_var()).stdin(Stdio::null());
     let output = crate::child::output(&mut command, crate::child::Group::Own)
         .map_err(|e| e.into_error(&format!("{}: scp", stored.name)))?;
@@ -77,12 +156,121 @@ pub fn copy(
             ),
         });
     }
-    Ok(CpData {
-        vm: stored.name,
+    let record = |local: &Path, remote: &str| CpData {
+        vm: stored.name.clone(),
         direction: request.direction,
         local: local.to_string_lossy().into_owned(),
-        remote: request.remote.clone(),
+        remote: remote.to_owned(),
+    };
+    Ok(if to_guest {
+        locals
+            .iter()
+            .map(|local| record(local, &request.destination))
+            .collect()
+    } else {
+        request
+            .sources
+            .iter()
+            .map(|remote| record(&locals[0], remote))
+            .collect()
     })
+}
+
+/// What the host alone can tell is wrong: a local directory without `-r`; several sources
+/// from the guest into a local path that is not a directory.
+fn check_host_side(request: &Transfer, locals: &[PathBuf]) -> Result<()> {
+    match request.direction {
+        CopyDirection::ToGuest if !request.recursive => {
+            if let Some(dir) = locals.iter().find(|local| local.is_dir()) {
+                return Err(Error::InvalidSpec(format!(
+                    "{} is a directory; use -r to copy it and what it holds",
+                    dir.display()
+                )));
+            }
+        }
+        CopyDirection::FromGuest if request.sources.len() > 1 && !locals[0].is_dir() => {
+            return Err(Error::InvalidSpec(format!(
+                "{} is not a directory; several sources are copied into an existing directory",
+                locals[0].display()
+            )));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// What only the guest can tell, asked in one ssh call before scp runs (scp would copy the
+/// other sources first, and names a guest directory "not a regular file", as it does a missing
+/// file): a guest directory without `-r`; several sources into a guest path that is not a
+/// directory.
+fn check_guest_side(
+    env: &Env,
+    key: &Path,
+    mux: &Mux,
+    stored: &StoredVm,
+    request: &Transfer,
+) -> Result<()> {
+    let to_guest = request.direction == CopyDirection::ToGuest;
+    let asked: &[String] = match (to_guest, request.recursive) {
+        (false, false) => &request.sources,
+        (true, _) if request.sources.len() > 1 => std::slice::from_ref(&request.destination),
+        _ => return Ok(()),
+    };
+    // Unanswered (no ssh, a guest that does not say): scp runs and reports what it finds.
+    let Some(directories) = guest_directories(env, key, mux, stored, asked) else {
+        return Ok(());
+    };
+    if to_guest {
+        if !directories[0] {
+            return Err(Error::InvalidSpec(format!(
+                "{}:{} is not a directory in the guest; several sources are copied into an existing directory",
+                stored.name, request.destination
+            )));
+        }
+    } else if let Some((path, _)) = asked.iter().zip(&directories).find(|(_, dir)| **dir) {
+        return Err(Error::InvalidSpec(format!(
+            "{}:{path} is a directory; use -r to copy it and what it holds",
+            stored.name
+        )));
+    }
+    Ok(())
+}
+
+/// Asks the guest which of `paths` are directories (one ssh call through the VM's reused
+/// connection). `None` when the guest gave no answer of the right shape.
+fn guest_directories(
+    env: &Env,
+    key: &Path,
+    mux: &Mux,
+    stored: &StoredVm,
+    paths: &[String],
+) -> Option<Vec<bool>> {
+    let ssh = env.which("ssh")?;
+    let script = format!(
+        "for p in {}; do if [ -d \"$p\" ]; then echo d; else echo -; fi; done",
+        quote_remote_command(paths)
+    );
+    let route = mux.route();
+    let mut command = Command::new(ssh);
+    route.configure(&mut command);
+    command
+        .args(ssh_args_with(key, stored, route.options()))
+        .arg(script)
+        .env("PATH", env.path_var())
+        .stdin(Stdio::null());
+    let output = crate::child::output(&mut command, crate::child::Group::Own).ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    let answers = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| match line {
+            "d" => Some(true),
+            "-" => Some(false),
+            _ => None,
+        })
+        .collect::<Option<Vec<bool>>>()?;
+    (answers.len() == paths.len()).then_some(answers)
 }
 
 /// `~` against HOME, relative against `cwd`, `.` and `..` removed lexically (like Go's

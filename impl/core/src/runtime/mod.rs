@@ -4,6 +4,7 @@
 pub mod apkovl;
 pub mod cloudinit;
 pub mod cp;
+pub mod cp_stream;
 pub mod down;
 pub mod exec;
 pub mod kernel;

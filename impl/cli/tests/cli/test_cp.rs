@@ -1,0 +1,461 @@
+//! `cp` beyond one file: `-r`, several sources, and `-` for stdin/stdout, through the real
+//! binary (docs/decisions/runtime.md "cp").
+//!
+//! FAKE tier: a fake running VM whose `scp` and `ssh` are `stoat-fake`; its ssh runs the remote
+//! command on this host (`run_locally`), so the guest's side of a check or a `cat` is this
+//! test's own directory, and the call log shows what scp was asked. REAL tier
+//! (`real_cp_trees_and_streams`, ignored unless asked for): the same on the booted test guest,
+//! bytes compared both ways.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use crate::common::{free_port, real_guest, timed, RealGuard, Reaper, TestEnv};
+use crate::test_snapshots::human;
+
+/// A running fake VM `w` whose ssh runs commands here and whose scp logs its argv; the log.
+fn vm_with_fake_tools() -> (TestEnv, Reaper, PathBuf) {
+    let (mut env, reaper, _) = crate::test_runtime::running_vm("w");
+    env.fake_tool("scp");
+    env.fake_tool("ssh");
+    env.fake_script(&serde_json::json!({"tools": {"ssh": [{"run_locally": true}]}}));
+    let log = env.tmp().join("fake-calls.jsonl");
+    env.set_env("STOAT_FAKE_LOG", log.to_str().unwrap());
+    (env, reaper, log)
+}
+
+/// The argv of every call of `tool` in the fake log, in order.
+fn calls(log: &Path, tool: &str) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|call| call["tool"] == tool)
+        .map(|call| {
+            call["argv"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_owned())
+                .collect()
+        })
+        .collect()
+}
+
+/// The operands of an scp argv: what follows the identity file (`-i KEY`), minus `-r`.
+fn scp_operands(argv: &[String]) -> Vec<String> {
+    let key = argv.iter().position(|a| a == "-i").unwrap() + 2;
+    argv[key..].iter().filter(|a| *a != "-r").cloned().collect()
+}
+
+/// A tree in the sandbox's home: `tree/a.bin`, `tree/sub/b.txt`, and a file `one.txt`.
+fn local_tree(env: &TestEnv) {
+    let home = env.home();
+    std::fs::create_dir_all(home.join("tree/sub")).unwrap();
+    std::fs::write(home.join("tree/a.bin"), b"\x00\xff\xfe a\n").unwrap();
+    std::fs::write(home.join("tree/sub/b.txt"), b"b\n").unwrap();
+    std::fs::write(home.join("one.txt"), b"one\n").unwrap();
+}
+
+#[test]
+fn several_sources_and_r_run_one_scp() {
+    let (env, _reaper, log) = vm_with_fake_tools();
+    local_tree(&env);
+    let guest_dir = env.tmp().join("guest-dst");
+    std::fs::create_dir_all(&guest_dir).unwrap();
+    let dst = format!("w:{}", guest_dir.display());
+
+    // Human: one line per source, one scp run with -r and every source in order.
+    insta::assert_snapshot!(
+        "cp_several_to_guest",
+        human(&env, &["cp", "-r", "tree", "one.txt", &dst], true)
+    );
+    let scp = calls(&log, "scp");
+    assert_eq!(scp.len(), 1, "{scp:?}");
+    assert!(scp[0].contains(&"-r".to_owned()), "{:?}", scp[0]);
+    let home = env.home().display().to_string();
+    assert_eq!(
+        scp_operands(&scp[0]),
+        vec![
+            format!("{home}/tree"),
+            format!("{home}/one.txt"),
+            format!("root@127.0.0.1:{}", guest_dir.display()),
+        ]
+    );
+
+    // From the guest, into an existing local directory.
+    std::fs::create_dir_all(env.home().join("back")).unwrap();
+    insta::assert_snapshot!(
+        "cp_several_from_guest",
+        human(
+            &env,
+            &["cp", "w:/etc/hostname", "w:/etc/hosts", "back"],
+            true
+        )
+    );
+    let scp = calls(&log, "scp");
+    assert_eq!(
+        scp_operands(&scp[1]),
+        vec![
+            "root@127.0.0.1:/etc/hostname".to_owned(),
+            "root@127.0.0.1:/etc/hosts".to_owned(),
+            format!("{home}/back"),
+        ]
+    );
+
+    // --json copies one source: several are a usage error, and nothing runs.
+    let refused = env.json(&["cp", "tree/a.bin", "one.txt", &dst]);
+    assert_eq!(refused.exit, 2);
+    assert_eq!(refused.lines.len(), 1);
+    let message = refused.error("usage");
+    assert!(message.contains("one source"), "{message}");
+    // One source with -r answers the contract's one-record shape.
+    let tree = env.json(&["cp", "-r", "tree", &dst]);
+    assert_eq!(
+        tree.data(),
+        &serde_json::json!({
+            "vm": "w",
+            "direction": "to_guest",
+            "local": format!("{home}/tree"),
+            "remote": guest_dir.display().to_string(),
+        })
+    );
+    let scp = calls(&log, "scp");
+    assert_eq!(scp.len(), 3, "the refused run ran nothing");
+    assert!(scp[2].contains(&"-r".to_owned()), "{:?}", scp[2]);
+    let from = env.json(&["cp", "--recursive", "w:/etc", "etc-copy"]);
+    assert_eq!(from.data()["local"], format!("{home}/etc-copy"));
+    assert_eq!(from.data()["remote"], "/etc");
+}
+
+#[test]
+fn bad_copies_are_refused_before_scp_runs() {
+    let (env, _reaper, log) = vm_with_fake_tools();
+    local_tree(&env);
+    let home = env.home().display().to_string();
+
+    // A local directory without -r, alone or among files.
+    for args in [
+        &["cp", "tree", "w:/tmp/x"][..],
+        &["cp", "one.txt", "tree", "w:/tmp/"],
+    ] {
+        let out = env.run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stderr,
+            format!(
+                "stoat: cp: invalid spec: {home}/tree is a directory; use -r to copy it and what it holds\n"
+            )
+        );
+    }
+    let message = env.json(&["cp", "tree", "w:/tmp/x"]).error("invalid_spec");
+    assert!(message.contains("use -r"), "{message}");
+
+    // A guest directory without -r (the guest is this host here): the guest says so first.
+    let guest_dir = env.tmp().join("guest-tree");
+    std::fs::create_dir_all(&guest_dir).unwrap();
+    let src = format!("w:{}", guest_dir.display());
+    let message = env.json(&["cp", &src, "out"]).error("invalid_spec");
+    assert_eq!(
+        message,
+        format!("invalid spec: {src} is a directory; use -r to copy it and what it holds")
+    );
+    let out = env.run(&["cp", "w:/etc/hostname", &src, "."]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is a directory; use -r"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Several sources into something that is not a directory, on either side.
+    for dst in ["one.txt", "missing"] {
+        let out = env.run(&["cp", "w:/etc/hostname", "w:/etc/hosts", dst]);
+        assert_eq!(out.status.code(), Some(1), "{dst}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!("stoat: cp: invalid spec: {home}/{dst} is not a directory; several sources are copied into an existing directory\n")
+        );
+    }
+    let guest_file = env.tmp().join("guest-file");
+    std::fs::write(&guest_file, b"keep").unwrap();
+    let out = env.run(&[
+        "cp",
+        "one.txt",
+        "tree/a.bin",
+        &format!("w:{}", guest_file.display()),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is not a directory in the guest"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    assert!(calls(&log, "scp").is_empty(), "no scp ran");
+    assert!(!env.home().join("out").exists() && !env.home().join("missing").exists());
+    assert_eq!(std::fs::read(&guest_file).unwrap(), b"keep");
+    assert_eq!(std::fs::read(env.home().join("one.txt")).unwrap(), b"one\n");
+
+    // Sides that do not fit: usage errors, whatever the mode.
+    for (args, says) in [
+        (&["cp", "w:/a", "v:/b", "out"][..], "two VMs"),
+        (&["cp", "w:/a", "b", "out"], "mix host paths"),
+        (&["cp", "a", "b", "c"], "must name a VM"),
+        (&["cp", "a", "w:/b", "w:/c"], "mix host paths"),
+        (&["cp", "w:/a", "w:/b"], "only one side"),
+    ] {
+        let out = env.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
+
+/// Runs human `stoat` with `stdin` as its standard input.
+fn run_with_stdin(env: &TestEnv, args: &[&str], stdin: &[u8]) -> std::process::Output {
+    let mut child = env
+        .std_cmd(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+const RAW: &[u8] = b"\x00\x01\xff\xfe not UTF-8\r\n\x1b[0m tail";
+
+#[test]
+fn a_dash_streams_one_guest_file() {
+    let (env, _reaper, log) = vm_with_fake_tools();
+    // A guest path that needs quoting: a space, a quote and a `$`.
+    let guest_file = env.tmp().join("it's a $file");
+    let remote = format!("w:{}", guest_file.display());
+
+    let put = run_with_stdin(&env, &["cp", "-", &remote], RAW);
+    assert!(
+        put.status.success(),
+        "{}",
+        String::from_utf8_lossy(&put.stderr)
+    );
+    assert_eq!(std::fs::read(&guest_file).unwrap(), RAW);
+    assert_eq!(
+        String::from_utf8_lossy(&put.stdout),
+        format!("copied stdin to {remote}\n")
+    );
+    let get = env.run(&["cp", &remote, "-"]);
+    assert!(
+        get.status.success(),
+        "{}",
+        String::from_utf8_lossy(&get.stderr)
+    );
+    assert_eq!(
+        get.stdout, RAW,
+        "stdout is the file's bytes and nothing else"
+    );
+    assert!(get.stderr.is_empty());
+    // The flag form takes `-` too.
+    let flags = env.run(&[
+        "cp",
+        "--vm",
+        "w",
+        "--direction",
+        "from",
+        "--local",
+        "-",
+        "--remote",
+        guest_file.to_str().unwrap(),
+    ]);
+    assert_eq!(flags.stdout, RAW);
+
+    // A guest file that is not there: exit 1, the guest's reason, nothing on stdout.
+    let missing = env.run(&["cp", "w:/nonexistent/f", "-"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(missing.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        stderr.starts_with("stoat: cp: ssh: w: ") && stderr.contains("/nonexistent/f"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+
+    // Under --json, `-` would put file bytes where only JSON lines go: a usage error saying
+    // why, one result line, and no guest command.
+    let before = calls(&log, "ssh").len();
+    for args in [
+        &["cp", &remote, "-"][..],
+        &["cp", "-", &remote],
+        &[
+            "cp",
+            "--vm",
+            "w",
+            "--direction",
+            "to",
+            "--local",
+            "-",
+            "--remote",
+            "/t",
+        ],
+    ] {
+        let refused = env.json(args);
+        assert_eq!(refused.exit, 2, "{args:?}");
+        assert_eq!(refused.lines.len(), 1, "{}", refused.stdout);
+        let message = refused.error("usage");
+        assert!(message.contains("JSON lines"), "{message}");
+    }
+    assert_eq!(calls(&log, "ssh").len(), before);
+
+    // `-` stands alone: not with -r, not among several sources.
+    for args in [
+        &["cp", "-r", &remote, "-"][..],
+        &["cp", "-", "a", &remote],
+        &["cp", &remote, &remote, "-"],
+    ] {
+        let out = env.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
+
+// ---- REAL tier ----------------------------------------------------------------------------
+
+/// Every file under `dir`, relative, with its bytes, sorted.
+fn tree_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(next) = todo.pop() {
+        for entry in std::fs::read_dir(&next).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                out.push((path.strip_prefix(dir).unwrap().to_path_buf(), bytes));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn guest_sh(env: &TestEnv, script: &str) -> Value {
+    let run = env.json_raw(&["--json", "exec", "t1", "sh", "-c", script]);
+    run.data().clone()
+}
+
+#[test]
+#[ignore = "needs STOAT_REAL_GUEST"]
+fn real_cp_trees_and_streams() {
+    let guest = real_guest();
+    let env = TestEnv::new();
+    env.write_vm(
+        "t1",
+        &format!(
+            "name = \"t1\"\nmode = \"cloud\"\nos = \"\"\nbackend = \"cloudinit\"\nram = 256\ncpus = 1\ndisk = \"256M\"\nsshport = {}\nsshuser = \"stoat\"\nbase = \"{}\"\n",
+            free_port(),
+            guest.image.display()
+        ),
+    );
+    let _guard = RealGuard(env.root().join("t1"));
+    timed("up", || env.json(&["up", "t1"]));
+
+    // A tree with a non-UTF-8 file, an empty one and a nested directory: up with -r, back
+    // with -r, byte for byte.
+    let tree = env.home().join("tree");
+    std::fs::create_dir_all(tree.join("sub/deeper")).unwrap();
+    std::fs::write(tree.join("a.bin"), RAW).unwrap();
+    std::fs::write(tree.join("sub/b.txt"), b"b\n").unwrap();
+    std::fs::write(tree.join("sub/deeper/empty"), b"").unwrap();
+    let up = timed("cp -r to", || env.json(&["cp", "-r", "tree", "t1:/tmp/up"]));
+    assert_eq!(up.data()["local"], tree.display().to_string());
+    let listed = guest_sh(&env, "cd /tmp/up && find . -type f | sort");
+    assert_eq!(
+        listed["stdout"],
+        "./a.bin\n./sub/b.txt\n./sub/deeper/empty\n"
+    );
+    let back = env.home().join("back");
+    timed("cp -r from", || {
+        env.json(&["cp", "-r", "t1:/tmp/up", "back"])
+    });
+    assert_eq!(tree_bytes(&back), tree_bytes(&tree));
+
+    // Several sources, human, into a guest directory and back into a local one.
+    guest_sh(&env, "mkdir -p /tmp/many");
+    let many = env.run(&["cp", "tree/a.bin", "tree/sub/b.txt", "t1:/tmp/many"]);
+    assert!(
+        many.status.success(),
+        "{}",
+        String::from_utf8_lossy(&many.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&many.stdout).lines().count(), 2);
+    std::fs::create_dir_all(env.home().join("many")).unwrap();
+    let many = env.run(&["cp", "t1:/tmp/many/a.bin", "t1:/tmp/many/b.txt", "many"]);
+    assert!(
+        many.status.success(),
+        "{}",
+        String::from_utf8_lossy(&many.stderr)
+    );
+    assert_eq!(std::fs::read(env.home().join("many/a.bin")).unwrap(), RAW);
+    assert_eq!(
+        std::fs::read(env.home().join("many/b.txt")).unwrap(),
+        b"b\n"
+    );
+
+    // `-` both ways, through a path that needs quoting.
+    let remote = "t1:/tmp/it's a $file";
+    let put = timed("cp - to", || {
+        run_with_stdin(&env, &["cp", "-", remote], RAW)
+    });
+    assert!(
+        put.status.success(),
+        "{}",
+        String::from_utf8_lossy(&put.stderr)
+    );
+    let get = timed("cp - from", || env.run(&["cp", remote, "-"]));
+    assert!(
+        get.status.success(),
+        "{}",
+        String::from_utf8_lossy(&get.stderr)
+    );
+    assert_eq!(get.stdout, RAW);
+    let size = guest_sh(&env, "wc -c < \"/tmp/it's a \\$file\"");
+    assert_eq!(
+        size["stdout"].as_str().unwrap().trim(),
+        RAW.len().to_string()
+    );
+
+    // Refusals leave nothing behind.
+    let message = env.json(&["cp", "t1:/tmp/up", "out"]).error("invalid_spec");
+    assert!(message.contains("is a directory; use -r"), "{message}");
+    assert!(!env.home().join("out").exists());
+    let message = env
+        .json(&["cp", "tree", "t1:/tmp/flat"])
+        .error("invalid_spec");
+    assert!(message.contains("is a directory; use -r"), "{message}");
+    let refused = env.json(&["cp", remote, "-"]);
+    assert_eq!((refused.exit, refused.lines.len()), (2, 1));
+    refused.error("usage");
+    let onto_file = env.run(&["cp", "tree/a.bin", "tree/sub/b.txt", "t1:/tmp/up/a.bin"]);
+    assert_eq!(onto_file.status.code(), Some(1));
+    let into_file = env.run(&[
+        "cp",
+        "t1:/tmp/up/a.bin",
+        "t1:/tmp/up/sub/b.txt",
+        "back/a.bin",
+    ]);
+    assert_eq!(into_file.status.code(), Some(1));
+    let missing = env.run(&["cp", "t1:/tmp/nope", "-"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(missing.stdout.is_empty());
+    let left = guest_sh(
+        &env,
+        "test ! -e /tmp/flat && test ! -e /tmp/up/a.bin/b.txt && cmp -s /tmp/up/a.bin /tmp/many/a.bin && echo clean",
+    );
+    assert_eq!(left["stdout"], "clean\n");
+    assert_eq!(tree_bytes(&back), tree_bytes(&tree));
+    env.json(&["down", "t1"]);
+}
