@@ -8,6 +8,8 @@
 //! Debian image (test_distro.rs), each served on loopback as `debian-13`.
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use crate::common::{http, real_guest, timed, RealGuard, TestEnv};
@@ -235,29 +237,62 @@ pub(crate) fn run_block(env: &TestEnv, block: &Block) -> Result<(), String> {
     let state = env.tmp().join(".example-cwd");
     std::fs::write(&state, env.home().display().to_string()).unwrap();
     for (line, cmd) in block.commands() {
-        let cwd = std::fs::read_to_string(&state).unwrap();
-        let script = format!(
-            "{cmd}\n__status=$?; pwd > '{}'; exit $__status",
-            state.display()
-        );
-        let started = Instant::now();
-        let out = env.shell(&script).current_dir(cwd.trim()).output().unwrap();
-        println!(
-            "TIMING {}:{line} {cmd}: {:.2?}",
-            block.file,
-            started.elapsed()
-        );
-        if !out.status.success() {
-            return Err(format!(
-                "{}:{line}: `{cmd}` failed ({})\n--- stdout\n{}--- stderr\n{}",
-                block.file,
-                out.status,
+        let mut moved = Vec::new();
+        loop {
+            let out = run_line(env, &state, &block.file, line, &cmd);
+            if out.status.success() {
+                break;
+            }
+            let text = format!(
+                "{}{}",
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
-            ));
+            );
+            match busy_ssh_port_of(&text).filter(|vm| !moved.contains(vm)) {
+                Some(vm) => {
+                    // The shared host took the port `create` picked before this VM could
+                    // start: not the example's fault. Move it as the message says, run again.
+                    println!(
+                        "{}:{line}: {vm}'s ssh port was taken; moving it",
+                        block.file
+                    );
+                    env.use_free_ssh_port(&vm);
+                    moved.push(vm);
+                }
+                None => {
+                    return Err(format!(
+                        "{}:{line}: `{cmd}` failed ({})\n--- stdout\n{}--- stderr\n{}",
+                        block.file,
+                        out.status,
+                        String::from_utf8_lossy(&out.stdout),
+                        String::from_utf8_lossy(&out.stderr)
+                    ))
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// Runs one command from the directory in `state`, leaving the directory it ended in there.
+fn run_line(env: &TestEnv, state: &Path, file: &str, line: usize, cmd: &str) -> Output {
+    let cwd = std::fs::read_to_string(state).unwrap();
+    let script = format!(
+        "{cmd}\n__status=$?; pwd > '{}'; exit $__status",
+        state.display()
+    );
+    let started = Instant::now();
+    let out = env.shell(&script).current_dir(cwd.trim()).output().unwrap();
+    println!("TIMING {file}:{line} {cmd}: {:.2?}", started.elapsed());
+    out
+}
+
+/// The VM whose start failed because its ssh port is bound by someone else, if that is why.
+fn busy_ssh_port_of(output: &str) -> Option<String> {
+    let busy =
+        regex::Regex::new(r"cannot start ([^\s:]+): host port \d+ \(its ssh port\) is in use")
+            .unwrap();
+    busy.captures(output).map(|c| c[1].to_owned())
 }
 
 /// Stops every VM the sandbox still has running when dropped, pass or fail: `stoat down`
@@ -305,8 +340,12 @@ pub(crate) fn use_catalog(env: &mut TestEnv, entries: &[String]) {
 }
 
 /// The fake tier's sandbox: every host tool faked (QEMU "boots" and answers ssh's banner,
-/// ssh succeeds), and a loopback catalog whose `debian-13` is a small placeholder file.
-fn fake_sandbox() -> (TestEnv, http::Server) {
+/// ssh succeeds), a loopback catalog whose `debian-13` is a small placeholder file, and this
+/// test's turn: examples run verbatim, so their VMs keep the ssh port `create` picked (the
+/// first free one from 2200), and two sandboxes booting at once would both pick it.
+fn fake_sandbox() -> (TestEnv, http::Server, MutexGuard<'static, ()>) {
+    static TURN: Mutex<()> = Mutex::new(());
+    let turn = TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut env = TestEnv::new();
     for tool in [
         "ssh",
@@ -332,7 +371,7 @@ fn fake_sandbox() -> (TestEnv, http::Server) {
     );
     server.route(&format!("/{file}"), body, http::Behaviour::Normal);
     use_catalog(&mut env, &[entry]);
-    (env, server)
+    (env, server, turn)
 }
 
 #[test]
@@ -371,6 +410,12 @@ fn doc_examples_the_parser_reads_marks_setup_console_and_continuations() {
     assert!(blocks[1].problems[0].contains("is marked"), "{blocks:?}");
     assert!(blocks[2].problems[0].contains("names its language"));
     assert!(blocks[3].problems[0].contains("unknown no-run reason"));
+    let busy = "db   shop-db   error   cannot start shop-db: host port 2200 (its ssh port) is in use on 127.0.0.1 (address in use)";
+    assert_eq!(busy_ssh_port_of(busy).as_deref(), Some("shop-db"));
+    assert_eq!(
+        busy_ssh_port_of("host port 8080 (a forward) is in use"),
+        None
+    );
 }
 
 /// A `cd` carries over to the next line; a failing line is reported with its file, line and
@@ -401,7 +446,7 @@ fn doc_examples_fake_tier_run_as_written() {
     );
     let mut failures = Vec::new();
     for block in blocks {
-        let (env, _server) = fake_sandbox();
+        let (env, _server, _turn) = fake_sandbox();
         let _stop = StopAll(&env);
         write_files(&env, &all, block);
         if let Err(why) = run_block(&env, block) {
@@ -416,7 +461,7 @@ fn doc_examples_fake_tier_run_as_written() {
 /// reads it and `up` creates and starts its VM with every field as declared.
 #[test]
 fn doc_examples_the_init_template_uncommented_is_a_valid_project() {
-    let (env, _server) = fake_sandbox();
+    let (env, _server, _turn) = fake_sandbox();
     let _stop = StopAll(&env);
     let dir = env.home().join("shop");
     std::fs::create_dir(&dir).unwrap();
@@ -472,7 +517,12 @@ fn doc_examples_the_init_template_uncommented_is_a_valid_project() {
 
     // `up` validates everything `create` would (recipe, params, forwards), then starts it.
     assert!(in_shop(&["pull", "debian-13", "--json"]).ok());
-    let up = in_shop(&["up", "--json"]);
+    let mut up = in_shop(&["up", "--json"]);
+    if let Some(vm) = busy_ssh_port_of(&up.stdout) {
+        // As in run_block: the shared host took the port create picked.
+        env.use_free_ssh_port(&vm);
+        up = in_shop(&["up", "--json"]);
+    }
     assert_eq!(up.data()["vms"][0]["status"], "ok", "{}", up.stdout);
     let vm = env.json(&["get", "shop-dev"]).data()["vm"].clone();
     assert_eq!(vm["state"], "running", "{vm}");
@@ -542,4 +592,22 @@ pub(crate) fn run_booting_tier(tier: &str, image: &Path) {
 fn real_doc_examples_run_as_written() {
     let guest = real_guest();
     run_booting_tier("real", &guest.image);
+}
+
+/// A block that fails after starting a VM leaves nothing running: [`StopAll`] stops it.
+#[test]
+fn doc_examples_a_failed_block_leaves_no_vm_running() {
+    let (env, _server, _turn) = fake_sandbox();
+    let text = "```sh example=fake\nstoat pull debian-13\nstoat create x --image debian-13\nstoat up x\nfalse\n```\n";
+    let stop = StopAll(&env);
+    let err = run_block(&env, &parse("t.md", text)[0]).unwrap_err();
+    assert!(err.starts_with("t.md:5: `false` failed"), "{err}");
+    let vm_dir = env.root().join("x");
+    let pid = std::fs::read_to_string(vm_dir.join("qemu.pid")).unwrap();
+    let cmdline = || std::fs::read(format!("/proc/{}/cmdline", pid.trim())).unwrap_or_default();
+    let ours = |c: Vec<u8>| String::from_utf8_lossy(&c).contains(&format!("{}/", vm_dir.display()));
+    assert!(ours(cmdline()), "the VM runs before the guard drops");
+    drop(stop);
+    assert!(!ours(cmdline()), "pid {pid} still runs");
+    assert!(!vm_dir.join("qemu.pid").exists());
 }
