@@ -299,3 +299,44 @@ fn the_pidfile_is_complete_once_it_exists_and_the_monitor_runs_a_command_sent_be
     let status = child.wait().expect("wait");
     assert!(status.code().is_some(), "the fake exits on quit");
 }
+
+#[test]
+fn qemu_records_its_argv_and_without_a_monitor_only_a_signal_stops_it() {
+    let sandbox = sandbox();
+    let vm = sandbox.vm_dir("work");
+    std::fs::create_dir_all(&vm).expect("vm dir");
+    let pidfile = vm.join("qemu.pid");
+    let qmp = vm.join("qmp.sock");
+    let status = tool(&sandbox, "qemu-system-x86_64")
+        .env("STOAT_FAKE_QEMU_ARGV", "qemu.argv")
+        .env("STOAT_FAKE_QEMU_NO_MONITOR", "1")
+        .args(["-daemonize", "-append", "a b", "-pidfile"])
+        .arg(&pidfile)
+        .arg("-qmp")
+        .arg(format!("unix:{},server,nowait", qmp.display()))
+        .status()
+        .expect("run");
+    assert!(status.success());
+    let argv = std::fs::read_to_string(vm.join("qemu.argv")).expect("argv file");
+    assert_eq!(
+        argv,
+        format!(
+            "-daemonize\n-append\na b\n-pidfile\n{}\n-qmp\nunix:{},server,nowait\n",
+            pidfile.display(),
+            qmp.display()
+        )
+    );
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .expect("pidfile")
+        .trim()
+        .parse()
+        .expect("pid");
+    assert!(!qmp.exists(), "no QMP socket without a monitor");
+    // SAFETY: kill(2) on the daemon this test started, named by its pidfile.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| !c.is_empty()) {
+        assert!(Instant::now() < deadline, "SIGTERM did not stop the fake");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

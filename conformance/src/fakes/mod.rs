@@ -25,6 +25,12 @@ pub const SCRIPT_ENV: &str = "STOAT_FAKE_SCRIPT";
 pub const LOG_ENV: &str = "STOAT_FAKE_LOG";
 /// The environment variable naming the file daemons append their pid to (for cleanup).
 pub const PIDS_ENV: &str = "STOAT_FAKE_PIDS";
+/// The environment variable naming the file the fake qemu writes its argv to, one argument a
+/// line (relative: beside its `-pidfile`). Unset: no file.
+pub const QEMU_ARGV_ENV: &str = "STOAT_FAKE_QEMU_ARGV";
+/// The environment variable that, set to `1`, makes the fake qemu open neither its QMP nor its
+/// human-monitor socket (a QEMU only signals reach).
+pub const QEMU_NO_MONITOR_ENV: &str = "STOAT_FAKE_QEMU_NO_MONITOR";
 
 /// Entry point of `stoat-fake`: dispatch on argv[0]'s file name.
 pub fn main() -> ! {

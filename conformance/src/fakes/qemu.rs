@@ -4,7 +4,9 @@
 //! serves QMP and the human monitor ([`super::qmp`]), writes the pidfile once listening, and
 //! exits on `system_powerdown`/`quit`, removing its pidfile and sockets. Like a booted guest,
 //! the daemon answers an SSH banner on the host port forwarded to guest port 22 (unless the
-//! script says `"no_ssh": true`), so "reachable" comes at once.
+//! script says `"no_ssh": true`), so "reachable" comes at once. Two switches in the
+//! environment serve impl tests: `STOAT_FAKE_QEMU_ARGV` records the argv to a file, and
+//! `STOAT_FAKE_QEMU_NO_MONITOR=1` opens no monitor socket, so only signals stop it.
 
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::CommandExt as _;
@@ -84,16 +86,20 @@ pub fn run(args: &[String]) -> i32 {
         argv: args.to_vec(),
         ..Default::default()
     });
+    let parsed = parse_args(args);
+    let is_version = args.iter().any(|a| a == "--version" || a == "-version");
+    if !is_version {
+        record_argv(&parsed, args);
+    }
     if let Some(refusal) = &script.qemu.refuse {
         let mut rule = refusal.clone();
         rule.exit = Some(rule.exit.unwrap_or(1));
         return ssh::answer(&rule);
     }
-    if args.iter().any(|a| a == "--version" || a == "-version") {
+    if is_version {
         super::emit(b"QEMU emulator version 10.0.0 (stoat-fake)\n", &[]);
         return 0;
     }
-    let parsed = parse_args(args);
     if !parsed.daemonize {
         return serve(&parsed, args);
     }
@@ -145,6 +151,40 @@ pub fn run(args: &[String]) -> i32 {
     }
 }
 
+/// With `STOAT_FAKE_QEMU_ARGV` set, writes `args` one a line to the file it names (a relative
+/// name lives beside the `-pidfile`; without a pidfile it is skipped), before any daemon runs,
+/// so the file is there once stoat sees the VM start.
+fn record_argv(parsed: &QemuArgs, args: &[String]) {
+    let Some(name) = std::env::var_os(super::QEMU_ARGV_ENV).filter(|n| !n.is_empty()) else {
+        return;
+    };
+    let name = PathBuf::from(name);
+    let path = if name.is_absolute() {
+        name
+    } else {
+        match parsed.pidfile.as_ref().and_then(|p| p.parent()) {
+            Some(dir) => dir.join(name),
+            None => return,
+        }
+    };
+    let text: String = args.iter().map(|a| format!("{a}\n")).collect();
+    if let Err(error) = std::fs::write(&path, text) {
+        super::emit(
+            &[],
+            format!(
+                "stoat-fake qemu: cannot record argv in {}: {error}\n",
+                path.display()
+            )
+            .as_bytes(),
+        );
+    }
+}
+
+/// True when `STOAT_FAKE_QEMU_NO_MONITOR=1`: no QMP and no human-monitor socket.
+fn without_monitor() -> bool {
+    std::env::var_os(super::QEMU_NO_MONITOR_ENV).is_some_and(|v| v == "1")
+}
+
 /// `stoat-fake --qemu-daemon <qemu argv...>`: the VM stand-in.
 pub fn daemon(args: &[String]) -> i32 {
     let parsed = parse_args(args);
@@ -171,11 +211,12 @@ fn serve(parsed: &QemuArgs, args: &[String]) -> i32 {
     let script = FakeScript::load();
     let pid = std::process::id();
     let mut cleanup: Vec<PathBuf> = Vec::new();
-    let qmp_listener = parsed.qmp.as_ref().and_then(|p| {
+    let monitors = !without_monitor();
+    let qmp_listener = parsed.qmp.as_ref().filter(|_| monitors).and_then(|p| {
         cleanup.push(p.clone());
         bind(p)
     });
-    let monitor_listener = parsed.monitor.as_ref().and_then(|p| {
+    let monitor_listener = parsed.monitor.as_ref().filter(|_| monitors).and_then(|p| {
         cleanup.push(p.clone());
         bind(p)
     });

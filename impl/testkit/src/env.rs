@@ -119,12 +119,23 @@ impl TestEnv {
     /// symlink: a test that later writes its own `bin/<tool>` must not write through a link
     /// into the shared binary.
     pub fn fake_tool(&self, tool: &str) {
+        self.fake_tool_with_env(tool, &[]);
+    }
+
+    /// [`TestEnv::fake_tool`] with `vars` set for that tool alone (the fakes' switches, see
+    /// docs/conformance-fakes.md), whatever environment stoat hands it.
+    pub fn fake_tool_with_env(&self, tool: &str, vars: &[(&str, &str)]) {
         use std::os::unix::fs::PermissionsExt;
+        let quote = |text: &str| format!("'{}'", text.replace('\'', "'\\''"));
         let path = self.bin().join(tool);
-        let fake = stoat_fake().display().to_string().replace('\'', "'\\''");
+        let fake = quote(&stoat_fake().display().to_string());
+        let exports: String = vars
+            .iter()
+            .map(|(key, value)| format!("export {key}={}\n", quote(value)))
+            .collect();
         std::fs::write(
             &path,
-            format!("#!/bin/sh\nexec '{fake}' --as {tool} \"$@\"\n"),
+            format!("#!/bin/sh\n{exports}exec {fake} --as {tool} \"$@\"\n"),
         )
         .unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();

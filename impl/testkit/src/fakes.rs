@@ -1,5 +1,6 @@
 //! Stand-ins for what a test does not run for real: the suite's multi-call fake host tools
-//! (`stoat-fake`), a shell-script QEMU, and a process that makes a VM directory look running.
+//! (`stoat-fake`, and its QEMU set up as the CLI tests want it), and a process that makes a VM
+//! directory look running.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -76,20 +77,21 @@ pub fn stub(env: &TestEnv, name: &str, body: &str) -> PathBuf {
     path
 }
 
-/// A fake QEMU: records its argv next to the pidfile (`<vm>/qemu.argv`), leaves a process
-/// named after the pidfile (it stops its own sleep on SIGTERM), writes the pidfile and exits 0.
-/// A script rather than `stoat-fake`'s QEMU on purpose: it opens no monitor socket, so `down`
-/// takes stoat's signal fallback, and the tests read the argv it records.
-pub const FAKE_QEMU: &str = r#"prev=""
-for a in "$@"; do
-  [ "$prev" = "-pidfile" ] && pidfile="$a"
-  prev="$a"
-done
-for a in "$@"; do printf '%s\n' "$a"; done > "$(dirname "$pidfile")/qemu.argv"
-sh -c 'trap "kill \$! 2>/dev/null; exit 0" TERM; sleep 300 & wait' "$pidfile" </dev/null >/dev/null 2>&1 &
-echo $! > "$pidfile"
-exit 0
-"#;
+/// Makes `bin/qemu-system-x86_64` stoat-fake's QEMU, as these tests want it: it records its
+/// argv next to its pidfile (`<vm>/qemu.argv`, one argument a line) and opens no monitor
+/// socket, so `down` takes stoat's signal fallback. Its daemon keeps the whole argv on its
+/// command line (as QEMU does) and, like a booted guest, answers an SSH banner on the
+/// forwarded ssh port while it runs (script `{"qemu": {"no_ssh": true}}` for one that never
+/// boots). Stop it with a [`Reaper`].
+pub fn fake_qemu(env: &TestEnv) {
+    env.fake_tool_with_env(
+        "qemu-system-x86_64",
+        &[
+            ("STOAT_FAKE_QEMU_ARGV", "qemu.argv"),
+            ("STOAT_FAKE_QEMU_NO_MONITOR", "1"),
+        ],
+    );
+}
 
 /// Stops every fake QEMU of this test environment by the PID in its pidfile.
 pub struct Reaper(pub Vec<PathBuf>);

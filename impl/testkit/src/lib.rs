@@ -1,7 +1,7 @@
 //! Dev-only helpers for the reference stoat's tests (never a normal dependency, never
 //! published): the sandboxed environment that runs the real binary ([`TestEnv`]), the checked
 //! `--json` run ([`JsonRun`]), VMs made the usual ways ([`create_disk`]), fakes
-//! ([`stoat_fake`], [`FAKE_QEMU`], [`FakeRunningVm`]), loopback servers ([`banner_port`],
+//! ([`stoat_fake`], [`fake_qemu`], [`FakeRunningVm`]), loopback servers ([`banner_port`],
 //! [`LoopbackAcceptor`], [`http::Server`]) and the real tier's guest ([`real_guest`]). A helper
 //! lives here once two test files need it.
 
@@ -14,9 +14,9 @@ mod real;
 mod vms;
 
 pub use env::TestEnv;
-pub use fakes::{stoat_fake, stub, FakeRunningVm, Reaper, FAKE_QEMU};
+pub use fakes::{fake_qemu, stoat_fake, stub, FakeRunningVm, Reaper};
 pub use json::JsonRun;
-pub use net::{banner_port, banner_port_while_running, free_port, LoopbackAcceptor};
+pub use net::{banner_port, free_port, LoopbackAcceptor};
 pub use real::{real_guest, real_guest_dir, timed, RealGuard, RealGuest};
 pub use vms::{create_disk, create_disk_args, create_live, make_qcow2, qemu_img, qemu_info};
 

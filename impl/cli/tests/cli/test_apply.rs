@@ -1,6 +1,7 @@
-//! `apply` through the real binary (FAKE tier): a stub `ssh` that runs what it is given on
-//! this host (everything after the `user@127.0.0.1` login, as real ssh hands it to the guest's
-//! shell), a thread answering with an SSH banner on the VM's port, and a FakeRunningVm.
+//! `apply` through the real binary (FAKE tier): stoat-fake's `ssh`, which runs what it is given
+//! on this host (the remote command, as real ssh hands it to the guest's shell), a thread
+//! answering with an SSH banner on the VM's port, and a FakeRunningVm (or stoat-fake's QEMU,
+//! which answers ssh itself while it runs).
 //! REAL tier (`real_*`, ignored unless asked for; needs STOAT_REAL_GUEST): the same recipes on the
 //! booted test guest, through cloud-init's first boot, `up` over ssh, and `apply`.
 
@@ -9,8 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use serde_json::Value;
 
 use crate::common::{
-    banner_port, banner_port_while_running, stub, FakeRunningVm, Reaper, TestEnv, FAKE_QEMU,
-    PLANTED_PASSWORD,
+    banner_port, fake_qemu, free_port, FakeRunningVm, Reaper, TestEnv, PLANTED_PASSWORD,
 };
 
 /// ssh is the suite's fake, which runs the remote command locally through `/bin/sh -c`, as
@@ -465,8 +465,8 @@ fn install(env: &TestEnv, name: &str, body: &str) {
 fn up_applies_after_boot_with_cmd_up_and_the_vm_last() {
     let mut env = TestEnv::new();
     install_fake_ssh(&mut env);
-    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
-    let port = banner_port_while_running(&env.root().join("w"));
+    fake_qemu(&env);
+    let port = free_port();
     env.seed_boot_files("w");
     env.write_vm(
         "w",
@@ -519,10 +519,10 @@ fn cloud_seed_carries_recipes_and_first_boot_is_detected() {
     let guest = env.tmp().join("guest");
     std::fs::create_dir_all(&guest).unwrap();
     install_guest_ssh(&env, &guest);
-    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    fake_qemu(&env);
     let base = env.tmp().join("base.qcow2");
     crate::common::make_qcow2(&base, "64M");
-    let port = banner_port_while_running(&env.root().join("c"));
+    let port = free_port();
     env.write_vm(
         "c",
         &format!("name = \"c\"\nmode = \"cloud\"\nos = \"debian\"\nbackend = \"cloudinit\"\nram = 256\ncpus = 1\ndisk = \"128M\"\nsshport = {port}\nsshuser = \"root\"\nbase = \"{}\"\nrecipes = [\"r\"]\n[recipe_params.r]\nwho = \"cloud\"\n", base.display()),

@@ -138,7 +138,7 @@ fn secrets_are_owner_only_whatever_the_umask() {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     std::fs::remove_dir(env.root()).unwrap();
-    crate::common::stub(&env, "qemu-system-x86_64", crate::common::FAKE_QEMU);
+    crate::common::fake_qemu(&env);
     let _reaper = crate::common::Reaper::watch(&env, &["c"]);
     let base = env.tmp().join("base.qcow2");
     crate::common::make_qcow2(&base, "32M");
@@ -328,7 +328,7 @@ fn an_untrusted_image_cannot_reach_host_files() {
 #[test]
 fn qemu_is_always_told_each_drive_format() {
     let env = TestEnv::new();
-    crate::common::stub(&env, "qemu-system-x86_64", crate::common::FAKE_QEMU);
+    crate::common::fake_qemu(&env);
     let _reaper = crate::common::Reaper::watch(&env, &["c", "d"]);
     let base = env.tmp().join("base.qcow2");
     qemu_img(&[
@@ -877,9 +877,9 @@ impl Drop for Paused {
 
 #[test]
 fn lock_waits_are_bounded_and_down_waits_for_an_up_in_flight() {
-    use crate::common::{free_port, stub, Reaper, FAKE_QEMU};
+    use crate::common::{fake_qemu, free_port, Reaper};
     let env = TestEnv::new();
-    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    fake_qemu(&env);
     env.seed_boot_files("w");
     env.write_vm(
         "w",

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::{
-    real_guest, stub, timed, FakeRunningVm, JsonRun, RealGuard, Reaper, TestEnv, FAKE_QEMU,
+    fake_qemu, real_guest, timed, FakeRunningVm, JsonRun, RealGuard, Reaper, TestEnv,
 };
 
 /// Runs `stoat <args> --json` with `dir` as the working directory.
@@ -228,7 +228,7 @@ fn status_reports_missing_drift_and_immutable_mismatch() {
 #[test]
 fn up_down_rm_fan_out_in_declaration_order_with_pure_json_lines() {
     let env = TestEnv::new();
-    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    fake_qemu(&env);
     let image = iso(&env);
     let dir = project(
         &env,
@@ -313,7 +313,7 @@ fn up_down_rm_fan_out_in_declaration_order_with_pure_json_lines() {
 #[test]
 fn a_failure_in_the_middle_skips_the_rest() {
     let env = TestEnv::new();
-    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    fake_qemu(&env);
     let image = iso(&env);
     let dir = project(
         &env,

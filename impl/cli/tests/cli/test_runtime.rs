@@ -1,8 +1,10 @@
 //! The runtime through the real binary: up, down, wait, exec, cp, screenshot.
 //!
-//! FAKE tier: stub `qemu-system-x86_64`, `ssh` and `scp` shell scripts in the test's bin
-//! directory. The fake QEMU writes its pidfile and leaves a process whose command line names
-//! the VM directory (so stoat sees the VM running); every test stops it by PID on drop.
+//! FAKE tier: `qemu-system-x86_64` is stoat-fake's ([`fake_qemu`]: it records its argv, opens
+//! no monitor, and answers ssh on the forwarded port while it runs); `ssh` and `scp` are
+//! stoat-fake or inline scripts in the test's bin directory. The fake QEMU's daemon keeps a
+//! command line naming the VM directory (so stoat sees the VM running); every test stops it by
+//! PID on drop.
 //! REAL tier (`real_guest_lifecycle`, ignored unless asked for): boots the conformance test
 //! guest STOAT_REAL_GUEST names.
 
@@ -13,8 +15,7 @@ use std::time::Instant;
 use base64::Engine;
 
 use crate::common::{
-    banner_port_while_running, free_port, real_guest, stub, timed, RealGuard, Reaper, TestEnv,
-    FAKE_QEMU, PLANTED_PASSWORD,
+    fake_qemu, free_port, real_guest, stub, timed, RealGuard, Reaper, TestEnv, PLANTED_PASSWORD,
 };
 
 /// A live VM whose ISO the fake QEMU never reads (its kernel is already "extracted").
@@ -32,8 +33,8 @@ fn write_live_vm(env: &TestEnv, name: &str, port: u16, extra: &str) {
 /// booted guest), and that port.
 pub(crate) fn running_vm(name: &str) -> (TestEnv, Reaper, u16) {
     let env = TestEnv::new();
-    let port = banner_port_while_running(&env.root().join(name));
-    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    let port = free_port();
+    fake_qemu(&env);
     write_live_vm(&env, name, port, "");
     let reaper = Reaper::watch(&env, &[name]);
     let up = env.json(&["up", name]);
@@ -45,8 +46,9 @@ pub(crate) fn running_vm(name: &str) -> (TestEnv, Reaper, u16) {
 /// still booting, or one that never will), started with `up --no-wait`.
 fn booting_vm(name: &str) -> (TestEnv, Reaper, u16) {
     let port = free_port();
-    let env = TestEnv::new();
-    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    let mut env = TestEnv::new();
+    fake_qemu(&env);
+    env.fake_script(&serde_json::json!({"qemu": {"no_ssh": true}}));
     write_live_vm(&env, name, port, "");
     let reaper = Reaper::watch(&env, &[name]);
     let up = env.json(&["up", name, "--no-wait"]);
@@ -113,7 +115,7 @@ fn up_without_qemu_is_qemu_missing() {
 #[test]
 fn up_on_a_work_share_without_user_xattrs_is_no_xattr() {
     let env = TestEnv::new();
-    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    fake_qemu(&env);
     write_live_vm(&env, "w", 29319, "");
     // sysfs refuses user.* xattrs; the work share is reached through a symlink to it.
     std::fs::create_dir_all(env.root().join("shared")).unwrap();
@@ -132,7 +134,7 @@ fn up_on_a_work_share_without_user_xattrs_is_no_xattr() {
 #[test]
 fn up_with_kvm_unusable_is_kvm_unusable() {
     let mut env = TestEnv::new();
-    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    fake_qemu(&env);
     write_live_vm(&env, "w", 29305, "");
     env.set_env("STOAT_ACCEL", "kvm");
     env.set_env("STOAT_KVM_DEVICE", "/nonexistent/kvm");
@@ -182,7 +184,7 @@ fn up_then_down_reports_authoritative_state() {
 #[test]
 fn cloud_up_makes_overlay_and_seed() {
     let env = TestEnv::new();
-    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    fake_qemu(&env);
     let base = env.tmp().join("base.qcow2");
     crate::common::make_qcow2(&base, "64M");
     env.write_vm(
@@ -215,7 +217,7 @@ fn cloud_up_makes_overlay_and_seed() {
 #[test]
 fn cloud_up_without_xorriso_says_so_and_makes_nothing() {
     let mut env = TestEnv::new();
-    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    fake_qemu(&env);
     for tool in ["qemu-img", "ssh-keygen"] {
         std::os::unix::fs::symlink(format!("/usr/bin/{tool}"), env.bin().join(tool)).unwrap();
     }
@@ -257,18 +259,6 @@ fn wait_answers_at_once_when_it_can_and_times_out_otherwise() {
     assert!(started.elapsed().as_secs() < 10);
 }
 
-/// A fake QEMU whose guest dies soon after start (a kernel panic, an accelerator that cannot
-/// run guests): the pidfile names a process that exits by itself.
-const DYING_QEMU: &str = r#"prev=""
-for a in "$@"; do
-  [ "$prev" = "-pidfile" ] && pidfile="$a"
-  prev="$a"
-done
-sh -c 'sleep 1' "$pidfile" </dev/null >/dev/null 2>&1 &
-echo $! > "$pidfile"
-exit 0
-"#;
-
 #[test]
 fn up_waits_for_ssh_and_a_guest_that_never_answers_is_an_error() {
     // Never reachable: `timeout`, one line naming what to do, and the VM left running.
@@ -302,8 +292,12 @@ fn up_waits_for_ssh_and_a_guest_that_never_answers_is_an_error() {
     env.json(&["up", "w", "--timeout", "0s"]).error("usage");
 
     // A guest that dies while booting: qemu_start_failed at once, not a timeout.
-    let env = TestEnv::new();
-    stub(&env, "qemu-system-x86_64", DYING_QEMU);
+    // stoat-fake's QEMU with a lifetime of one second and a guest that never answers: its
+    // pidfile names a process that exits by itself.
+    let mut env = TestEnv::new();
+    fake_qemu(&env);
+    env.fake_script(&serde_json::json!({"qemu": {"no_ssh": true}}));
+    env.set_env("STOAT_FAKE_MAX_SECS", "1");
     write_live_vm(&env, "d", free_port(), "");
     let _reaper = Reaper::watch(&env, &["d"]);
     let message = env
@@ -867,7 +861,7 @@ fn overlay_file(tarball: &Path, member: &str) -> String {
 #[test]
 fn apkovl_live_up_boots_the_isos_kernel_with_the_overlay() {
     let env = TestEnv::new();
-    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    fake_qemu(&env);
     let isos = env.root().join("isos");
     std::fs::create_dir_all(&isos).unwrap();
     let iso = isos.join("alpine-virt-3.20.3-x86_64.iso");
@@ -962,7 +956,7 @@ fn apkovl_live_up_boots_the_isos_kernel_with_the_overlay() {
 #[test]
 fn apkovl_disk_installs_then_boots_from_its_disk() {
     let env = TestEnv::new();
-    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    fake_qemu(&env);
     let iso = env.tmp().join("alpine-virt-3.19.1-x86_64.iso");
     env.fake_alpine_iso(&iso);
     env.json(&[
@@ -1032,7 +1026,7 @@ fn apkovl_disk_installs_then_boots_from_its_disk() {
 #[test]
 fn apkovl_up_without_xorriso_or_a_kernel_says_so_and_starts_nothing() {
     let mut env = TestEnv::new();
-    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    fake_qemu(&env);
     std::os::unix::fs::symlink("/usr/bin/ssh-keygen", env.bin().join("ssh-keygen")).unwrap();
     let iso = env.tmp().join("alpine-virt-3.20.3-x86_64.iso");
     env.fake_alpine_iso(&iso);
@@ -1070,7 +1064,7 @@ fn apkovl_up_without_xorriso_or_a_kernel_says_so_and_starts_nothing() {
 #[test]
 fn human_up_and_get_show_the_display_lines_and_json_never_the_socket() {
     let mut env = TestEnv::new();
-    stub(&env, "qemu-system-x86_64", FAKE_QEMU);
+    fake_qemu(&env);
     write_live_vm(&env, "w", 29313, "display = \"vnc\"\n");
     // Only stoat's own tools on PATH, so which VNC viewer is "found" is the test's choice.
     std::os::unix::fs::symlink("/usr/bin/ssh-keygen", env.bin().join("ssh-keygen")).unwrap();

@@ -7,20 +7,7 @@ use std::net::TcpListener;
 
 use serde_json::json;
 
-use crate::common::{free_port, stub, Reaper, TestEnv, PLANTED_PASSWORD};
-
-/// A fake QEMU whose long-lived process keeps QEMU's whole argv on its command line (as a
-/// real QEMU does), so stoat reads the live forwards from it; it writes the pidfile and exits.
-const FAKE_QEMU_KEEPS_ARGV: &str = r#"prev=""
-for a in "$@"; do
-  [ "$prev" = "-pidfile" ] && pidfile="$a"
-  prev="$a"
-done
-: > "$(dirname "$pidfile")/qemu.ran"
-sh -c 'trap "kill \$! 2>/dev/null; exit 0" TERM; sleep 300 & wait' "$pidfile" "$@" </dev/null >/dev/null 2>&1 &
-echo $! > "$pidfile"
-exit 0
-"#;
+use crate::common::{fake_qemu, free_port, stub, Reaper, TestEnv, PLANTED_PASSWORD};
 
 /// A live VM `name` with ssh port `port` and `extra` vm.toml lines; its kernel is already
 /// "extracted", so the fake QEMU is all `up` needs.
@@ -44,7 +31,7 @@ fn held_port() -> (TcpListener, u16) {
 #[test]
 fn up_refuses_a_busy_ssh_port_or_forward_naming_it_and_starts_nothing() {
     let env = TestEnv::new();
-    stub(&env, "qemu-system-x86_64", FAKE_QEMU_KEEPS_ARGV);
+    fake_qemu(&env);
     let _reaper = Reaper::watch(&env, &["s", "f"]);
     let (_ssh_holder, ssh_port) = held_port();
     live_vm(&env, "s", ssh_port, "");
@@ -56,7 +43,7 @@ fn up_refuses_a_busy_ssh_port_or_forward_naming_it_and_starts_nothing() {
         "{message}"
     );
     assert!(message.contains("stoat update s --ssh-port"), "{message}");
-    assert!(!env.root().join("s/qemu.ran").exists(), "QEMU was run");
+    assert!(!env.root().join("s/qemu.argv").exists(), "QEMU was run");
     assert!(!env.root().join("s/qemu.pid").exists());
     // A human reads the same sentence as stderr's one error line, and the exit status is 1.
     let human = env.run(&["up", "s", "--no-wait"]);
@@ -88,7 +75,7 @@ fn up_refuses_a_busy_ssh_port_or_forward_naming_it_and_starts_nothing() {
         message.contains(&format!("stoat forward f --remove {forward_port}")),
         "{message}"
     );
-    assert!(!env.root().join("f/qemu.ran").exists(), "QEMU was run");
+    assert!(!env.root().join("f/qemu.argv").exists(), "QEMU was run");
     assert_eq!(env.json(&["get", "f"]).data()["vm"]["state"], "stopped");
 }
 
@@ -163,7 +150,7 @@ fn forward_add_and_remove_edit_the_list_and_keep_the_rest() {
 #[test]
 fn forward_is_active_only_for_what_the_running_qemu_has() {
     let env = TestEnv::new();
-    stub(&env, "qemu-system-x86_64", FAKE_QEMU_KEEPS_ARGV);
+    fake_qemu(&env);
     let _reaper = Reaper::watch(&env, &["w"]);
     let (ssh, web, db) = (free_port(), free_port(), free_port());
     live_vm(
@@ -289,7 +276,7 @@ fn doctor_says_each_check_the_accelerator_qemu_and_how_to_switch_to_tcg() {
 #[test]
 fn get_shows_image_health_and_pending_values_and_ls_has_disk_and_image() {
     let env = TestEnv::new();
-    stub(&env, "qemu-system-x86_64", FAKE_QEMU_KEEPS_ARGV);
+    fake_qemu(&env);
     let _reaper = Reaper::watch(&env, &["w"]);
     let (ssh, web) = (free_port(), free_port());
     live_vm(
@@ -327,7 +314,7 @@ fn get_shows_image_health_and_pending_values_and_ls_has_disk_and_image() {
 #[test]
 fn quiet_silences_the_display_notice_of_up_and_get() {
     let env = TestEnv::new();
-    stub(&env, "qemu-system-x86_64", FAKE_QEMU_KEEPS_ARGV);
+    fake_qemu(&env);
     let _reaper = Reaper::watch(&env, &["w"]);
     let ssh = free_port();
     live_vm(&env, "w", ssh, "display = \"vnc\"\n");
