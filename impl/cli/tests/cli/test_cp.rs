@@ -131,8 +131,8 @@ fn several_sources_and_r_run_one_scp() {
 }
 
 #[test]
-fn bad_copies_are_refused_before_scp_runs() {
-    let (env, _reaper, log) = vm_with_fake_tools();
+fn bad_copies_are_refused_and_copy_nothing() {
+    let (mut env, _reaper, log) = vm_with_fake_tools();
     local_tree(&env);
     let home = env.home().display().to_string();
 
@@ -154,15 +154,28 @@ fn bad_copies_are_refused_before_scp_runs() {
     let message = env.json(&["cp", "tree", "w:/tmp/x"]).error("invalid_spec");
     assert!(message.contains("use -r"), "{message}");
 
-    // A guest directory without -r (the guest is this host here): the guest says so first.
+    // A guest directory without -r (the guest is this host here). One source: scp refuses it
+    // as scp 9 does, having copied nothing, and the guest then says why.
     let guest_dir = env.tmp().join("guest-tree");
     std::fs::create_dir_all(&guest_dir).unwrap();
     let src = format!("w:{}", guest_dir.display());
+    env.fake_script(&serde_json::json!({"tools": {
+        "ssh": [{"run_locally": true}],
+        "scp": [{"when": {"arg_contains": "guest-tree"}, "exit": 1,
+                 "stderr": {"text": "scp: download /x/: not a regular file\n"}}],
+    }}));
     let message = env.json(&["cp", &src, "out"]).error("invalid_spec");
     assert_eq!(
         message,
         format!("invalid spec: {src} is a directory; use -r to copy it and what it holds")
     );
+    assert_eq!(calls(&log, "scp").len(), 1);
+    // A failure that is not a directory keeps scp's text.
+    let missing = format!("w:{}/nope", guest_dir.display());
+    let message = env.json(&["cp", &missing, "out"]).error("internal");
+    assert!(message.contains("not a regular file"), "{message}");
+    std::fs::remove_file(&log).unwrap();
+    // Several: the guest is asked first, and scp never runs.
     let out = env.run(&["cp", "w:/etc/hostname", &src, "."]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -195,7 +208,10 @@ fn bad_copies_are_refused_before_scp_runs() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    assert!(calls(&log, "scp").is_empty(), "no scp ran");
+    assert!(
+        calls(&log, "scp").is_empty(),
+        "no scp ran with several sources"
+    );
     assert!(!env.home().join("out").exists() && !env.home().join("missing").exists());
     assert_eq!(std::fs::read(&guest_file).unwrap(), b"keep");
     assert_eq!(std::fs::read(env.home().join("one.txt")).unwrap(), b"one\n");

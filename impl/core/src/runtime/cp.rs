@@ -2,9 +2,10 @@
 //! behaviour#ssh, docs/decisions/runtime.md "cp"). Local paths are made absolute (`~`
 //! expanded, relative to the cwd, lexically cleaned) but never resolved through symlinks; guest
 //! paths are passed as given. scp goes through the VM's reused connection when it can
-//! (`host::ssh_mux`). What scp would do half of, or explain badly, is refused before it runs: a
-//! directory without `-r` (host-side, or by asking the guest) and several sources into
-//! something that is not a directory.
+//! (`host::ssh_mux`). What scp would do half of, or explain badly, stoat finds itself: a host
+//! directory without `-r`, before anything runs; with several sources, a guest directory
+//! without `-r` or a destination that is not a directory, by asking the guest first; with one
+//! source, whether a failed scp (which copied nothing) met a guest directory.
 
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -115,7 +116,12 @@ pub fn transfer(
     if !mux.answers() {
         wait::until_reachable(&stored, reach_wait, cancel)?;
     }
-    check_guest_side(env, &key, &mux, &stored, request)?;
+    // One source costs no extra round trip: scp fails on a directory without copying
+    // anything, and the guest is asked only then, to say why. Several are checked first.
+    let several = request.sources.len() > 1;
+    if several {
+        check_guest_side(env, &key, &mux, &stored, request)?;
+    }
     let route = mux.route();
     let mut command = Command::new(scp);
     route.configure(&mut command);
@@ -142,6 +148,9 @@ pub fn transfer(
         .map_err(|e| e.into_error(&format!("{}: scp", stored.name)))?;
     drop(route);
     if !output.status.success() {
+        if !several {
+            check_guest_side(env, &key, &mux, &stored, request)?;
+        }
         let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
         return Err(Error::Tool {
             tool: "scp".into(),
@@ -199,10 +208,9 @@ fn check_host_side(request: &Transfer, locals: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
-/// What only the guest can tell, asked in one ssh call before scp runs (scp would copy the
-/// other sources first, and names a guest directory "not a regular file", as it does a missing
-/// file): a guest directory without `-r`; several sources into a guest path that is not a
-/// directory.
+/// What only the guest can tell, asked in one ssh call (scp copies the other sources first,
+/// and names a guest directory "not a regular file", as it does a missing file): a guest
+/// directory without `-r`; several sources into a guest path that is not a directory.
 fn check_guest_side(
     env: &Env,
     key: &Path,
