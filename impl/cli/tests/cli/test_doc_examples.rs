@@ -25,7 +25,7 @@ const SETUP: &str = "<!-- example-setup:";
 
 /// One fenced block of a markdown file.
 #[derive(Debug)]
-pub(crate) struct Block {
+struct Block {
     pub file: String,
     /// The fence's line (1-based).
     pub line: usize,
@@ -83,7 +83,7 @@ impl Block {
 }
 
 /// Parses the fenced blocks of `text` (named `file` in messages).
-pub(crate) fn parse(file: &str, text: &str) -> Vec<Block> {
+fn parse(file: &str, text: &str) -> Vec<Block> {
     let lines: Vec<&str> = text.lines().collect();
     let mut blocks = Vec::new();
     let mut i = 0;
@@ -192,7 +192,7 @@ fn repo() -> PathBuf {
 }
 
 /// Every fenced block of README.md and docs/*.md, in file order.
-pub(crate) fn doc_blocks() -> Vec<Block> {
+fn doc_blocks() -> Vec<Block> {
     let mut files = vec![repo().join("README.md")];
     let mut docs: Vec<PathBuf> = std::fs::read_dir(repo().join("docs"))
         .unwrap()
@@ -211,7 +211,7 @@ pub(crate) fn doc_blocks() -> Vec<Block> {
 }
 
 /// Writes the `file=` blocks of `block`'s document that come before it into the sandbox.
-pub(crate) fn write_files(env: &TestEnv, blocks: &[Block], block: &Block) {
+fn write_files(env: &TestEnv, blocks: &[Block], block: &Block) {
     for earlier in blocks
         .iter()
         .filter(|b| b.file == block.file && b.line < block.line)
@@ -233,7 +233,7 @@ pub(crate) fn write_files(env: &TestEnv, blocks: &[Block], block: &Block) {
 /// Runs a block's commands one by one, as a reader would paste them: each through
 /// `bash -o pipefail -c`, from where the previous one left off (a `cd` carries over). Returns
 /// the first failure with its file, line, command and output.
-pub(crate) fn run_block(env: &TestEnv, block: &Block) -> Result<(), String> {
+fn run_block(env: &TestEnv, block: &Block) -> Result<(), String> {
     let state = env.tmp().join(".example-cwd");
     std::fs::write(&state, env.home().display().to_string()).unwrap();
     for (line, cmd) in block.commands() {
@@ -297,7 +297,7 @@ fn busy_ssh_port_of(output: &str) -> Option<String> {
 
 /// Stops every VM the sandbox still has running when dropped, pass or fail: `stoat down`
 /// first, then SIGKILL by the PID in its pidfile ([`RealGuard`]) for one that did not stop.
-pub(crate) struct StopAll<'a>(pub &'a TestEnv);
+struct StopAll<'a>(pub &'a TestEnv);
 
 impl Drop for StopAll<'_> {
     fn drop(&mut self) {
@@ -316,14 +316,7 @@ impl Drop for StopAll<'_> {
 }
 
 /// A `[[image]]` catalog table serving `file` from `base` with its sha256.
-pub(crate) fn catalog_entry(
-    id: &str,
-    os: &str,
-    variant: &str,
-    base: &str,
-    file: &str,
-    body: &[u8],
-) -> String {
+fn catalog_entry(id: &str, os: &str, variant: &str, base: &str, file: &str, body: &[u8]) -> String {
     use sha2::Digest;
     format!(
         "[[image]]\nid = \"{id}\"\nos = \"{os}\"\nvariant = \"{variant}\"\nbackend = \"cloudinit\"\nurl = \"{base}/{file}\"\nsha256 = \"{}\"\nbytes = {}\n",
@@ -333,7 +326,7 @@ pub(crate) fn catalog_entry(
 }
 
 /// Points the sandbox's STOAT_CATALOG at a catalog of exactly `entries`.
-pub(crate) fn use_catalog(env: &mut TestEnv, entries: &[String]) {
+fn use_catalog(env: &mut TestEnv, entries: &[String]) {
     let path = env.tmp().join("catalog.toml");
     std::fs::write(&path, entries.join("\n")).unwrap();
     env.set_env("STOAT_CATALOG", path.to_str().unwrap());
