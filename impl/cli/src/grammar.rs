@@ -526,6 +526,9 @@ pub struct LogsArgs {
     /// console or apply
     #[arg(long, default_value = "console")]
     pub which: String,
+    /// Keep printing lines as they are written, until the VM stops or Ctrl-C
+    #[arg(short = 'f', long)]
+    pub follow: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,7 +1,8 @@
 //! Dev-only helpers for the reference stoat's tests (never a normal dependency, never
 //! published): the sandboxed environment that runs the real binary ([`TestEnv`]), the checked
 //! `--json` run ([`JsonRun`]), VMs made the usual ways ([`create_disk`]), fakes
-//! ([`stoat_fake`], [`fake_qemu`], [`FakeRunningVm`]), loopback servers ([`banner_port`],
+//! ([`stoat_fake`], [`fake_qemu`], [`FakeRunningVm`]), a running stoat's output read with a
+//! deadline ([`Lines`]), loopback servers ([`banner_port`],
 //! [`LoopbackAcceptor`], [`http::Server`]) and the real tier's guest ([`real_guest`]). A helper
 //! lives here once two test files need it.
 
@@ -9,6 +10,7 @@ mod env;
 mod fakes;
 pub mod http;
 mod json;
+mod lines;
 mod net;
 mod real;
 mod vms;
@@ -16,6 +18,7 @@ mod vms;
 pub use env::TestEnv;
 pub use fakes::{fake_qemu, stoat_fake, stub, FakeRunningVm, Reaper};
 pub use json::JsonRun;
+pub use lines::Lines;
 pub use net::{banner_port, free_port, LoopbackAcceptor};
 pub use real::{real_guest, real_guest_dir, timed, RealGuard, RealGuest};
 pub use vms::{create_disk, create_disk_args, create_live, make_qcow2, qemu_img, qemu_info};

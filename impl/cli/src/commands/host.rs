@@ -2,11 +2,14 @@
 //! snapshot, capabilities (`stoat_core::app::host`; json-v3#per-command-data). `ssh` replaces
 //! the process with the session core prepared.
 
+use std::io::Write;
 use std::os::unix::process::CommandExt;
 
 use stoat_core::app::host::{self as app_host, PruneOptions, SnapshotAction};
 use stoat_core::{Error, Result};
-use stoat_wire::dto::{CapabilityEntry, CapabilityReport, DoctorData, PruneData, SnapshotListData};
+use stoat_wire::dto::{
+    CapabilityEntry, CapabilityReport, DoctorData, LogsData, PruneData, SnapshotListData,
+};
 
 use crate::ctx::Ctx;
 use crate::grammar::{LogsArgs, PruneArgs, SnapshotArgs};
@@ -40,11 +43,33 @@ pub fn ssh(ctx: &Ctx, name: &str) -> Result<Reply> {
     Err(Error::io("run ssh", err))
 }
 
-/// `logs [<vm>] [-n N] [--which console|apply]`.
+/// `logs [<vm>] [-n N] [--which console|apply] [-f]`.
 pub fn logs(ctx: &Ctx, args: &LogsArgs) -> Result<Reply> {
+    if args.follow {
+        return logs_follow(ctx, args);
+    }
     let data = app_host::logs(ctx, args.vm.as_deref(), &args.which, args.lines)?;
     let human = data.lines.join("\n");
     Ok(Reply::new(&data, human))
+}
+
+/// `logs -f` (refused under --json before dispatch): each line reaches stdout, flushed, as
+/// it is written. Every end is a normal one (exit 0): the VM stopped, Ctrl-C, or the reader
+/// closed the pipe; the answer has nothing left to print.
+fn logs_follow(ctx: &Ctx, args: &LogsArgs) -> Result<Reply> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut print = |line: &str| -> std::io::Result<()> {
+        writeln!(out, "{line}")?;
+        out.flush()
+    };
+    app_host::logs_follow(ctx, args.vm.as_deref(), &args.which, args.lines, &mut print)?;
+    let data = LogsData {
+        vm: args.vm.clone(),
+        which: args.vm.as_ref().map(|_| args.which.clone()),
+        lines: Vec::new(),
+    };
+    Ok(Reply::new(&data, ""))
 }
 
 /// `doctor`: under --json exit 0 even when unhealthy; in human mode exit 1 then.

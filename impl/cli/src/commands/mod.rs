@@ -20,8 +20,9 @@ use crate::grammar::{Command, RecipeCommand};
 use crate::Reply;
 
 /// The commands that cannot answer in JSON lines, refused under --json before they run:
-/// `ssh` replaces the process (json-v3#ssh-refused), a bare `mcp` owns stdout, and `cp` with
-/// `-` or several sources has no JSON answer (docs/decisions/runtime.md "cp").
+/// `ssh` replaces the process (json-v3#ssh-refused), a bare `mcp` owns stdout, `cp` with
+/// `-` or several sources has no JSON answer (docs/decisions/runtime.md "cp"), and `logs -f`
+/// never ends, so no result line could close it (docs/decisions/cli.md "logs -f").
 pub fn refused_under_json(command: &Command) -> Option<Error> {
     match command {
         Command::Ssh(_) => Some(Error::Usage(
@@ -29,6 +30,9 @@ pub fn refused_under_json(command: &Command) -> Option<Error> {
         )),
         Command::Mcp(args) if args.action.is_none() => Some(Error::Usage(
             "`stoat mcp` speaks MCP (JSON-RPC) on stdin/stdout, not JSON lines; run it without --json".into(),
+        )),
+        Command::Logs(args) if args.follow => Some(Error::Usage(
+            "logs -f has no end, so it cannot answer in JSON lines; run it without --json, or poll `stoat --json logs <vm> -n N`".into(),
         )),
         Command::Completions(_) | Command::Man(_) => Some(Error::Usage(
             "completions and man write files for a shell or man(1), not JSON lines; run it without --json".into(),

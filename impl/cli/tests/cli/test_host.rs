@@ -7,7 +7,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::common::{FakeRunningVm, TestEnv, PLANTED_PASSWORD};
+use crate::common::{FakeRunningVm, Lines, TestEnv, PLANTED_PASSWORD};
 
 fn write_script(path: &Path, body: &str) {
     std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
@@ -633,4 +633,218 @@ fn capabilities_with_a_target_reads_without_touching() {
         json!({"code": "target_mode_unknown"})
     );
     env.json(&["capabilities", "ghost"]).error("not_found");
+}
+
+// ---- logs -f ----
+
+/// How long a follow gets to show a line or to end: generous, it is only ever waited out
+/// when something is wrong.
+const FOLLOW_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// A running `stoat logs <args>` whose stdout and stderr are read line by line.
+struct Following {
+    child: std::process::Child,
+    stdout: Lines,
+    stderr: Lines,
+}
+
+impl Following {
+    fn start(env: &TestEnv, args: &[&str]) -> Following {
+        let mut child = env
+            .std_cmd(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        Following {
+            stdout: Lines::read(child.stdout.take().unwrap()),
+            stderr: Lines::read(child.stderr.take().unwrap()),
+            child,
+        }
+    }
+
+    /// Waits for stdout to close, then for the exit status; returns the lines read last.
+    fn end(&mut self) -> (Vec<String>, Option<i32>) {
+        let rest = self.stdout.rest(FOLLOW_WAIT);
+        (rest, self.child.wait().unwrap().code())
+    }
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn append(path: &Path, text: &str) {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+}
+
+#[test]
+fn logs_follow_prints_each_new_line_across_a_new_boot_until_the_vm_stops() {
+    let env = TestEnv::new();
+    env.write_basic_vm("w", 2251);
+    let console = env.root().join("w/console.log");
+    std::fs::write(&console, "old 1\nold 2\nold 3\n").unwrap();
+    let running = FakeRunningVm::start(&env.root().join("w"));
+    let mut follow = Following::start(&env, &["logs", "w", "-f", "-n", "2"]);
+    assert_eq!(follow.stdout.until("old 3", FOLLOW_WAIT), ["old 2"]);
+    append(&console, "appended\n");
+    assert!(follow.stdout.until("appended", FOLLOW_WAIT).is_empty());
+    // A line is shown once it is whole.
+    append(&console, "half");
+    append(&console, " and the rest\n");
+    assert!(follow
+        .stdout
+        .until("half and the rest", FOLLOW_WAIT)
+        .is_empty());
+    // A console log made anew (a new file under the name) is read from its start.
+    let fresh = env.root().join("w/console.log.new");
+    std::fs::write(
+        &fresh,
+        "===== stoat: boot at 2026-12-01T00:00:00Z =====\nsecond boot\n",
+    )
+    .unwrap();
+    std::fs::rename(&fresh, &console).unwrap();
+    assert_eq!(
+        follow.stdout.until("second boot", FOLLOW_WAIT),
+        ["===== stoat: boot at 2026-12-01T00:00:00Z ====="]
+    );
+    follow
+        .stderr
+        .until("console.log was replaced: reading the new one", FOLLOW_WAIT);
+    // Written just before the VM stops, without a newline: still shown, then the end.
+    append(&console, "last words");
+    drop(running);
+    let (rest, status) = follow.end();
+    assert_eq!(rest, ["last words"]);
+    assert_eq!(status, Some(0), "the VM stopping ends the follow normally");
+    follow.stderr.until(
+        "w is not running: nothing more will be written",
+        FOLLOW_WAIT,
+    );
+}
+
+#[test]
+fn logs_follow_of_a_truncated_apply_log_reads_it_again() {
+    let env = TestEnv::new();
+    env.write_basic_vm("w", 2252);
+    let log = env.root().join("w/last-provision.log");
+    let _running = FakeRunningVm::start(&env.root().join("w"));
+    // No apply log yet: it is waited for.
+    let mut follow = Following::start(&env, &["logs", "w", "--which", "apply", "-f"]);
+    append(&log, "=== recipe base ===\nfirst run of a recipe\n");
+    follow.stdout.until("first run of a recipe", FOLLOW_WAIT);
+    // The next run truncates the same file and writes it again.
+    std::fs::write(&log, "second\n").unwrap();
+    assert!(follow.stdout.until("second", FOLLOW_WAIT).is_empty());
+    follow.stderr.until(
+        "last-provision.log was truncated: reading it again",
+        FOLLOW_WAIT,
+    );
+}
+
+#[test]
+fn logs_follow_of_a_stopped_vm_prints_the_tail_and_ends() {
+    let env = TestEnv::new();
+    env.write_basic_vm("w", 2253);
+    std::fs::write(env.root().join("w/console.log"), "a\nb\nunfinished").unwrap();
+    let out = env.run(&["logs", "w", "--follow", "-n", "5"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "a\nb\nunfinished\n");
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "w is not running: nothing more will be written\n"
+    );
+    let quiet = env.run(&["-q", "logs", "w", "-f"]);
+    assert!(quiet.stderr.is_empty(), "-q silences the note");
+    // The errors of `logs` stay the same.
+    assert_eq!(env.run(&["logs", "ghost", "-f"]).status.code(), Some(1));
+    assert_eq!(
+        env.run(&["logs", "w", "-f", "--which", "dmesg"])
+            .status
+            .code(),
+        Some(1)
+    );
+}
+
+#[test]
+fn logs_follow_of_stoats_own_log_ends_on_sigint_with_status_0() {
+    let env = TestEnv::new();
+    let mut follow = Following::start(&env, &["logs", "-f", "-n", "1"]);
+    // Its own line (every command logs one), then another command's as it is written.
+    follow.stdout.until_match(
+        "cli cmd=logs",
+        |l| l.ends_with(" cli cmd=logs"),
+        FOLLOW_WAIT,
+    );
+    assert!(env.run(&["ls"]).status.success());
+    follow
+        .stdout
+        .until_match("cli cmd=ls", |l| l.ends_with(" cli cmd=ls"), FOLLOW_WAIT);
+    // SAFETY: kill(2) on our own child, not yet reaped.
+    assert_eq!(
+        unsafe { libc::kill(follow.child.id() as i32, libc::SIGINT) },
+        0
+    );
+    let (rest, status) = follow.end();
+    assert!(rest.is_empty(), "{rest:?}");
+    assert_eq!(status, Some(0), "Ctrl-C is how a follow ends");
+}
+
+#[test]
+fn logs_follow_ends_when_its_reader_goes_away() {
+    use std::io::BufRead;
+    let env = TestEnv::new();
+    env.write_basic_vm("w", 2254);
+    let console = env.root().join("w/console.log");
+    std::fs::write(&console, "first\n").unwrap();
+    let _running = FakeRunningVm::start(&env.root().join("w"));
+    let mut child = env
+        .std_cmd(&["logs", "w", "-f"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line, "first\n");
+    drop(stdout);
+    // The next line cannot be written: stoat ends (as `stoat logs -f w | head -1` wants).
+    append(&console, "nobody reads this\n");
+    let deadline = std::time::Instant::now() + FOLLOW_WAIT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("still following with nobody reading");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn logs_follow_under_json_is_a_usage_error() {
+    let env = TestEnv::new();
+    env.write_basic_vm("w", 2255);
+    let run = env.json(&["logs", "w", "-f"]);
+    let message = run.error("usage");
+    assert_eq!(run.exit, 2);
+    assert_eq!(run.lines.len(), 1, "{}", run.stdout);
+    assert_eq!(run.result["cmd"], "logs");
+    assert!(message.contains("logs -f"), "{message}");
+    // Refused before anything runs: stoat's own log is not followed either.
+    env.json(&["logs", "--follow"]).error("usage");
 }

@@ -60,6 +60,27 @@ pub fn logs(s: &Session, name: Option<&str>, which: &str, lines: i64) -> Result<
     }
 }
 
+pub use crate::host::log_follow::LineSink;
+pub use crate::host::logs::FollowEnd;
+
+/// `logs [<vm>] -f`: the last `lines` lines, then every line appended, handed to `sink` as
+/// each is written; ends when the VM stops (at once when it is not running), on the session's
+/// cancel flag, or when `sink` fails. stoat's own log is followed until cancelled.
+pub fn logs_follow(
+    s: &Session,
+    name: Option<&str>,
+    which: &str,
+    lines: i64,
+    sink: &mut LineSink,
+) -> Result<FollowEnd> {
+    let root = s.root()?;
+    let target = match name {
+        Some(name) => logs::Target::vm(root, name, which)?,
+        None => logs::Target::stoat(root),
+    };
+    logs::follow(&target, lines, &s.cancel, s.events(), sink)
+}
+
 /// What doctor's human answer adds to the checks: the accelerator `up` will use (or the
 /// value it refuses) and QEMU's version line.
 pub struct DoctorFacts {
