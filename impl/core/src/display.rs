@@ -2,7 +2,8 @@
 //!
 //! Implements json-v3#types, the detection order of docs/contract.md behaviour#qemu, plus
 //! the human `display:` lines of docs/contract.md behaviour#cli (human output only: the VNC socket's path
-//! never reaches `--json`).
+//! never reaches `--json`): the full notice `up` shows once per VM ([`human_lines`]) and the
+//! two fields `get` always shows ([`compact_lines`]); docs/decisions/cli.md "display notice".
 
 use std::path::Path;
 
@@ -31,16 +32,58 @@ impl Viewer {
     }
 }
 
-/// The `display:` lines `get` and `up` print for a VM whose stored preference is `pref`.
+/// What the display lines depend on, read from the environment.
+struct Facts {
+    surface: Display,
+    wanted_window: bool,
+    viewer: Viewer,
+}
+
+impl Facts {
+    fn read(env: &Env, pref: &str) -> Facts {
+        let graphical = graphical_session(env);
+        let surface = display_for(pref, graphical);
+        Facts {
+            surface,
+            wanted_window: !graphical && pref != "vnc",
+            viewer: match surface {
+                Display::Vnc => Viewer::find(env),
+                _ => Viewer::None,
+            },
+        }
+    }
+}
+
+/// The `display:` notice `up` prints for a VM whose stored preference is `pref`.
 pub fn human_lines(env: &Env, pref: &str, vnc_socket: &Path) -> Vec<String> {
-    let graphical = graphical_session(env);
-    let surface = display_for(pref, graphical);
-    let wanted_window = !graphical && pref != "vnc";
-    let viewer = match surface {
-        Display::Vnc => Viewer::find(env),
-        _ => Viewer::None,
+    let facts = Facts::read(env, pref);
+    lines_for(facts.surface, facts.wanted_window, vnc_socket, facts.viewer)
+}
+
+/// The `display:` and `attach:` fields `get` prints: where the screen is and how to reach it,
+/// without the notice's explanation of why there is no window.
+pub fn compact_lines(env: &Env, pref: &str, vnc_socket: &Path) -> Vec<String> {
+    let facts = Facts::read(env, pref);
+    compact_lines_for(facts.surface, vnc_socket, facts.viewer)
+}
+
+/// [`compact_lines`] without the environment.
+pub fn compact_lines_for(surface: Display, vnc_socket: &Path, viewer: Viewer) -> Vec<String> {
+    if surface == Display::Window {
+        return vec!["display: a qemu window".into()];
+    }
+    let sock = vnc_socket.display();
+    let attach = match viewer {
+        Viewer::Gvncviewer => format!("gvncviewer {sock}"),
+        Viewer::Socat => format!(
+            "socat TCP-LISTEN:5900,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:{sock}, then any VNC client at 127.0.0.1:5900"
+        ),
+        Viewer::None => "no VNC viewer found (install gvncviewer or socat)".into(),
     };
-    lines_for(surface, wanted_window, vnc_socket, viewer)
+    vec![
+        format!("display: vnc on {sock}"),
+        format!("attach: {attach}"),
+    ]
 }
 
 /// [`human_lines`] without the environment: `wanted_window` says the VM would have had a
@@ -145,6 +188,34 @@ mod tests {
         display: no qemu window; the screen is on /r/web/vnc.sock
           no VNC viewer found; install one of: gvncviewer, socat
         ");
+    }
+
+    #[test]
+    fn compact_lines_say_where_and_how_in_two_fields() {
+        let sock = Path::new("/r/web/vnc.sock");
+        assert_eq!(
+            compact_lines_for(Display::Window, sock, Viewer::None),
+            ["display: a qemu window"]
+        );
+        insta::assert_snapshot!(compact_lines_for(Display::Vnc, sock, Viewer::Gvncviewer).join("\n"), @r"
+        display: vnc on /r/web/vnc.sock
+        attach: gvncviewer /r/web/vnc.sock
+        ");
+        insta::assert_snapshot!(compact_lines_for(Display::Vnc, sock, Viewer::Socat).join("\n"), @r"
+        display: vnc on /r/web/vnc.sock
+        attach: socat TCP-LISTEN:5900,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:/r/web/vnc.sock, then any VNC client at 127.0.0.1:5900
+        ");
+        insta::assert_snapshot!(compact_lines_for(Display::Vnc, sock, Viewer::None).join("\n"), @r"
+        display: vnc on /r/web/vnc.sock
+        attach: no VNC viewer found (install gvncviewer or socat)
+        ");
+        // No session paragraph, whatever the session.
+        let headless = Env::from_pairs([("STOAT_GRAPHICAL", "0"), ("PATH", "")]);
+        let lines = compact_lines(&headless, "", sock);
+        assert!(
+            lines.iter().all(|l| !l.contains("graphical session")),
+            "{lines:?}"
+        );
     }
 
     #[test]

@@ -55,13 +55,15 @@ fn installing_note(name: &str) -> String {
     )
 }
 
-/// The `display:` lines of docs/contract.md behaviour#cli, one per line with a trailing newline. Human
-/// output only: the socket path never reaches `--json`.
+/// The `display:` notice of docs/contract.md behaviour#cli, one per line with a trailing
+/// newline, when this VM's person has not seen it yet (docs/decisions/cli.md "display
+/// notice"). Asked for only when it is printed: `-q` and `--json` (which implies it) neither
+/// show it nor mark it shown. The socket path never reaches `--json`.
 fn display_lines(ctx: &Ctx, name: &str) -> Result<String> {
     if ctx.is_quiet() {
         return Ok(String::new());
     }
-    Ok(vms::display_lines(ctx, name)?
+    Ok(vms::display_notice(ctx, name)?
         .iter()
         .map(|line| format!("{line}\n"))
         .collect())

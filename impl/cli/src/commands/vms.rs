@@ -82,14 +82,14 @@ pub fn get(ctx: &Ctx, name: &str) -> Result<Reply> {
     Ok(Reply::new(&data, human))
 }
 
-/// The fields, then where the screen is (unless `-q`).
+/// The fields, then where the screen is and how to attach (unless `-q`).
 fn get_prose(ctx: &Ctx, name: &str, status: &VmStatus) -> Result<String> {
     let facts = vms::get_facts(ctx, name)?;
     let mut human = get_human(status, facts.as_ref());
     let display = if ctx.is_quiet() {
         Vec::new()
     } else {
-        vms::display_lines(ctx, name)?
+        vms::display_fields(ctx, name)?
     };
     for line in display {
         human.push_str(&line);

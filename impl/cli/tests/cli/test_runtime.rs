@@ -1061,36 +1061,102 @@ fn apkovl_up_without_xorriso_or_a_kernel_says_so_and_starts_nothing() {
     assert!(!env.root().join("b/qemu.pid").exists() && !env.root().join("b/vmlinuz").exists());
 }
 
-#[test]
-fn human_up_and_get_show_the_display_lines_and_json_never_the_socket() {
+/// A VM `w` that starts with the fake QEMU, on a PATH holding only stoat's own tools (so which
+/// VNC viewer is "found" is the test's choice), and the environment's VNC socket path.
+fn display_vm(display: &str) -> (TestEnv, Reaper) {
     let mut env = TestEnv::new();
     fake_qemu(&env);
-    write_live_vm(&env, "w", 29313, "display = \"vnc\"\n");
-    // Only stoat's own tools on PATH, so which VNC viewer is "found" is the test's choice.
+    write_live_vm(&env, "w", free_port(), display);
     std::os::unix::fs::symlink("/usr/bin/ssh-keygen", env.bin().join("ssh-keygen")).unwrap();
     env.set_env("PATH", &env.bin().display().to_string());
-    let _reaper = Reaper::watch(&env, &["w"]);
-    let sock = env.root().join("w/vnc.sock").display().to_string();
-    let up = env.run(&["up", "w", "--no-wait"]);
+    env.set_env("STOAT_DOWN_TIMEOUT_SECS", "1");
+    let reaper = Reaper::watch(&env, &["w"]);
+    (env, reaper)
+}
+
+/// stdout of a successful human run, with the data root and the ssh port masked.
+fn human_stdout(env: &TestEnv, args: &[&str]) -> String {
+    let out = env.run(args);
     assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(
-        String::from_utf8(up.stdout).unwrap(),
-        format!(
-            "w started (ssh :29313)\ndisplay: no qemu window; the screen is on {sock}\n  no VNC viewer found; install one of: gvncviewer, socat\n"
-        )
-    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let port = regex::Regex::new(r"(ssh :|ssh port: )\d+").unwrap();
+    port.replace_all(&text, "${1}[PORT]")
+        .replace(&env.root().display().to_string(), "[ROOT]")
+}
+
+/// Stops `w` and starts it again; returns what the human `up` printed.
+fn restart(env: &TestEnv, up: &[&str]) -> String {
+    env.json(&["down", "w"]).data();
+    human_stdout(env, up)
+}
+
+#[test]
+fn up_shows_the_display_notice_once_and_again_only_when_it_changes() {
+    let (mut env, _reaper) = display_vm("");
+    // The first start: the whole notice, why there is no window included.
+    insta::assert_snapshot!("up_first", human_stdout(&env, &["up", "w", "--no-wait"]));
+    // The next start with the same surface and advice says nothing about the display.
+    insta::assert_snapshot!("up_again", restart(&env, &["up", "w", "--no-wait"]));
+    // get always says where the screen is and how to attach, in two fields.
+    insta::assert_snapshot!("get_display", human_stdout(&env, &["get", "w"]));
+
+    // A viewer installed changes the advice: shown once more, then not.
     stub(&env, "gvncviewer", "exit 0\n");
-    let get = String::from_utf8(env.run(&["get", "w"]).stdout).unwrap();
+    let up = restart(&env, &["up", "w", "--no-wait"]);
     assert!(
-        get.ends_with(&format!(
-            "display: no qemu window; the screen is on {sock}\n  attach with: gvncviewer {sock}\n"
-        )),
+        up.contains("\n  attach with: gvncviewer [ROOT]/w/vnc.sock\n"),
+        "{up}"
+    );
+    assert!(!restart(&env, &["up", "w", "--no-wait"]).contains("display"));
+    // A window instead of VNC is news too.
+    env.set_env("STOAT_GRAPHICAL", "1");
+    assert_eq!(
+        restart(&env, &["up", "w", "--no-wait"]),
+        "w started (ssh :[PORT])\ndisplay: a qemu window\n"
+    );
+    assert!(!restart(&env, &["up", "w", "--no-wait"]).contains("display"));
+
+    // Back to VNC: neither -q nor --json shows the notice, so neither marks it shown.
+    env.set_env("STOAT_GRAPHICAL", "0");
+    assert_eq!(
+        restart(&env, &["up", "w", "--no-wait", "-q"]),
+        "w started (ssh :[PORT])\n"
+    );
+    env.json(&["down", "w"]).data();
+    let json = env.json(&["up", "w", "--no-wait"]);
+    assert!(!json.stdout.contains("vnc.sock"), "{}", json.stdout);
+    let up = restart(&env, &["up", "w", "--no-wait"]);
+    assert!(up.contains("display: no qemu window"), "{up}");
+    let remembered = std::fs::read_to_string(env.root().join("w/display-notice")).unwrap();
+    assert!(
+        remembered.starts_with("no usable graphical session"),
+        "{remembered}"
+    );
+}
+
+#[test]
+fn get_shows_where_the_screen_is_and_json_never_the_socket() {
+    let (mut env, _reaper) = display_vm("display = \"vnc\"\n");
+    let get = human_stdout(&env, &["get", "w"]);
+    assert!(
+        get.ends_with(
+            "display: vnc on [ROOT]/w/vnc.sock\nattach: no VNC viewer found (install gvncviewer or socat)\n"
+        ),
         "{get}"
     );
+    stub(&env, "gvncviewer", "exit 0\n");
+    let get = human_stdout(&env, &["get", "w"]);
+    assert!(
+        get.ends_with("display: vnc on [ROOT]/w/vnc.sock\nattach: gvncviewer [ROOT]/w/vnc.sock\n"),
+        "{get}"
+    );
+    // get shows the fields every time: it remembers nothing.
+    assert_eq!(human_stdout(&env, &["get", "w"]), get);
+    assert!(!env.root().join("w/display-notice").exists());
     for args in [&["get", "w"][..], &["ls"]] {
         let run = env.json(args);
         assert!(!run.stdout.contains("vnc.sock"), "{}", run.stdout);
@@ -1098,13 +1164,13 @@ fn human_up_and_get_show_the_display_lines_and_json_never_the_socket() {
     assert_eq!(env.json(&["get", "w"]).data()["vm"]["display"], "vnc");
 
     env.set_env("STOAT_GRAPHICAL", "1");
-    let get = String::from_utf8(env.run(&["get", "w"]).stdout).unwrap();
-    assert!(get.contains("display: no qemu window"), "vnc asked: {get}");
+    let get = human_stdout(&env, &["get", "w"]);
+    assert!(get.contains("display: vnc on "), "vnc asked: {get}");
     env.write_vm(
         "x",
         "name = \"x\"\nmode = \"live\"\nos = \"alpine\"\nbackend = \"apkovl\"\niso = \"/n/x.iso\"\nram = 256\ncpus = 1\nsshport = 29314\n",
     );
-    let get = String::from_utf8(env.run(&["get", "x"]).stdout).unwrap();
+    let get = human_stdout(&env, &["get", "x"]);
     assert!(get.ends_with("display: a qemu window\n"), "{get}");
     env.write_broken_vm("bad");
     let get = String::from_utf8(env.run(&["get", "bad"]).stdout).unwrap();

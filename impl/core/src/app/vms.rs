@@ -48,15 +48,30 @@ pub fn vm_status(s: &Session, loaded: &Loaded) -> VmStatus {
     }
 }
 
-/// The human `display:` lines of a VM (docs/contract.md behaviour#cli): human output only,
-/// since they name the VNC socket's host path, which never reaches the wire. Empty for a
-/// broken VM.
-pub fn display_lines(s: &Session, name: &str) -> Result<Vec<String>> {
+/// The display notice `up` prints (docs/contract.md behaviour#cli), only when it says
+/// something this VM's person has not been shown (docs/decisions/cli.md "display notice"):
+/// the first start with this surface and advice, and after either changed. Calling it
+/// records the notice as shown, so a caller calls it only when it prints the lines. Human
+/// output only: the lines name the VNC socket's host path, which never reaches the wire.
+/// Empty for a broken VM.
+pub fn display_notice(s: &Session, name: &str) -> Result<Vec<String>> {
     let Loaded::Ok(stored) = vm::load(s.root()?, name)? else {
         return Ok(Vec::new());
     };
     let socket = crate::qemu::VmPaths::new(&stored.dir).vnc_socket;
-    Ok(crate::display::human_lines(
+    let lines = crate::display::human_lines(&s.env, &stored.config.display, &socket);
+    Ok(vm::display_notice::unseen(&stored.dir, lines))
+}
+
+/// The `display:` and `attach:` fields `get` prints every time: where the screen is and how
+/// to attach, without the notice's paragraph. Human output only, like [`display_notice`].
+/// Empty for a broken VM.
+pub fn display_fields(s: &Session, name: &str) -> Result<Vec<String>> {
+    let Loaded::Ok(stored) = vm::load(s.root()?, name)? else {
+        return Ok(Vec::new());
+    };
+    let socket = crate::qemu::VmPaths::new(&stored.dir).vnc_socket;
+    Ok(crate::display::compact_lines(
         &s.env,
         &stored.config.display,
         &socket,

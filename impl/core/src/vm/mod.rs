@@ -2,6 +2,7 @@
 
 mod config;
 pub mod copy;
+pub mod display_notice;
 mod quick;
 pub mod resize_note;
 pub mod staging;

@@ -98,7 +98,8 @@ pub fn sweep(root: &Root) {
     }
 }
 
-/// Removes dead writers' temporary files (of vm.toml or of a resize note) in `vm_dir`.
+/// Removes dead writers' temporary files (of vm.toml, a resize note or the display notice)
+/// in `vm_dir`.
 pub fn sweep_vm_dir(vm_dir: &Path) {
     let Ok(entries) = std::fs::read_dir(vm_dir) else {
         return;
@@ -107,7 +108,8 @@ pub fn sweep_vm_dir(vm_dir: &Path) {
         let name = entry.file_name().to_string_lossy().into_owned();
         let temp = name
             .strip_prefix(".vm.toml.")
-            .or_else(|| name.strip_prefix(".disk-resize."));
+            .or_else(|| name.strip_prefix(".disk-resize."))
+            .or_else(|| name.strip_prefix(".display-notice."));
         if let Some(rest) = temp {
             if is_leftover(rest) || !rest.contains('.') {
                 let _ = std::fs::remove_file(entry.path());
@@ -228,5 +230,21 @@ mod tests {
         assert!(is_leftover("web.999999999.abc"));
         assert!(!is_leftover("plain"));
         assert!(is_leftover("999999999.x"));
+    }
+
+    #[test]
+    fn a_dead_writers_display_notice_temp_is_swept_and_a_live_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = dir.path().join(".display-notice.999999999.abc");
+        let live = dir
+            .path()
+            .join(format!(".display-notice.{}.abc", std::process::id()));
+        let notice = dir.path().join("display-notice");
+        for path in [&dead, &live, &notice] {
+            std::fs::write(path, "x").unwrap();
+        }
+        sweep_vm_dir(dir.path());
+        assert!(!dead.exists());
+        assert!(live.exists() && notice.exists());
     }
 }
