@@ -39,12 +39,9 @@ pub fn boot_separator(at: &str) -> String {
 /// Appends [`boot_separator`] to the console log, on a line of its own.
 fn mark_boot(console_log: &Path) -> Result<(), QemuError> {
     use std::io::Write;
-    let ends_mid_line = std::fs::read(console_log)
-        .map(|bytes| bytes.last().is_some_and(|b| *b != b'\n'))
-        .unwrap_or(false);
     let line = format!(
         "{}{}\n",
-        if ends_mid_line { "\n" } else { "" },
+        if ends_mid_line(console_log) { "\n" } else { "" },
         boot_separator(&crate::log::humanish_now())
     );
     std::fs::OpenOptions::new()
@@ -53,6 +50,17 @@ fn mark_boot(console_log: &Path) -> Result<(), QemuError> {
         .open(console_log)
         .and_then(|mut file| file.write_all(line.as_bytes()))
         .map_err(|error| QemuError::io("write the console log", error))
+}
+
+/// Whether the file's last byte is not a newline; only that byte is read (a console log of
+/// many boots can be large). A missing or unreadable file reads as "no".
+fn ends_mid_line(path: &Path) -> bool {
+    use std::io::{Seek, SeekFrom};
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut last = [0u8; 1];
+    file.seek(SeekFrom::End(-1)).is_ok() && file.read_exact(&mut last).is_ok() && last[0] != b'\n'
 }
 
 /// Runs `qemu_binary argv...`, which must daemonize and write `pidfile`.
@@ -280,6 +288,28 @@ mod tests {
         std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write fake");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         path
+    }
+
+    #[test]
+    fn each_boot_opens_on_a_line_of_its_own() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("console.log");
+        mark_boot(&log).expect("first boot");
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&log)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"login: "))
+            .expect("append");
+        mark_boot(&log).expect("second boot");
+        let text = std::fs::read_to_string(&log).expect("read");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text:?}");
+        assert!(
+            lines[0].starts_with("===== stoat: boot at ")
+                && lines[2].starts_with("===== stoat: boot at ")
+        );
+        assert_eq!(lines[1], "login: ");
+        assert!(!ends_mid_line(&log) && !ends_mid_line(&dir.path().join("missing")));
     }
 
     #[test]
