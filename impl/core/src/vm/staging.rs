@@ -108,7 +108,9 @@ pub fn sweep_vm_dir(vm_dir: &Path) {
         let name = entry.file_name().to_string_lossy().into_owned();
         let temp = name
             .strip_prefix(".vm.toml.")
-            .or_else(|| name.strip_prefix(".disk-resize."))
+            // write_atomically names a temporary `.<file>.<pid>.<random>`: the resize note's
+            // own name starts with a dot, so its temporary starts with two.
+            .or_else(|| name.strip_prefix("..disk-resize."))
             .or_else(|| name.strip_prefix(".display-notice."));
         if let Some(rest) = temp {
             if is_leftover(rest) || !rest.contains('.') {
@@ -230,6 +232,29 @@ mod tests {
         assert!(is_leftover("web.999999999.abc"));
         assert!(!is_leftover("plain"));
         assert!(is_leftover("999999999.x"));
+    }
+
+    #[test]
+    fn a_dead_writers_resize_note_temp_is_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        // The name write_atomically gives the resize note's temporary file.
+        let me = std::process::id();
+        let mut temp = tempfile::Builder::new()
+            .prefix(&format!("..disk-resize.{me}."))
+            .tempfile_in(dir.path())
+            .unwrap();
+        std::io::Write::write_all(&mut temp, b"9G").unwrap();
+        let named = temp
+            .path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let dead = dir.path().join(named.replace(&me.to_string(), "999999999"));
+        std::fs::write(&dead, "9G").unwrap();
+        sweep_vm_dir(dir.path());
+        assert!(!dead.exists(), "a dead writer's temporary is removed");
+        assert!(temp.path().exists(), "a live writer's is kept");
     }
 
     #[test]
