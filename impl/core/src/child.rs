@@ -133,6 +133,24 @@ pub fn status_and_stderr(
     Ok((status, err_reader.join().unwrap_or_default()))
 }
 
+/// Runs `command` to the end with the caller's stdin and stdout, handing its stderr pipe to
+/// `consume` on a thread of its own as it runs: for `exec` in a terminal, whose guest output
+/// must stream while stoat still reads what ssh itself said.
+pub fn status_consuming_stderr<T: Send + 'static>(
+    command: &mut Command,
+    group: Group,
+    consume: impl FnOnce(std::process::ChildStderr) -> T + Send + 'static,
+) -> Result<(ExitStatus, Option<T>), RunError> {
+    command.stderr(std::process::Stdio::piped());
+    let mut child = start(command, group, false)?;
+    let reader = child
+        .stderr
+        .take()
+        .map(|pipe| std::thread::spawn(move || consume(pipe)));
+    let status = finish(&mut child, false)?;
+    Ok((status, reader.and_then(|thread| thread.join().ok())))
+}
+
 /// Starts and registers the tool, unless a cancel came first (a cleanup tool starts anyway).
 fn start(command: &mut Command, group: Group, cleanup: bool) -> Result<Child, RunError> {
     if group == Group::Own {

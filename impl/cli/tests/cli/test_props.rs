@@ -156,10 +156,12 @@ proptest! {
         let run = env.json_raw(&argv);
         prop_assert_eq!(run.exit, 0, "{:?}", run.result);
         let remote = std::fs::read_to_string(&last).unwrap();
-        // The guest's shell records its PID first and passes the status on last (so a
-        // cancel can stop the command); between the two, the quoted argv.
+        // The guest's shell writes the session mark, records its PID (so a cancel can stop
+        // the command) and passes the status on last; between the PID and the status, the
+        // quoted argv.
         let quoted = remote
-            .split_once("; ")
+            .split_once("echo $$ ")
+            .and_then(|(_, rest)| rest.split_once("; "))
             .and_then(|(_, rest)| rest.rsplit_once("; s=$?; "))
             .map(|(quoted, _)| quoted)
             .unwrap_or_default();

@@ -346,6 +346,123 @@ fn exec_waits_for_a_booting_vm_and_a_connection_that_never_comes_is_an_error() {
     assert_eq!(rest, b"err\xff\xfe");
 }
 
+/// An ssh that fails before any session for its first `failures` calls, saying `said` as
+/// OpenSSH does while a guest's sshd restarts, then runs the remote command with `sh` as
+/// sshd would; each call adds a line to the returned file. Inline: its answer changes from
+/// one call to the next.
+fn ssh_failing_first(env: &TestEnv, failures: u32, said: &str) -> PathBuf {
+    let calls = env.tmp().join("ssh.calls");
+    stub(
+        env,
+        "ssh",
+        &format!(
+            "echo call >> '{calls}'\nif [ \"$(wc -l < '{calls}')\" -le {failures} ]; then echo '{said}' >&2; exit 255; fi\nfor a in \"$@\"; do last=\"$a\"; done\nexec sh -c \"$last\"\n",
+            calls = calls.display()
+        ),
+    );
+    calls
+}
+
+fn calls(file: &Path) -> usize {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+#[test]
+fn exec_tries_again_when_ssh_fails_before_a_session() {
+    let (env, _reaper, _port) = running_vm("w");
+    let log = ssh_failing_first(
+        &env,
+        2,
+        "kex_exchange_identification: Connection closed by remote host",
+    );
+    let run = env.json_raw(&[
+        "--json",
+        "exec",
+        "w",
+        "--",
+        "sh",
+        "-c",
+        "echo out; echo err >&2",
+    ]);
+    let data = run.data();
+    assert_eq!(data["exit_code"], 0, "{}", run.stdout);
+    assert_eq!(data["stdout"], "out\n");
+    assert_eq!(data["stderr"], "err\n", "the session mark is cut out");
+    assert_eq!(calls(&log), 3, "two refusals, then the command once");
+
+    // In a terminal the same: the guest's bytes only, on their own streams.
+    std::fs::remove_file(&log).unwrap();
+    let human = env.run(&[
+        "exec",
+        "w",
+        "--",
+        "sh",
+        "-c",
+        "printf a >&2; printf b; exit 4",
+    ]);
+    assert_eq!(human.status.code(), Some(4));
+    assert_eq!(human.stdout, b"b");
+    assert_eq!(human.stderr, b"a", "neither ssh's refusals nor the mark");
+    assert_eq!(calls(&log), 3);
+}
+
+#[test]
+fn exec_that_never_gets_a_session_is_a_timeout_not_a_guest_status() {
+    let (env, _reaper, _port) = running_vm("w");
+    let marker = env.tmp().join("ran");
+    let log = ssh_failing_first(
+        &env,
+        u32::MAX,
+        "ssh: connect to host 127.0.0.1 port 22: Connection refused",
+    );
+    let touch = format!("touch {}", marker.display());
+    let message = env
+        .json_raw(&[
+            "--json",
+            "exec",
+            "--timeout",
+            "2s",
+            "w",
+            "--",
+            "sh",
+            "-c",
+            &touch,
+        ])
+        .error("timeout");
+    assert!(message.contains("no session opened within 2s"), "{message}");
+    assert!(message.contains("Connection refused"), "{message}");
+    assert!(calls(&log) >= 2, "tried again within the bound");
+    let human = env.run(&["exec", "--timeout", "1s", "w", "--", "sh", "-c", &touch]);
+    assert_eq!(
+        human.status.code(),
+        Some(1),
+        "stoat's failure, not ssh's 255"
+    );
+    assert!(!marker.exists(), "the command never ran");
+}
+
+#[test]
+fn a_guest_command_that_exits_255_is_its_status_and_runs_once() {
+    let (env, _reaper, _port) = running_vm("w");
+    let log = ssh_failing_first(&env, 0, "unused");
+    // A guest command that is itself an ssh refused by another host: its words, its 255.
+    let run = env.json_raw(&[
+        "--json",
+        "exec",
+        "w",
+        "--",
+        "sh",
+        "-c",
+        "echo 'Permission denied (publickey).' >&2; exit 255",
+    ]);
+    assert_eq!(run.data()["exit_code"], 255);
+    assert_eq!(run.data()["stderr"], "Permission denied (publickey).\n");
+    assert_eq!(calls(&log), 1, "a command that ran is never run again");
+}
+
 #[test]
 fn exec_checks_the_vm_first() {
     let env = TestEnv::new();

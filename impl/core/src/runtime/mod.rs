@@ -9,6 +9,7 @@ pub mod down;
 pub mod exec;
 pub mod kernel;
 pub mod screenshot;
+pub mod session_mark;
 pub mod tarball;
 pub mod up;
 pub mod wait;
