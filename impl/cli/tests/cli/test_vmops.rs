@@ -568,6 +568,9 @@ fn update_errors_carry_their_codes() {
     let env = TestEnv::new();
     create_live(&env, "w");
     create_live(&env, "other");
+    // Out of the way first: create picks ports free on the host at that moment, so `other`
+    // may hold 2200 when another process had it while `w` was made.
+    env.json(&["update", "other", "--ssh-port", "29552"]).data();
     env.json(&["update", "w", "--ssh-port", "2200"]).data();
     env.json(&["update", "other", "--ssh-port", "2201"]).data();
     env.json(&["forward", "other", "8080:80"]).data();
@@ -639,7 +642,8 @@ fn rm_under_json_without_yes_never_reads_stdin() {
     let env = TestEnv::new();
     create_live(&env, "w");
     let mut child = spawn_piped(&env.cmd(&["--json", "rm", "w"]));
-    child.stdin.take().unwrap().write_all(b"y\n").unwrap();
+    // A child that never reads may be gone before the write: a broken pipe is its right.
+    let _ = child.stdin.take().unwrap().write_all(b"y\n");
     let run = crate::common::JsonRun::check(child.wait_with_output().unwrap());
     run.error("confirmation_required");
     assert!(vm_dir(&env, "w").join("vm.toml").exists());
