@@ -82,6 +82,46 @@ fn ssh_runs_locally_like_sshd() {
 }
 
 #[test]
+fn ssh_run_locally_moves_mapped_guest_paths_in_the_command_and_its_stdin() {
+    let sandbox = sandbox();
+    let local = sandbox.data.join("guest-state");
+    std::fs::create_dir_all(&local).expect("dir");
+    sandbox
+        .write_script(
+            &FakeScript::default().rule(
+                "ssh",
+                Rule {
+                    run_locally: true,
+                    path_map: [("/var/lib/stoat".to_string(), local.display().to_string())]
+                        .into_iter()
+                        .collect(),
+                    ..Default::default()
+                },
+            ),
+        )
+        .expect("script");
+    let mut child = tool(&sandbox, "ssh")
+        .args(["root@127.0.0.1", "sh -s; cat /var/lib/stoat/mark; exit 4"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"echo seen > /var/lib/stoat/mark\n")
+        .expect("write");
+    let output = child.wait_with_output().expect("wait");
+    assert_eq!(output.status.code(), Some(4), "the command's own status");
+    assert_eq!(output.stdout, b"seen\n");
+    assert_eq!(
+        std::fs::read_to_string(local.join("mark")).expect("mark"),
+        "seen\n"
+    );
+}
+
+#[test]
 fn keygen_writes_both_files() {
     let sandbox = sandbox();
     let key = sandbox.data.join("k");

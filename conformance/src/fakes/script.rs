@@ -111,6 +111,11 @@ pub struct Rule {
     /// ssh only: run the remote command with the local `/bin/sh -c`, like sshd would.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub run_locally: bool,
+    /// ssh with `run_locally` only: guest path → local path, each guest path replaced by its
+    /// local one in the remote command and in stdin before the command runs (a guest
+    /// directory that lives in a test's tmp).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub path_map: std::collections::BTreeMap<String, String>,
     /// Read stdin to EOF and record it in the log (default: stdin is not touched).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub read_stdin: bool,

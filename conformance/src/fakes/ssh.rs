@@ -1,8 +1,10 @@
 //! Owns the fake `ssh` and `scp`: parse the OpenSSH argv, log it, then answer with scripted
 //! bytes and exit status, or (ssh, `run_locally`) hand the remote command to `/bin/sh -c`
-//! exactly as sshd hands it to the login shell. Default: exit 0, no output.
+//! exactly as sshd hands it to the login shell (with `path_map`, guest paths moved to local
+//! ones in the command and its stdin). Default: exit 0, no output.
 
 use std::io::Read as _;
+use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::process::CommandExt as _;
 
 use super::script::{FakeCall, FakeScript, Rule};
@@ -57,15 +59,71 @@ pub fn run_ssh(args: &[String]) -> i32 {
     delay(&rule);
     if rule.run_locally {
         // Like sshd: the words are joined with spaces and parsed again by the shell.
-        let error = std::process::Command::new("/bin/sh")
+        let mut shell = std::process::Command::new("/bin/sh");
+        shell
             .arg("-c")
-            .arg(&remote_command)
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .exec();
-        eprintln!("stoat-fake ssh: cannot run /bin/sh: {error}");
-        return 255;
+            .arg(std::ffi::OsStr::from_bytes(&map_paths(
+                remote_command.as_bytes(),
+                &rule,
+            )))
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin");
+        if rule.path_map.is_empty() {
+            let error = shell.exec();
+            eprintln!("stoat-fake ssh: cannot run /bin/sh: {error}");
+            return 255;
+        }
+        return run_mapped(shell, stdin, &rule);
     }
     answer(&rule)
+}
+
+/// Every guest path of `rule.path_map` in `bytes` replaced by its local path.
+fn map_paths(bytes: &[u8], rule: &Rule) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    for (guest, local) in &rule.path_map {
+        let (from, to) = (guest.as_bytes(), local.as_bytes());
+        if from.is_empty() {
+            continue;
+        }
+        let mut mapped = Vec::with_capacity(out.len());
+        let mut rest = out.as_slice();
+        while let Some(at) = rest.windows(from.len()).position(|w| w == from) {
+            mapped.extend_from_slice(&rest[..at]);
+            mapped.extend_from_slice(to);
+            rest = &rest[at + from.len()..];
+        }
+        mapped.extend_from_slice(rest);
+        out = mapped;
+    }
+    out
+}
+
+/// Runs `shell` with stdin (already read, or read now) passed through [`map_paths`]; its
+/// exit status, 128 + the signal that stopped it, or 255 when it cannot run.
+fn run_mapped(mut shell: std::process::Command, stdin: Option<Vec<u8>>, rule: &Rule) -> i32 {
+    use std::io::Write as _;
+    use std::os::unix::process::ExitStatusExt as _;
+    let input = stdin.unwrap_or_else(|| {
+        let mut buffer = Vec::new();
+        let _ = std::io::stdin().read_to_end(&mut buffer);
+        buffer
+    });
+    let mut child = match shell.stdin(std::process::Stdio::piped()).spawn() {
+        Ok(child) => child,
+        Err(error) => {
+            eprintln!("stoat-fake ssh: cannot run /bin/sh: {error}");
+            return 255;
+        }
+    };
+    if let Some(mut pipe) = child.stdin.take() {
+        let _ = pipe.write_all(&map_paths(&input, rule));
+    }
+    match child.wait() {
+        Ok(status) => status
+            .code()
+            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+        Err(_) => 255,
+    }
 }
 
 pub fn run_scp(args: &[String]) -> i32 {

@@ -90,6 +90,7 @@ impl TestEnv {
             .env("TMPDIR", self.tmp())
             .env("LANG", "C.UTF-8")
             .env("TZ", "UTC")
+            .env("STOAT_FAKE_LOG", self.fake_log())
             .current_dir(self.home());
         for (k, v) in &self.extra_env {
             cmd.env(k, v);
@@ -139,6 +140,21 @@ impl TestEnv {
         )
         .unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// Where the fakes log their calls (`STOAT_FAKE_LOG`, set for every run).
+    fn fake_log(&self) -> PathBuf {
+        self.tmp().join("fake-calls.jsonl")
+    }
+
+    /// Every call the fakes logged so far, oldest first: one JSON object a call (`tool`,
+    /// `argv`, ssh's `remote_command`...; docs/conformance-fakes.md, "Call log line").
+    pub fn fake_calls(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.fake_log())
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
     }
 
     /// Writes the fakes' script (docs/conformance-fakes.md) and points every later run at it.

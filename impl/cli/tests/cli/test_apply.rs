@@ -5,8 +5,6 @@
 //! REAL tier (`real_*`, ignored unless asked for; needs STOAT_REAL_GUEST): the same recipes on the
 //! booted test guest, through cloud-init's first boot, `up` over ssh, and `apply`.
 
-use std::os::unix::fs::PermissionsExt;
-
 use serde_json::Value;
 
 use crate::common::{
@@ -441,24 +439,14 @@ fn human_apply_prints_stages_and_lines_on_stderr() {
     );
 }
 
-/// An ssh that runs the remote command locally with the guest's `/var/lib/stoat` moved into
-/// `guest` (the fake guest's state, in the test's tmp). Inline rather than `stoat-fake`,
-/// whose `run_locally` runs the command as it is: this one rewrites a path in its stdin.
-fn install_guest_ssh(env: &TestEnv, guest: &std::path::Path) {
-    install(
-        env,
-        "ssh",
-        &format!(
-            "#!/bin/sh\nwhile [ $# -gt 0 ]; do case \"$1\" in *@127.0.0.1) shift; break;; esac; shift; done\nsed 's#/var/lib/stoat#{}/var/lib/stoat#g' | sh -c \"$*\"\n",
-            guest.display()
-        ),
-    );
-}
-
-fn install(env: &TestEnv, name: &str, body: &str) {
-    let path = env.bin().join(name);
-    std::fs::write(&path, body).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+/// ssh is the suite's fake running the remote command locally, with the guest's
+/// `/var/lib/stoat` moved into `guest` (the fake guest's state, in the test's tmp).
+fn install_guest_ssh(env: &mut TestEnv, guest: &std::path::Path) {
+    env.fake_tool("ssh");
+    let local = guest.join("var/lib/stoat").display().to_string();
+    env.fake_script(&serde_json::json!({"tools": {"ssh": [
+        {"run_locally": true, "path_map": {"/var/lib/stoat": local}}
+    ]}}));
 }
 
 #[test]
@@ -514,11 +502,11 @@ fn up_applies_after_boot_with_cmd_up_and_the_vm_last() {
 
 #[test]
 fn cloud_seed_carries_recipes_and_first_boot_is_detected() {
-    let env = TestEnv::new();
+    let mut env = TestEnv::new();
     // The fake guest's /var/lib/stoat lives in the test's tmp.
     let guest = env.tmp().join("guest");
     std::fs::create_dir_all(&guest).unwrap();
-    install_guest_ssh(&env, &guest);
+    install_guest_ssh(&mut env, &guest);
     fake_qemu(&env);
     let base = env.tmp().join("base.qcow2");
     crate::common::make_qcow2(&base, "64M");
@@ -573,7 +561,7 @@ fn cloud_seed_carries_recipes_and_first_boot_is_detected() {
 
 #[test]
 fn first_boot_detection_reports_its_skipped_reason() {
-    let (env, _vm) = setup(&["r"], "");
+    let (mut env, _vm) = setup(&["r"], "");
     // A cloudinit VM: rewrite the backend, keep the running fake.
     let toml = env
         .vm_toml("w")
@@ -582,7 +570,7 @@ fn first_boot_detection_reports_its_skipped_reason() {
     let guest = env.tmp().join("guest");
     std::fs::create_dir_all(guest.join("var/lib/stoat/.applied")).unwrap();
     std::fs::write(guest.join("var/lib/stoat/.applied/r"), "").unwrap();
-    install_guest_ssh(&env, &guest);
+    install_guest_ssh(&mut env, &guest);
     recipe(&env, "r", "", "echo must not run\n");
     let run = env.json(&["apply", "w"]);
     assert_eq!(run.data()["applied"], serde_json::json!([]));
@@ -594,9 +582,9 @@ fn first_boot_detection_reports_its_skipped_reason() {
 }
 
 /// A running cloudinit VM `w` whose first boot ran recipe `r` with `who = "cloud"`: the
-/// stub ssh maps /var/lib/stoat into the test's tmp, where the markers say so.
+/// fake ssh maps /var/lib/stoat into the test's tmp, where the markers say so.
 fn after_first_boot() -> (TestEnv, FakeRunningVm) {
-    let (env, vm) = setup(&["r"], "[recipe_params.r]\nwho = \"cloud\"\n");
+    let (mut env, vm) = setup(&["r"], "[recipe_params.r]\nwho = \"cloud\"\n");
     let toml = env
         .vm_toml("w")
         .replace("backend = \"ssh\"", "backend = \"cloudinit\"");
@@ -610,7 +598,7 @@ fn after_first_boot() -> (TestEnv, FakeRunningVm) {
         "greeting=hello cloud\n",
     )
     .unwrap();
-    install_guest_ssh(&env, &guest);
+    install_guest_ssh(&mut env, &guest);
     recipe(
         &env,
         "r",

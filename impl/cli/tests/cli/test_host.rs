@@ -1,18 +1,12 @@
 //! Host commands through the real binary: ssh-command, ssh, logs, doctor, prune, snapshot
 //! (real qemu-img on a real qcow2) and capabilities.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
 use serde_json::{json, Value};
 
 use crate::common::{FakeRunningVm, Lines, TestEnv, PLANTED_PASSWORD};
-
-fn write_script(path: &Path, body: &str) {
-    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
 
 fn strings(value: &Value) -> Vec<String> {
     value
@@ -100,28 +94,20 @@ fn ssh_refuses_json_and_checks_before_exec() {
 
 #[test]
 fn ssh_replaces_stoat_with_ssh_and_the_same_argv() {
-    let env = TestEnv::new();
+    let mut env = TestEnv::new();
     env.write_basic_vm("work", 2206);
-    let record = env.tmp().join("ssh-args");
-    // Inline, not stoat-fake: it records its own $0, which shows stoat exec'd ssh itself.
-    write_script(
-        &env.bin().join("ssh"),
-        &format!(
-            "printf '%s\\n' \"$0\" \"$@\" > '{}'\nexit 7",
-            record.display()
-        ),
-    );
+    env.fake_tool("ssh");
+    env.fake_script(&json!({"tools": {"ssh": [{"exit": 7}]}}));
     let expected = strings(&env.json(&["ssh-command", "work"]).data()["argv"]);
     let _qemu = FakeRunningVm::start(&env.root().join("work"));
     let out = env.run(&["ssh", "work"]);
     assert_eq!(out.status.code(), Some(7), "ssh's own status: {out:?}");
-    let seen: Vec<String> = std::fs::read_to_string(&record)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    assert!(seen[0].ends_with("ssh"));
-    assert_eq!(seen[1..], expected[1..]);
+    // One call, of the ssh on PATH, with ssh-command's argv after the program name.
+    let calls = env.fake_calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0]["tool"], "ssh");
+    assert_eq!(strings(&calls[0]["argv"]), expected[1..]);
+    assert!(expected[0].ends_with("ssh"), "{expected:?}");
 }
 
 // ---- logs ----
@@ -297,8 +283,6 @@ fn doctor_on_an_empty_path_is_unhealthy_but_answers() {
 #[test]
 fn doctor_with_every_tool_is_healthy_under_tcg() {
     let mut env = TestEnv::new();
-    let tools = env.tmp().join("tools");
-    std::fs::create_dir_all(&tools).unwrap();
     for tool in [
         "qemu-system-x86_64",
         "qemu-img",
@@ -307,9 +291,10 @@ fn doctor_with_every_tool_is_healthy_under_tcg() {
         "ssh-keygen",
         "xorriso",
     ] {
-        // Placeholders that only exist and run: doctor's PATH holds nothing else.
-        write_script(&tools.join(tool), "exit 0");
+        env.fake_tool(tool);
     }
+    // Only the fakes: doctor's PATH holds nothing else.
+    let tools = env.bin();
     env.set_env("PATH", &tools.display().to_string());
     let run = env.json(&["doctor"]);
     assert_eq!(run.data()["healthy"], true, "{}", run.stdout);

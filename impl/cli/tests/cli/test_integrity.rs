@@ -943,14 +943,14 @@ fn lock_waits_are_bounded_and_down_waits_for_an_up_in_flight() {
 
 #[test]
 fn a_tool_failure_is_one_line_and_says_its_prefix_once() {
-    use crate::common::stub;
-    let env = TestEnv::new();
+    let mut env = TestEnv::new();
     env.plant_image(ALPINE_VIRT);
-    stub(
-        &env,
-        "qemu-img",
-        "echo \"qemu-img: Could not create '$3':\" >&2\necho 'No space left on device' >&2\nprintf 'third\\r\\n' >&2\nexit 1\n",
-    );
+    // stoat-fake's qemu-img, failing every call with three lines, one ending in CRLF.
+    env.fake_tool("qemu-img");
+    env.fake_script(&serde_json::json!({"tools": {"qemu-img": [{
+        "stderr": {"text": "qemu-img: Could not create 'disk.qcow2':\nNo space left on device\nthird\r\n"},
+        "exit": 1
+    }]}}));
     let args = create_disk_args("n");
     let run = env.json(&args);
     let message = run.error("internal");

@@ -8,7 +8,7 @@
 use base64::Engine as _;
 use proptest::prelude::*;
 
-use crate::common::{banner_port, stub, FakeRunningVm, TestEnv, PLANTED_PASSWORD};
+use crate::common::{banner_port, FakeRunningVm, TestEnv, PLANTED_PASSWORD};
 
 fn config() -> ProptestConfig {
     ProptestConfig {
@@ -140,12 +140,7 @@ proptest! {
         let env = TestEnv::new();
         write_live_vm(&env, "w", banner_port());
         let _running = FakeRunningVm::start(&env.root().join("w"));
-        let last = env.tmp().join("ssh.last");
-        // Inline: a proptest case wants its argv back as exact bytes in one file.
-        stub(&env, "ssh", &format!(
-            "for a in \"$@\"; do last=\"$a\"; done\nprintf '%s' \"$last\" > '{}'\nexit 0\n",
-            last.display()
-        ));
+        env.fake_tool("ssh");
         let mut args: Vec<String> = Vec::new();
         if quiet_first {
             args.push("-q".into());
@@ -155,7 +150,14 @@ proptest! {
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let run = env.json_raw(&argv);
         prop_assert_eq!(run.exit, 0, "{:?}", run.result);
-        let remote = std::fs::read_to_string(&last).unwrap();
+        // stoat-fake's ssh logs the remote command as sshd would hand it to the guest's shell.
+        let calls = env.fake_calls();
+        let remote = calls
+            .iter()
+            .rev()
+            .find(|call| call["tool"] == "ssh")
+            .and_then(|call| call["remote_command"].as_str())
+            .unwrap_or_default();
         // The guest's shell writes the session mark, records its PID (so a cancel can stop
         // the command) and passes the status on last; between the PID and the status, the
         // quoted argv.

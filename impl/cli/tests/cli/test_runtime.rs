@@ -56,19 +56,29 @@ fn booting_vm(name: &str) -> (TestEnv, Reaper, u16) {
     (env, reaper, port)
 }
 
-/// A fake ssh: records argv, prints non-UTF-8 bytes on both streams, exits 3. (Inline: the
-/// tests read the argv file it writes, one argument a line.)
-fn fake_ssh(env: &TestEnv) -> PathBuf {
-    let argv = env.tmp().join("ssh.argv");
-    stub(
-        env,
-        "ssh",
-        &format!(
-            "for a in \"$@\"; do printf '%s\\n' \"$a\"; done > '{}'\nprintf 'out\\377\\376'\nprintf 'err\\377\\376' >&2\nexit 3\n",
-            argv.display()
-        ),
-    );
-    argv
+/// ssh is stoat-fake's, printing non-UTF-8 bytes on both streams and exiting 3; it logs
+/// each call's argv ([`last_argv`]).
+fn fake_ssh(env: &mut TestEnv) {
+    env.fake_tool("ssh");
+    env.fake_script(&serde_json::json!({"tools": {"ssh": [{
+        "stdout": {"hex": "6f7574fffe"}, "stderr": {"hex": "657272fffe"}, "exit": 3
+    }]}}));
+}
+
+/// The argv of the last call the fakes logged for `tool`.
+fn last_argv(env: &TestEnv, tool: &str) -> Vec<String> {
+    let calls = env.fake_calls();
+    let call = calls
+        .iter()
+        .rev()
+        .find(|call| call["tool"] == tool)
+        .unwrap_or_else(|| panic!("no {tool} call in {calls:?}"));
+    call["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect()
 }
 
 #[test]
@@ -91,11 +101,10 @@ fn up_refuses_what_it_cannot_start() {
     env.json(&["up", "fileshare"]).error("share_invalid");
 
     write_live_vm(&env, "w", 29303, "");
-    stub(
-        &env,
-        "qemu-system-x86_64",
-        "echo 'qemu: could not load PC BIOS boom' >&2\nexit 1\n",
-    );
+    env.fake_tool("qemu-system-x86_64");
+    env.fake_script(&serde_json::json!({"qemu": {"refuse": {
+        "stderr": {"text": "qemu: could not load PC BIOS boom\n"}
+    }}}));
     let message = env.json(&["up", "w"]).error("qemu_start_failed");
     assert!(message.contains("boom"), "{message}");
 
@@ -309,8 +318,8 @@ fn up_waits_for_ssh_and_a_guest_that_never_answers_is_an_error() {
 #[test]
 fn exec_waits_for_a_booting_vm_and_a_connection_that_never_comes_is_an_error() {
     use std::io::BufRead;
-    let (env, _reaper, port) = booting_vm("w");
-    fake_ssh(&env);
+    let (mut env, _reaper, port) = booting_vm("w");
+    fake_ssh(&mut env);
     let message = env
         .json_raw(&["--json", "exec", "--timeout", "1s", "w", "true"])
         .error("timeout");
@@ -465,8 +474,8 @@ fn a_guest_command_that_exits_255_is_its_status_and_runs_once() {
 
 #[test]
 fn exec_checks_the_vm_first() {
-    let env = TestEnv::new();
-    fake_ssh(&env);
+    let mut env = TestEnv::new();
+    fake_ssh(&mut env);
     write_live_vm(&env, "w", 29311, "");
     env.json_raw(&["--json", "exec", "w", "true"])
         .error("not_running");
@@ -479,8 +488,8 @@ fn exec_checks_the_vm_first() {
 
 #[test]
 fn exec_passes_bytes_and_status_by_the_contract() {
-    let (env, _reaper, port) = running_vm("w");
-    let argv_file = fake_ssh(&env);
+    let (mut env, _reaper, port) = running_vm("w");
+    fake_ssh(&mut env);
 
     let run = env.json_raw(&["-q", "--json", "exec", "w", "echo", "it's", "--json"]);
     assert_eq!(run.exit, 0);
@@ -497,15 +506,14 @@ fn exec_passes_bytes_and_status_by_the_contract() {
         b"err\xff\xfe"
     );
     assert!(data.get("stdout").is_none());
-    let argv = std::fs::read_to_string(&argv_file).unwrap();
-    let argv: Vec<&str> = argv.lines().collect();
+    let argv = last_argv(&env, "ssh");
     assert!(
         argv.last()
             .is_some_and(|remote| remote.contains("; 'echo' 'it'\\''s' '--json'; ")),
         "{argv:?}"
     );
-    assert!(argv.contains(&"root@127.0.0.1"), "{argv:?}");
-    assert!(argv.contains(&port.to_string().as_str()), "{argv:?}");
+    assert!(argv.iter().any(|a| a == "root@127.0.0.1"), "{argv:?}");
+    assert!(argv.contains(&port.to_string()), "{argv:?}");
 
     let human = env.run(&["exec", "w", "ls"]);
     assert_eq!(human.status.code(), Some(3));
@@ -560,25 +568,17 @@ fn cp_grammar_and_errors() {
 
 #[test]
 fn cp_runs_scp_with_an_absolute_local_path() {
-    let (env, _reaper, _) = running_vm("w");
-    let argv_file = env.tmp().join("scp.argv");
-    stub(
-        &env,
-        "scp",
-        &format!(
-            "for a in \"$@\"; do printf '%s\\n' \"$a\"; done > '{}'\n",
-            argv_file.display()
-        ),
-    );
+    let (mut env, _reaper, _) = running_vm("w");
+    env.fake_tool("scp");
     let to = env.json(&["cp", "notes/a.txt", "w:/tmp/x y"]);
     let local = env.home().join("notes/a.txt").display().to_string();
     assert_eq!(to.data()["direction"], "to_guest");
     assert_eq!(to.data()["local"], local.as_str());
     assert_eq!(to.data()["remote"], "/tmp/x y");
-    let argv = std::fs::read_to_string(&argv_file).unwrap();
+    let argv = last_argv(&env, "scp");
     assert!(
-        argv.ends_with(&format!("{local}\nroot@127.0.0.1:/tmp/x y\n")),
-        "{argv}"
+        argv.ends_with(&[local.clone(), "root@127.0.0.1:/tmp/x y".to_string()]),
+        "{argv:?}"
     );
 
     let from = env.json(&[
@@ -598,7 +598,9 @@ fn cp_runs_scp_with_an_absolute_local_path() {
         env.home().join("out").display().to_string().as_str()
     );
 
-    stub(&env, "scp", "echo 'scp: /nope: No such file' >&2\nexit 1\n");
+    env.fake_script(&serde_json::json!({"tools": {"scp": [{
+        "stderr": {"text": "scp: /nope: No such file\n"}, "exit": 1
+    }]}}));
     let message = env.json(&["cp", "w:/nope", "x"]).error("internal");
     assert!(message.contains("No such file"), "{message}");
     let human = env.run(&["cp", "w:/etc/a", "b"]);
