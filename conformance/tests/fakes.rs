@@ -343,6 +343,10 @@ fn the_pidfile_is_complete_once_it_exists_and_the_monitor_runs_a_command_sent_be
 #[test]
 fn qemu_records_its_argv_and_without_a_monitor_only_a_signal_stops_it() {
     let sandbox = sandbox();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
     let vm = sandbox.vm_dir("work");
     std::fs::create_dir_all(&vm).expect("vm dir");
     let pidfile = vm.join("qemu.pid");
@@ -350,10 +354,13 @@ fn qemu_records_its_argv_and_without_a_monitor_only_a_signal_stops_it() {
     let status = tool(&sandbox, "qemu-system-x86_64")
         .env("STOAT_FAKE_QEMU_ARGV", "qemu.argv")
         .env("STOAT_FAKE_QEMU_NO_MONITOR", "1")
+        .env("STOAT_FAKE_QEMU_NO_SSH", "1")
         .args(["-daemonize", "-append", "a b", "-pidfile"])
         .arg(&pidfile)
         .arg("-qmp")
         .arg(format!("unix:{},server,nowait", qmp.display()))
+        .arg("-netdev")
+        .arg(format!("user,id=n0,hostfwd=tcp:127.0.0.1:{port}-:22"))
         .status()
         .expect("run");
     assert!(status.success());
@@ -361,11 +368,13 @@ fn qemu_records_its_argv_and_without_a_monitor_only_a_signal_stops_it() {
     assert_eq!(
         argv,
         format!(
-            "-daemonize\n-append\na b\n-pidfile\n{}\n-qmp\nunix:{},server,nowait\n",
+            "-daemonize\n-append\na b\n-pidfile\n{}\n-qmp\nunix:{},server,nowait\n-netdev\nuser,id=n0,hostfwd=tcp:127.0.0.1:{port}-:22\n",
             pidfile.display(),
             qmp.display()
         )
     );
+    // The forwarded ssh port stays free: it can be bound while the fake runs.
+    drop(std::net::TcpListener::bind(("127.0.0.1", port)).expect("the ssh port is free"));
     let pid: i32 = std::fs::read_to_string(&pidfile)
         .expect("pidfile")
         .trim()

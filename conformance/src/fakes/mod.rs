@@ -31,6 +31,8 @@ pub const QEMU_ARGV_ENV: &str = "STOAT_FAKE_QEMU_ARGV";
 /// The environment variable that, set to `1`, makes the fake qemu open neither its QMP nor its
 /// human-monitor socket (a QEMU only signals reach).
 pub const QEMU_NO_MONITOR_ENV: &str = "STOAT_FAKE_QEMU_NO_MONITOR";
+/// The environment variable that, set to `1`, does what the script's `qemu.no_ssh` does.
+pub const QEMU_NO_SSH_ENV: &str = "STOAT_FAKE_QEMU_NO_SSH";
 
 /// Entry point of `stoat-fake`: dispatch on argv[0]'s file name.
 pub fn main() -> ! {

@@ -6,7 +6,8 @@
 //! the daemon answers an SSH banner on the host port forwarded to guest port 22 (unless the
 //! script says `"no_ssh": true`), so "reachable" comes at once. Two switches in the
 //! environment serve impl tests: `STOAT_FAKE_QEMU_ARGV` records the argv to a file, and
-//! `STOAT_FAKE_QEMU_NO_MONITOR=1` opens no monitor socket, so only signals stop it.
+//! `STOAT_FAKE_QEMU_NO_MONITOR=1` opens no monitor socket, so only signals stop it
+//! (`STOAT_FAKE_QEMU_NO_SSH=1` is the script's `no_ssh`, for a test that scripts other tools).
 
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::CommandExt as _;
@@ -180,9 +181,9 @@ fn record_argv(parsed: &QemuArgs, args: &[String]) {
     }
 }
 
-/// True when `STOAT_FAKE_QEMU_NO_MONITOR=1`: no QMP and no human-monitor socket.
-fn without_monitor() -> bool {
-    std::env::var_os(super::QEMU_NO_MONITOR_ENV).is_some_and(|v| v == "1")
+/// True when the switch `name` is set to `1`.
+fn switched_on(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| v == "1")
 }
 
 /// `stoat-fake --qemu-daemon <qemu argv...>`: the VM stand-in.
@@ -211,7 +212,7 @@ fn serve(parsed: &QemuArgs, args: &[String]) -> i32 {
     let script = FakeScript::load();
     let pid = std::process::id();
     let mut cleanup: Vec<PathBuf> = Vec::new();
-    let monitors = !without_monitor();
+    let monitors = !switched_on(super::QEMU_NO_MONITOR_ENV);
     let qmp_listener = parsed.qmp.as_ref().filter(|_| monitors).and_then(|p| {
         cleanup.push(p.clone());
         bind(p)
@@ -220,7 +221,7 @@ fn serve(parsed: &QemuArgs, args: &[String]) -> i32 {
         cleanup.push(p.clone());
         bind(p)
     });
-    if !script.qemu.no_ssh {
+    if !script.qemu.no_ssh && !switched_on(super::QEMU_NO_SSH_ENV) {
         for port in &parsed.ssh_ports {
             serve_banners(*port);
         }

@@ -78,19 +78,29 @@ pub fn stub(env: &TestEnv, name: &str, body: &str) -> PathBuf {
 }
 
 /// Makes `bin/qemu-system-x86_64` stoat-fake's QEMU, as these tests want it: it records its
-/// argv next to its pidfile (`<vm>/qemu.argv`, one argument a line) and opens no monitor
-/// socket, so `down` takes stoat's signal fallback. Its daemon keeps the whole argv on its
-/// command line (as QEMU does) and, like a booted guest, answers an SSH banner on the
-/// forwarded ssh port while it runs (script `{"qemu": {"no_ssh": true}}` for one that never
-/// boots). Stop it with a [`Reaper`].
+/// argv next to its pidfile (`<vm>/qemu.argv`, one argument a line), opens no monitor socket,
+/// so `down` takes stoat's signal fallback, and leaves the ssh port alone (a guest that has
+/// not booted: parallel tests share create's ports). Its daemon keeps the whole argv on its
+/// command line, as QEMU does. Stop it with a [`Reaper`].
 pub fn fake_qemu(env: &TestEnv) {
-    env.fake_tool_with_env(
-        "qemu-system-x86_64",
-        &[
-            ("STOAT_FAKE_QEMU_ARGV", "qemu.argv"),
-            ("STOAT_FAKE_QEMU_NO_MONITOR", "1"),
-        ],
-    );
+    write_fake_qemu(env, true);
+}
+
+/// [`fake_qemu`] whose guest boots: while it runs, it answers an SSH banner on the host port
+/// forwarded to guest port 22 (give the VM a [`crate::free_port`]).
+pub fn fake_booted_qemu(env: &TestEnv) {
+    write_fake_qemu(env, false);
+}
+
+fn write_fake_qemu(env: &TestEnv, no_ssh: bool) {
+    let mut switches = vec![
+        ("STOAT_FAKE_QEMU_ARGV", "qemu.argv"),
+        ("STOAT_FAKE_QEMU_NO_MONITOR", "1"),
+    ];
+    if no_ssh {
+        switches.push(("STOAT_FAKE_QEMU_NO_SSH", "1"));
+    }
+    env.fake_tool_with_env("qemu-system-x86_64", &switches);
 }
 
 /// Stops every fake QEMU of this test environment by the PID in its pidfile.

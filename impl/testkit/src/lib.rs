@@ -16,7 +16,7 @@ mod real;
 mod vms;
 
 pub use env::TestEnv;
-pub use fakes::{fake_qemu, stoat_fake, stub, FakeRunningVm, Reaper};
+pub use fakes::{fake_booted_qemu, fake_qemu, stoat_fake, stub, FakeRunningVm, Reaper};
 pub use json::JsonRun;
 pub use lines::Lines;
 pub use net::{banner_port, free_port, LoopbackAcceptor};

@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use crate::common::{
-    banner_port, fake_qemu, free_port, FakeRunningVm, Reaper, TestEnv, PLANTED_PASSWORD,
+    banner_port, fake_booted_qemu, free_port, FakeRunningVm, Reaper, TestEnv, PLANTED_PASSWORD,
 };
 
 /// ssh is the suite's fake, which runs the remote command locally through `/bin/sh -c`, as
@@ -453,7 +453,7 @@ fn install_guest_ssh(env: &mut TestEnv, guest: &std::path::Path) {
 fn up_applies_after_boot_with_cmd_up_and_the_vm_last() {
     let mut env = TestEnv::new();
     install_fake_ssh(&mut env);
-    fake_qemu(&env);
+    fake_booted_qemu(&env);
     let port = free_port();
     env.seed_boot_files("w");
     env.write_vm(
@@ -507,7 +507,7 @@ fn cloud_seed_carries_recipes_and_first_boot_is_detected() {
     let guest = env.tmp().join("guest");
     std::fs::create_dir_all(&guest).unwrap();
     install_guest_ssh(&mut env, &guest);
-    fake_qemu(&env);
+    fake_booted_qemu(&env);
     let base = env.tmp().join("base.qcow2");
     crate::common::make_qcow2(&base, "64M");
     let port = free_port();

@@ -1,7 +1,7 @@
 //! The runtime through the real binary: up, down, wait, exec, cp, screenshot.
 //!
-//! FAKE tier: `qemu-system-x86_64` is stoat-fake's ([`fake_qemu`]: it records its argv, opens
-//! no monitor, and answers ssh on the forwarded port while it runs); `ssh` and `scp` are
+//! FAKE tier: `qemu-system-x86_64` is stoat-fake's ([`fake_qemu`]: it records its argv and
+//! opens no monitor; [`fake_booted_qemu`] also answers ssh on the forwarded port while it runs); `ssh` and `scp` are
 //! stoat-fake or inline scripts in the test's bin directory. The fake QEMU's daemon keeps a
 //! command line naming the VM directory (so stoat sees the VM running); every test stops it by
 //! PID on drop.
@@ -15,7 +15,8 @@ use std::time::Instant;
 use base64::Engine;
 
 use crate::common::{
-    fake_qemu, free_port, real_guest, stub, timed, RealGuard, Reaper, TestEnv, PLANTED_PASSWORD,
+    fake_booted_qemu, fake_qemu, free_port, real_guest, stub, timed, RealGuard, Reaper, TestEnv,
+    PLANTED_PASSWORD,
 };
 
 /// A live VM whose ISO the fake QEMU never reads (its kernel is already "extracted").
@@ -34,7 +35,7 @@ fn write_live_vm(env: &TestEnv, name: &str, port: u16, extra: &str) {
 pub(crate) fn running_vm(name: &str) -> (TestEnv, Reaper, u16) {
     let env = TestEnv::new();
     let port = free_port();
-    fake_qemu(&env);
+    fake_booted_qemu(&env);
     write_live_vm(&env, name, port, "");
     let reaper = Reaper::watch(&env, &[name]);
     let up = env.json(&["up", name]);
@@ -46,9 +47,8 @@ pub(crate) fn running_vm(name: &str) -> (TestEnv, Reaper, u16) {
 /// still booting, or one that never will), started with `up --no-wait`.
 fn booting_vm(name: &str) -> (TestEnv, Reaper, u16) {
     let port = free_port();
-    let mut env = TestEnv::new();
+    let env = TestEnv::new();
     fake_qemu(&env);
-    env.fake_script(&serde_json::json!({"qemu": {"no_ssh": true}}));
     write_live_vm(&env, name, port, "");
     let reaper = Reaper::watch(&env, &[name]);
     let up = env.json(&["up", name, "--no-wait"]);
@@ -301,11 +301,10 @@ fn up_waits_for_ssh_and_a_guest_that_never_answers_is_an_error() {
     env.json(&["up", "w", "--timeout", "0s"]).error("usage");
 
     // A guest that dies while booting: qemu_start_failed at once, not a timeout.
-    // stoat-fake's QEMU with a lifetime of one second and a guest that never answers: its
-    // pidfile names a process that exits by itself.
+    // stoat-fake's QEMU with a lifetime of one second: its pidfile names a process that
+    // exits by itself.
     let mut env = TestEnv::new();
     fake_qemu(&env);
-    env.fake_script(&serde_json::json!({"qemu": {"no_ssh": true}}));
     env.set_env("STOAT_FAKE_MAX_SECS", "1");
     write_live_vm(&env, "d", free_port(), "");
     let _reaper = Reaper::watch(&env, &["d"]);
