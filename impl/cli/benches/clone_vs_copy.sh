@@ -14,28 +14,18 @@ set -euo pipefail
 
 DATA_MIB="${DATA_MIB:-128}"
 RUNS="${RUNS:-3}"
-repo="$(cd "$(dirname "$0")/../../.." && pwd)"
-if [ -z "${STOAT:-}" ]; then
-    cargo build -q -p stoat-cli --manifest-path "$repo/Cargo.toml"
-    STOAT="${CARGO_TARGET_DIR:-$repo/target}/debug/stoat"
-fi
-
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-export STOAT_HOME="$work/root" HOME="$work/home"
-mkdir -p "$STOAT_HOME/isos" "$HOME"
+. "$(dirname "$0")/lib.sh"
+bench_stoat debug
+bench_sandbox
+mkdir -p "$STOAT_HOME/isos"
 : > "$STOAT_HOME/isos/alpine-virt-3.24.1-x86_64.iso"
-
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
 # best <command...>: the shortest of RUNS timed runs, each followed by sync and by `undo`.
 best() {
     local min="" t0 t1 t
     for _ in $(seq "$RUNS"); do
         t0=$(now); "$@" > /dev/null; sync; t1=$(now)
-        t=$(elapsed "$t0" "$t1")
+        t=$(secs "$t0" "$t1")
         if [ -z "$min" ] || awk -v a="$t" -v b="$min" 'BEGIN { exit !(a < b) }'; then min="$t"; fi
         undo
     done
@@ -45,14 +35,14 @@ best() {
 printf '%-6s %10s %12s %12s %10s %10s %s\n' size "stoat s" "cp s" "convert s" "vs cp" "vs conv" "(data ${DATA_MIB} MiB, rest sparse; best of $RUNS)"
 for size in 1G 10G; do
     name="src$size"
-    "$STOAT" --json create "$name" --image alpine-virt --mode disk --disk "$size" > /dev/null
+    "$stoat" --json create "$name" --image alpine-virt --mode disk --disk "$size" > /dev/null
     src="$STOAT_HOME/$name/disk.qcow2"
     qemu-io -f qcow2 -c "write -P 0x5a 0 ${DATA_MIB}M" "$src" > /dev/null
     sync
 
     undo() { cmp -s "$src" "$STOAT_HOME/copy/disk.qcow2" || { echo "clone differs" >&2; exit 1; }
-             "$STOAT" --json rm -y copy > /dev/null; }
-    t_stoat=$(best "$STOAT" --json clone "$name" copy)
+             "$stoat" --json rm -y copy > /dev/null; }
+    t_stoat=$(best "$stoat" --json clone "$name" copy)
     undo() { rm -f "$work/cp.qcow2"; }
     t_cp=$(best cp --reflink=auto "$src" "$work/cp.qcow2")
     undo() { rm -f "$work/conv.qcow2"; }
@@ -60,5 +50,5 @@ for size in 1G 10G; do
 
     printf '%-6s %10.3f %12.3f %12.3f %10s %10s\n' "$size" "$t_stoat" "$t_cp" "$t_conv" \
         "$(ratio "$t_stoat" "$t_cp")" "$(ratio "$t_stoat" "$t_conv")"
-    "$STOAT" --json rm -y "$name" > /dev/null
+    "$stoat" --json rm -y "$name" > /dev/null
 done

@@ -16,27 +16,18 @@ set -euo pipefail
 # A failed `up` inside $(...) must end the run, not fall through to an endless login poll.
 shopt -s inherit_errexit
 
-repo="$(cd "$(dirname "$0")/../../.." && pwd)"
+. "$(dirname "$0")/lib.sh"
 guest="${DISTRO_GUEST:-$repo/.guest-distro}"
 image="$guest/stoat-testguest-cloud.qcow2"
 [ -e "$image" ] || { echo "distro_boot: no distro image at $guest (run make distro-guest), not run"; exit 0; }
 image=$(readlink -f "$image")
 [ -n "${DISTRO_BENCH_LOCKED:-}" ] || exec env DISTRO_BENCH_LOCKED=1 flock /tmp/stoat-guest.lock "$0" "$@"
-cargo build --release -q -p stoat-cli --manifest-path "$repo/Cargo.toml"
-stoat="${CARGO_TARGET_DIR:-$repo/target}/release/stoat"
-
-work="$(mktemp -d -p /var/tmp stoat-bench-distro.XXXXXX)"
-export STOAT_HOME="$work/root" HOME="$work/home" STOAT_ACCEL=tcg STOAT_GRAPHICAL=0
+bench_stoat release
+bench_sandbox -p /var/tmp stoat-bench-distro.XXXXXX
 export STOAT_DOWN_TIMEOUT_SECS=300
-mkdir -p "$HOME"
 qemu_pid=""
-cleanup() {
-    "$stoat" down bench >/dev/null 2>&1 || true
-    raw_qemu_pid
-    if [ -n "$qemu_pid" ] && kill -0 "$qemu_pid" 2>/dev/null; then kill "$qemu_pid"; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
+bench_on_exit '"$stoat" down bench >/dev/null 2>&1'
+bench_on_exit 'raw_qemu_pid; [ -z "$qemu_pid" ] || ! kill -0 "$qemu_pid" 2>/dev/null || kill "$qemu_pid"'
 
 # The raw QEMU's PID, read from its pidfile: raw_boot runs in a command substitution (a
 # subshell), so a variable it sets never reaches the shell that powers down or cleans up.
@@ -47,9 +38,6 @@ raw_qemu_pid() {
     pid=$(cat "$file")
     if tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q qemu-system; then qemu_pid=$pid; fi
 }
-now() { date +%s.%N; }
-ratio() { python3 -c "import sys; a,b=map(float,sys.argv[1:]); print(f'{a/b:.2f}x')" "$1" "$2"; }
-secs() { python3 -c "import sys; a,b=map(float,sys.argv[1:]); print(f'{b-a:.1f}')" "$1" "$2"; }
 powerdown() {  # QMP system_powerdown on the raw QEMU, then wait for it to exit
     raw_qemu_pid
     [ -n "$qemu_pid" ] || { echo "distro_boot: the raw QEMU is not running" >&2; exit 1; }
@@ -69,7 +57,7 @@ stoat_boot() {
     "$stoat" up bench --no-apply --timeout 900s >/dev/null
     until "$stoat" exec bench true >/dev/null 2>&1; do sleep 0.2; done
     t1=$(now)
-    secs "$t0" "$t1"
+    secs "$t0" "$t1" 1
 }
 raw_boot() {
     local t0 t1
@@ -77,14 +65,14 @@ raw_boot() {
     "${qemu_argv[@]}"
     until "${ssh_argv[@]}" true 2>/dev/null; do sleep 0.2; done
     t1=$(now)
-    secs "$t0" "$t1"
+    secs "$t0" "$t1" 1
 }
 
 "$stoat" create bench --image "$image" --os debian --ram 1024 --cpus 2 --disk 4G >/dev/null
 # A port the kernel hands out, away from the 2200+ range other runs on a shared host use.
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(bench_free_port)
 "$stoat" update bench --ssh-port "$port" >/dev/null
-mapfile -t ssh_argv < <("$stoat" --json ssh-command bench | python3 -c 'import json,sys; [print(a) for a in json.loads(sys.stdin.read())["data"]["argv"]]')
+mapfile -t ssh_argv < <(bench_ssh_argv bench)
 ssh_argv=("${ssh_argv[@]:0:1}" -o ConnectTimeout=5 "${ssh_argv[@]:1}")
 
 stoat_first=$(stoat_boot); echo "stoat first boot: ${stoat_first}s" >&2
@@ -104,7 +92,7 @@ powerdown
 raw_second=$(raw_boot); echo "raw second boot: ${raw_second}s" >&2
 powerdown
 
-row() { printf '%-40s %7ss   %-34s %7ss   ratio %s\n' "$1" "$2" "$3" "$4" "$(ratio "$2" "$4")"; }
+row() { printf '%-40s %7ss   %-34s %7ss   ratio %sx\n' "$1" "$2" "$3" "$4" "$(ratio "$2" "$4")"; }
 echo "Debian $(sed -n 's/^suite: //p' "$guest/manifest.txt") cloud image, TCG, 2 vCPUs, 1 GiB, disk 4G; load $(cut -d' ' -f1 /proc/loadavg)"
 row "stoat up + wait reachable (first boot)" "$stoat_first" "raw qemu + ssh poll (first boot)" "$raw_first"
 row "stoat up + wait reachable (second boot)" "$stoat_second" "raw qemu + ssh poll (second boot)" "$raw_second"

@@ -9,22 +9,16 @@
 set -euo pipefail
 
 SIZE_MIB="${SIZE_MIB:-64}"
-repo="$(cd "$(dirname "$0")/../../.." && pwd)"
-cargo build --release -q -p stoat-cli --manifest-path "$repo/Cargo.toml"
-stoat="${CARGO_TARGET_DIR:-$repo/target}/release/stoat"
-
-work="$(mktemp -d)"
+. "$(dirname "$0")/lib.sh"
+bench_stoat release
+bench_sandbox
 server_pid=""
-cleanup() {
-    if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
+bench_on_exit '[ -z "$server_pid" ] || kill "$server_pid" 2>/dev/null'
 
-mkdir -p "$work/srv" "$work/home" "$work/curl"
+mkdir -p "$work/srv" "$work/curl"
 head -c "$((SIZE_MIB * 1024 * 1024))" /dev/urandom > "$work/srv/bench.qcow2"
 (cd "$work/srv" && sha256sum bench.qcow2 > SHA256SUMS)
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+port="$(bench_free_port)"
 python3 -m http.server "$port" --bind 127.0.0.1 --directory "$work/srv" >/dev/null 2>&1 &
 server_pid=$!
 for _ in $(seq 50); do curl -fs -o /dev/null "http://127.0.0.1:$port/SHA256SUMS" && break; sleep 0.1; done
@@ -38,30 +32,28 @@ url = "http://127.0.0.1:$port/bench.qcow2"
 checksum_url = "http://127.0.0.1:$port/SHA256SUMS"
 TOML
 
-now() { date +%s.%N; }
-
 start="$(now)"
 curl -fs -o "$work/curl/bench.qcow2" "http://127.0.0.1:$port/bench.qcow2"
 (cd "$work/curl" && sha256sum -c --quiet "$work/srv/SHA256SUMS")
-curl_secs="$(echo "$(now) - $start" | bc -l)"
+curl_secs="$(secs "$start" "$(now)")"
 
 rss_file="$work/rss"
 start="$(now)"
 if [ -x /usr/bin/time ]; then
-    STOAT_HOME="$work/home" STOAT_CATALOG="$work/catalog.toml" \
+    STOAT_CATALOG="$work/catalog.toml" \
         /usr/bin/time -f '%M' -o "$rss_file" "$stoat" --json pull bench > "$work/out.jsonl"
 else
-    STOAT_HOME="$work/home" STOAT_CATALOG="$work/catalog.toml" \
+    STOAT_CATALOG="$work/catalog.toml" \
         "$stoat" --json pull bench > "$work/out.jsonl"
 fi
-stoat_secs="$(echo "$(now) - $start" | bc -l)"
+stoat_secs="$(secs "$start" "$(now)")"
 tail -n1 "$work/out.jsonl" | grep -q '"ok":true' || { echo "pull failed: $(tail -n1 "$work/out.jsonl")"; exit 1; }
 
 mib_per_s() { echo "scale=1; $SIZE_MIB / $1" | bc -l; }
 echo "image:  ${SIZE_MIB} MiB over loopback"
 echo "curl -o + sha256sum: $(mib_per_s "$curl_secs") MiB/s (${curl_secs}s)"
 echo "stoat --json pull:   $(mib_per_s "$stoat_secs") MiB/s (${stoat_secs}s)"
-echo "ratio (stoat/curl throughput): $(echo "scale=2; $curl_secs / $stoat_secs" | bc -l)"
+echo "ratio (stoat/curl throughput): $(ratio "$curl_secs" "$stoat_secs")"
 if [ -s "$rss_file" ]; then
     echo "stoat peak RSS: $(( $(tail -n1 "$rss_file") / 1024 )) MiB"
 fi

@@ -14,27 +14,16 @@
 # Every QEMU it starts is stopped by PID on exit; the data root is a temp dir.
 set -euo pipefail
 
-repo="$(cd "$(dirname "$0")/../../.." && pwd)"
+. "$(dirname "$0")/lib.sh"
 guest="${GUEST:-$repo/.guest}"
 image="$guest/stoat-testguest-cloud.qcow2"
 [ -f "$image" ] || { echo "runtime_vs_raw: no guest at $guest (run make setup)"; exit 0; }
-cargo build --release -q -p stoat-cli --manifest-path "$repo/Cargo.toml"
-stoat="${CARGO_TARGET_DIR:-$repo/target}/release/stoat"
-
-work="$(mktemp -d -p /var/tmp stoat-bench.XXXXXX)"
-export STOAT_HOME="$work/root" HOME="$work/home" STOAT_ACCEL=tcg STOAT_GRAPHICAL=0
-mkdir -p "$HOME"
+bench_stoat release
+bench_sandbox -p /var/tmp stoat-bench.XXXXXX
 qemu_pid=""
-cleanup() {
-    "$stoat" down bench >/dev/null 2>&1 || true
-    if [ -n "$qemu_pid" ] && kill -0 "$qemu_pid" 2>/dev/null; then kill "$qemu_pid"; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
+bench_on_exit '"$stoat" down bench >/dev/null 2>&1'
+bench_on_exit '[ -z "$qemu_pid" ] || ! kill -0 "$qemu_pid" 2>/dev/null || kill "$qemu_pid"'
 
-now() { date +%s.%N; }
-ratio() { python3 -c "import sys; a,b=map(float,sys.argv[1:]); print(f'{a/b:.2f}x')" "$1" "$2"; }
-secs() { python3 -c "import sys; a,b=map(float,sys.argv[1:]); print(f'{b-a:.3f}')" "$1" "$2"; }
 RUNS="${RUNS:-15}"
 # Median wall seconds of RUNS runs of a command (its output discarded; it must succeed).
 median() {
@@ -49,10 +38,10 @@ for _ in range(runs):
 print(f"{statistics.median(samples):.4f}")
 PY
 }
-row() { printf '%-44s %8ss   %-30s %8ss   ratio %s\n' "$1" "$2" "$3" "$4" "$(ratio "$2" "$4")"; }
+row() { printf '%-44s %8ss   %-30s %8ss   ratio %sx\n' "$1" "$2" "$3" "$4" "$(ratio "$2" "$4")"; }
 
 "$stoat" create bench --image "$image" --ram 256 --cpus 1 >/dev/null
-mapfile -t ssh_argv < <("$stoat" --json ssh-command bench | python3 -c 'import json,sys; [print(a) for a in json.loads(sys.stdin.read())["data"]["argv"]]')
+mapfile -t ssh_argv < <(bench_ssh_argv bench)
 
 # 1. Boot to ssh. The first boot does cloud-init's once-per-instance work, so it is a warm-up;
 #    stoat and raw QEMU are then timed on the same, later boot of the same disk.
@@ -100,7 +89,7 @@ for kind in txt bin; do
     ours=$(RUNS=3 median "$stoat" --json exec bench cat /tmp/$kind)
     rss=$( { /usr/bin/time -f '%M' "$stoat" --json exec bench cat /tmp/$kind > /dev/null; } 2>&1 | tail -1)
     label="stoat --json exec cat 16 MiB ($kind)"
-    printf '%-44s %8ss   %-30s %8ss   ratio %s   peak RSS %s MiB (%.1fx output)\n' "$label" "$ours" "raw ssh cat" "$raw" "$(ratio "$ours" "$raw")" "$((rss / 1024))" "$(python3 -c "print($rss/1024/16)")"
+    printf '%-44s %8ss   %-30s %8ss   ratio %sx   peak RSS %s MiB (%.1fx output)\n' "$label" "$ours" "raw ssh cat" "$raw" "$(ratio "$ours" "$raw")" "$((rss / 1024))" "$(python3 -c "print($rss/1024/16)")"
 done
 
 # 4. cp of 16 MiB both ways, against scp with the options stoat passes (from ssh-command's).

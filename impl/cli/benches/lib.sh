@@ -1,0 +1,54 @@
+# The preamble every impl/cli/benches/*.sh shares; sourced, never run:
+#   . "$(dirname "$0")/lib.sh"
+# It sets `repo` (the repository root) and offers:
+#   bench_stoat release|debug   builds stoat-cli and sets `stoat` (STOAT=path skips the build)
+#   bench_sandbox [mktemp args] a temp dir `work` with the data root and HOME in it, exported
+#                               with STOAT_ACCEL=tcg and STOAT_GRAPHICAL=0; removed on exit
+#   bench_on_exit 'command'     runs the command on exit (before `work` goes), errors ignored
+#   now, secs T0 T1 [DIGITS], ratio A B (A/B, two decimals), bench_free_port,
+#   bench_ssh_argv VM           the VM's ssh argv (`ssh-command`), one argument a line
+# shellcheck shell=bash
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+
+bench_stoat() {
+    if [ -n "${STOAT:-}" ]; then
+        stoat="$STOAT"
+        return
+    fi
+    local target="${CARGO_TARGET_DIR:-$repo/target}"
+    if [ "$1" = release ]; then
+        cargo build --release -q -p stoat-cli --manifest-path "$repo/Cargo.toml"
+    else
+        cargo build -q -p stoat-cli --manifest-path "$repo/Cargo.toml"
+    fi
+    stoat="$target/$1/stoat"
+}
+
+work=""
+bench_exit_hooks=()
+bench_on_exit() { bench_exit_hooks+=("$1"); }
+bench_cleanup() {
+    local hook
+    for hook in "${bench_exit_hooks[@]}"; do eval "$hook" || true; done
+    if [ -n "$work" ]; then rm -rf "$work"; fi
+}
+trap bench_cleanup EXIT
+
+bench_sandbox() {
+    work="$(mktemp -d "$@")"
+    export STOAT_HOME="$work/root" HOME="$work/home" STOAT_ACCEL=tcg STOAT_GRAPHICAL=0
+    mkdir -p "$STOAT_HOME" "$HOME"
+}
+
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" -v d="${3:-3}" 'BEGIN { printf("%." d "f\n", b - a) }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f\n", a / b }'; }
+
+bench_free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+bench_ssh_argv() {
+    "$stoat" --json ssh-command "$1" | python3 -c 'import json,sys; [print(a) for a in json.loads(sys.stdin.read())["data"]["argv"]]'
+}
