@@ -9,6 +9,16 @@ use serde_json::Value;
 
 use crate::{stoat_fake, JsonRun, PLANTED_PASSWORD};
 
+/// The host tools `stoat-fake` answers as, in the order doctor checks them.
+pub const FAKE_HOST_TOOLS: &[&str] = &[
+    "qemu-system-x86_64",
+    "qemu-img",
+    "ssh",
+    "scp",
+    "ssh-keygen",
+    "xorriso",
+];
+
 /// A temporary HOME, STOAT_HOME and bin directory; removed on drop, even when a test fails.
 pub struct TestEnv {
     temp: tempfile::TempDir,
@@ -145,6 +155,34 @@ impl TestEnv {
     /// Where the fakes log their calls (`STOAT_FAKE_LOG`, set for every run).
     fn fake_log(&self) -> PathBuf {
         self.tmp().join("fake-calls.jsonl")
+    }
+
+    /// The argv of every call the fakes logged for `tool`, oldest first.
+    pub fn fake_argvs(&self, tool: &str) -> Vec<Vec<String>> {
+        self.fake_calls()
+            .iter()
+            .filter(|call| call["tool"] == tool)
+            .map(|call| {
+                call["argv"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| a.as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Forgets the calls logged so far: the next [`TestEnv::fake_calls`] starts empty.
+    pub fn clear_fake_calls(&self) {
+        let _ = std::fs::remove_file(self.fake_log());
+    }
+
+    /// Makes every host tool stoat runs the multi-call fake ([`FAKE_HOST_TOOLS`]).
+    pub fn fake_host_tools(&self) {
+        for tool in FAKE_HOST_TOOLS {
+            self.fake_tool(tool);
+        }
     }
 
     /// Every call the fakes logged so far, oldest first: one JSON object a call (`tool`,

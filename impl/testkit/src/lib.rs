@@ -15,7 +15,7 @@ mod net;
 mod real;
 mod vms;
 
-pub use env::TestEnv;
+pub use env::{TestEnv, FAKE_HOST_TOOLS};
 pub use fakes::{fake_booted_qemu, fake_qemu, stoat_fake, stub, FakeRunningVm, Reaper};
 pub use json::JsonRun;
 pub use lines::Lines;
@@ -25,6 +25,9 @@ pub use vms::{create_disk, create_disk_args, create_live, make_qcow2, qemu_img, 
 
 /// The catalog's alpine-virt ISO file name, as `pull` stores it.
 pub const ALPINE_VIRT: &str = "alpine-virt-3.24.1-x86_64.iso";
+
+/// The catalog's debian-13 cloud image file name, as `pull` stores it.
+pub const DEBIAN_CLOUD: &str = "debian-13-genericcloud-amd64.qcow2";
 
 /// A console password planted in fixtures; it must never appear in any output.
 pub const PLANTED_PASSWORD: &str = "planted-hunter2-c0ffee";

@@ -4,9 +4,7 @@
 
 use std::path::Path;
 
-use crate::common::TestEnv;
-
-const DEBIAN_CLOUD: &str = "debian-13-genericcloud-amd64.qcow2";
+use crate::common::{TestEnv, DEBIAN_CLOUD};
 
 fn stdout(output: &std::process::Output) -> String {
     assert!(

@@ -16,32 +16,13 @@ use serde_json::Value;
 use crate::common::{free_port, real_guest, timed, RealGuard, Reaper, TestEnv};
 use crate::test_snapshots::human;
 
-/// A running fake VM `w` whose ssh runs commands here and whose scp logs its argv; the log.
-fn vm_with_fake_tools() -> (TestEnv, Reaper, PathBuf) {
+/// A running fake VM `w` whose ssh runs commands here; scp logs its argv (`fake_argvs`).
+fn vm_with_fake_tools() -> (TestEnv, Reaper) {
     let (mut env, reaper, _) = crate::test_runtime::running_vm("w");
     env.fake_tool("scp");
     env.fake_tool("ssh");
     env.fake_script(&serde_json::json!({"tools": {"ssh": [{"run_locally": true}]}}));
-    let log = env.tmp().join("fake-calls.jsonl");
-    env.set_env("STOAT_FAKE_LOG", log.to_str().unwrap());
-    (env, reaper, log)
-}
-
-/// The argv of every call of `tool` in the fake log, in order.
-fn calls(log: &Path, tool: &str) -> Vec<Vec<String>> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    text.lines()
-        .map(|line| serde_json::from_str::<Value>(line).unwrap())
-        .filter(|call| call["tool"] == tool)
-        .map(|call| {
-            call["argv"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|a| a.as_str().unwrap().to_owned())
-                .collect()
-        })
-        .collect()
+    (env, reaper)
 }
 
 /// The operands of an scp argv: what follows the identity file (`-i KEY`), minus `-r`.
@@ -61,7 +42,7 @@ fn local_tree(env: &TestEnv) {
 
 #[test]
 fn several_sources_and_r_run_one_scp() {
-    let (env, _reaper, log) = vm_with_fake_tools();
+    let (env, _reaper) = vm_with_fake_tools();
     local_tree(&env);
     let guest_dir = env.tmp().join("guest-dst");
     std::fs::create_dir_all(&guest_dir).unwrap();
@@ -72,7 +53,7 @@ fn several_sources_and_r_run_one_scp() {
         "cp_several_to_guest",
         human(&env, &["cp", "-r", "tree", "one.txt", &dst], true)
     );
-    let scp = calls(&log, "scp");
+    let scp = env.fake_argvs("scp");
     assert_eq!(scp.len(), 1, "{scp:?}");
     assert!(scp[0].contains(&"-r".to_owned()), "{:?}", scp[0]);
     let home = env.home().display().to_string();
@@ -95,7 +76,7 @@ fn several_sources_and_r_run_one_scp() {
             true
         )
     );
-    let scp = calls(&log, "scp");
+    let scp = env.fake_argvs("scp");
     assert_eq!(
         scp_operands(&scp[1]),
         vec![
@@ -122,7 +103,7 @@ fn several_sources_and_r_run_one_scp() {
             "remote": guest_dir.display().to_string(),
         })
     );
-    let scp = calls(&log, "scp");
+    let scp = env.fake_argvs("scp");
     assert_eq!(scp.len(), 3, "the refused run ran nothing");
     assert!(scp[2].contains(&"-r".to_owned()), "{:?}", scp[2]);
     let from = env.json(&["cp", "--recursive", "w:/etc", "etc-copy"]);
@@ -132,7 +113,7 @@ fn several_sources_and_r_run_one_scp() {
 
 #[test]
 fn bad_copies_are_refused_and_copy_nothing() {
-    let (mut env, _reaper, log) = vm_with_fake_tools();
+    let (mut env, _reaper) = vm_with_fake_tools();
     local_tree(&env);
     let home = env.home().display().to_string();
 
@@ -169,12 +150,12 @@ fn bad_copies_are_refused_and_copy_nothing() {
         message,
         format!("invalid spec: {src} is a directory; use -r to copy it and what it holds")
     );
-    assert_eq!(calls(&log, "scp").len(), 1);
+    assert_eq!(env.fake_argvs("scp").len(), 1);
     // A failure that is not a directory keeps scp's text.
     let missing = format!("w:{}/nope", guest_dir.display());
     let message = env.json(&["cp", &missing, "out"]).error("internal");
     assert!(message.contains("not a regular file"), "{message}");
-    std::fs::remove_file(&log).unwrap();
+    env.clear_fake_calls();
     // Several: the guest is asked first, and scp never runs.
     let out = env.run(&["cp", "w:/etc/hostname", &src, "."]);
     assert_eq!(out.status.code(), Some(1));
@@ -209,7 +190,7 @@ fn bad_copies_are_refused_and_copy_nothing() {
     );
 
     assert!(
-        calls(&log, "scp").is_empty(),
+        env.fake_argvs("scp").is_empty(),
         "no scp ran with several sources"
     );
     assert!(!env.home().join("out").exists() && !env.home().join("missing").exists());
@@ -248,7 +229,7 @@ const RAW: &[u8] = b"\x00\x01\xff\xfe not UTF-8\r\n\x1b[0m tail";
 
 #[test]
 fn a_dash_streams_one_guest_file() {
-    let (env, _reaper, log) = vm_with_fake_tools();
+    let (env, _reaper) = vm_with_fake_tools();
     // A guest path that needs quoting: a space, a quote and a `$`.
     let guest_file = env.tmp().join("it's a $file");
     let remote = format!("w:{}", guest_file.display());
@@ -302,7 +283,7 @@ fn a_dash_streams_one_guest_file() {
 
     // Under --json, `-` would put file bytes where only JSON lines go: a usage error saying
     // why, one result line, and no guest command.
-    let before = calls(&log, "ssh").len();
+    let before = env.fake_argvs("ssh").len();
     for args in [
         &["cp", &remote, "-"][..],
         &["cp", "-", &remote],
@@ -324,7 +305,7 @@ fn a_dash_streams_one_guest_file() {
         let message = refused.error("usage");
         assert!(message.contains("JSON lines"), "{message}");
     }
-    assert_eq!(calls(&log, "ssh").len(), before);
+    assert_eq!(env.fake_argvs("ssh").len(), before);
 
     // `-` stands alone: not with -r, not among several sources.
     for args in [

@@ -12,7 +12,7 @@ use std::process::Output;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
-use crate::common::{http, real_guest, timed, RealGuard, TestEnv};
+use crate::common::{http, real_guest, timed, RealGuard, TestEnv, DEBIAN_CLOUD};
 
 /// Fence languages that hold shell commands: each such block must be marked.
 const SHELL: &[&str] = &["sh", "bash", "console", "shell", "zsh"];
@@ -340,31 +340,27 @@ fn fake_sandbox() -> (TestEnv, http::Server, MutexGuard<'static, ()>) {
     static TURN: Mutex<()> = Mutex::new(());
     let turn = TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut env = TestEnv::new();
-    for tool in [
-        "ssh",
-        "scp",
-        "ssh-keygen",
-        "qemu-img",
-        "qemu-system-x86_64",
-        "xorriso",
-    ] {
-        env.fake_tool(tool);
-    }
+    env.fake_host_tools();
     env.set_env("STOAT_FAKE_MAX_SECS", "120");
     let server = http::Server::start();
-    let body = b"placeholder debian-13 image\n".to_vec();
-    let file = "debian-13-genericcloud-amd64.qcow2";
+    let entry = serve_as_debian_13(&server, b"placeholder debian-13 image\n".to_vec());
+    use_catalog(&mut env, &[entry]);
+    (env, server, turn)
+}
+
+/// Serves `body` from `server` under `debian-13`'s file name and returns the catalog entry
+/// that names it, with its sha256.
+fn serve_as_debian_13(server: &http::Server, body: Vec<u8>) -> String {
     let entry = catalog_entry(
         "debian-13",
         "debian",
         "13 (trixie)",
         &server.base(),
-        file,
+        DEBIAN_CLOUD,
         &body,
     );
-    server.route(&format!("/{file}"), body, http::Behaviour::Normal);
-    use_catalog(&mut env, &[entry]);
-    (env, server, turn)
+    server.route(&format!("/{DEBIAN_CLOUD}"), body, http::Behaviour::Normal);
+    entry
 }
 
 #[test]
@@ -544,18 +540,8 @@ pub(crate) fn run_booting_tier(tier: &str, image: &Path) {
     let all = doc_blocks();
     let blocks: Vec<&Block> = all.iter().filter(|b| b.runs_in(tier)).collect();
     assert!(!blocks.is_empty(), "no block is marked example={tier}");
-    let body = std::fs::read(image).unwrap();
     let server = http::Server::start();
-    let file = "debian-13-genericcloud-amd64.qcow2";
-    let entry = catalog_entry(
-        "debian-13",
-        "debian",
-        "13 (trixie)",
-        &server.base(),
-        file,
-        &body,
-    );
-    server.route(&format!("/{file}"), body, http::Behaviour::Normal);
+    let entry = serve_as_debian_13(&server, std::fs::read(image).unwrap());
     for block in blocks {
         let mut env = TestEnv::new();
         env.set_env("STOAT_DOWN_TIMEOUT_SECS", "300");
@@ -570,7 +556,10 @@ pub(crate) fn run_booting_tier(tier: &str, image: &Path) {
             .iter()
             .any(|(_, c)| c.contains("pull debian-13"));
         assert!(
-            !pulls || server.requested_paths().contains(&format!("/{file}")),
+            !pulls
+                || server
+                    .requested_paths()
+                    .contains(&format!("/{DEBIAN_CLOUD}")),
             "{}:{}: pull never downloaded the image",
             block.file,
             block.line

@@ -283,16 +283,7 @@ fn doctor_on_an_empty_path_is_unhealthy_but_answers() {
 #[test]
 fn doctor_with_every_tool_is_healthy_under_tcg() {
     let mut env = TestEnv::new();
-    for tool in [
-        "qemu-system-x86_64",
-        "qemu-img",
-        "ssh",
-        "scp",
-        "ssh-keygen",
-        "xorriso",
-    ] {
-        env.fake_tool(tool);
-    }
+    env.fake_host_tools();
     // Only the fakes: doctor's PATH holds nothing else.
     let tools = env.bin();
     env.set_env("PATH", &tools.display().to_string());

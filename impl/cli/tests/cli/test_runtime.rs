@@ -67,18 +67,9 @@ fn fake_ssh(env: &mut TestEnv) {
 
 /// The argv of the last call the fakes logged for `tool`.
 fn last_argv(env: &TestEnv, tool: &str) -> Vec<String> {
-    let calls = env.fake_calls();
-    let call = calls
-        .iter()
-        .rev()
-        .find(|call| call["tool"] == tool)
-        .unwrap_or_else(|| panic!("no {tool} call in {calls:?}"));
-    call["argv"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap().to_owned())
-        .collect()
+    env.fake_argvs(tool)
+        .pop()
+        .unwrap_or_else(|| panic!("no {tool} call in {:?}", env.fake_calls()))
 }
 
 #[test]

@@ -9,10 +9,8 @@ use serde_json::json;
 
 use crate::common::{
     create_disk, create_live, make_qcow2, qemu_info, FakeRunningVm, TestEnv, ALPINE_VIRT,
-    PLANTED_PASSWORD,
+    DEBIAN_CLOUD, PLANTED_PASSWORD,
 };
-
-const DEBIAN_CLOUD: &str = "debian-13-genericcloud-amd64.qcow2";
 
 /// Starts an assert_cmd command as a std child with every stdio stream piped.
 fn spawn_piped(cmd: &assert_cmd::Command) -> std::process::Child {
