@@ -12,11 +12,11 @@ use std::process::{Command, Stdio};
 
 use stoat_wire::dto::{CopyDirection, CpData};
 
-use super::{load_running, tool, wait};
+use super::{reach, Reached};
 use crate::host::ssh_argv::{quote_remote_command, remote_spec, scp_args_with, ssh_args_with};
 use crate::host::ssh_mux::Mux;
 use crate::vm::StoredVm;
-use crate::{keys, vm, Cancel, Env, Error, Result, Root};
+use crate::{vm, Cancel, Env, Error, Result, Root};
 
 /// One copy of one source, already parsed (the MCP tools' and the flag form's request).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,14 +108,12 @@ pub fn transfer(
         .map(|local| absolute_local(env, cwd, local))
         .collect::<Result<Vec<_>>>()?;
     check_host_side(request, &locals)?;
-    let (stored, _pid) = load_running(root, &request.vm)?;
-    let key = keys::ensure(root, env)?;
-    let scp = tool(env, "scp", "openssh-client")?;
-    let mux = Mux::for_vm(&key, &stored);
-    // A master that answers holds a live login to the guest: no need to probe its sshd.
-    if !mux.answers() {
-        wait::until_reachable(&stored, reach_wait, cancel)?;
-    }
+    let Reached {
+        stored,
+        key,
+        client: scp,
+        mux,
+    } = reach(root, env, &request.vm, "scp", reach_wait, cancel)?;
     // One source costs no extra round trip: scp fails on a directory without copying
     // anything, and the guest is asked only then, to say why. Several are checked first.
     let several = request.sources.len() > 1;

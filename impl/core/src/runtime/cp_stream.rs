@@ -7,11 +7,10 @@ use std::process::{Command, Stdio};
 
 use stoat_wire::dto::CopyDirection;
 
-use super::{load_running, tool, wait};
+use super::{reach, Reached};
 use crate::child::{self, Group};
 use crate::host::ssh_argv::{quote_remote_command, ssh_args_with};
-use crate::host::ssh_mux::Mux;
-use crate::{keys, vm, Cancel, Env, Error, Result, Root};
+use crate::{vm, Cancel, Env, Error, Result, Root};
 
 /// One guest file streamed to stdout (`FromGuest`) or filled from stdin (`ToGuest`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,13 +34,12 @@ pub fn stream(
     vm::check_name(&request.vm).map_err(|_| Error::NotFound {
         name: request.vm.clone(),
     })?;
-    let (stored, _pid) = load_running(root, &request.vm)?;
-    let key = keys::ensure(root, env)?;
-    let ssh = tool(env, "ssh", "openssh-client")?;
-    let mux = Mux::for_vm(&key, &stored);
-    if !mux.answers() {
-        wait::until_reachable(&stored, reach_wait, cancel)?;
-    }
+    let Reached {
+        stored,
+        key,
+        client: ssh,
+        mux,
+    } = reach(root, env, &request.vm, "ssh", reach_wait, cancel)?;
     let route = mux.route();
     let mut command = Command::new(ssh);
     route.configure(&mut command);

@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::session_mark::{self, MarkFilter, WRITE_MARK};
-use super::{load_running, tool, wait};
+use super::{reach, wait, Reached};
 use crate::child::{self, Group};
 use crate::host::ssh_argv::{quote_remote_argv, ssh_args_with};
 use crate::host::ssh_mux::{Mux, Route};
@@ -62,15 +62,13 @@ pub fn exec(
     if command.is_empty() {
         return Err(Error::InvalidSpec("exec needs a command to run".into()));
     }
-    let (stored, _pid) = load_running(root, name)?;
-    let key = keys::ensure(root, env)?;
-    let ssh = tool(env, "ssh", "openssh-client")?;
-    let mux = Mux::for_vm(&key, &stored);
     let deadline = Instant::now() + reach_wait;
-    // A master that answers holds a live login to the guest: no need to probe its sshd.
-    if !mux.answers() {
-        wait::until_reachable(&stored, reach_wait, cancel)?;
-    }
+    let Reached {
+        stored,
+        key,
+        client: ssh,
+        mux,
+    } = reach(root, env, name, "ssh", reach_wait, cancel)?;
     let pid_file = guest_pid_file();
     let ssh_to = |route: &Route, remote: OsString| {
         let mut command = Command::new(&ssh);

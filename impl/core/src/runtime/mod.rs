@@ -16,6 +16,7 @@ pub mod wait;
 
 use std::time::Duration;
 
+use crate::host::ssh_mux::Mux;
 use crate::qemu::{self, Qmp, VmPaths};
 use crate::vm::{self, StoredVm};
 use crate::{Error, Result, Root};
@@ -38,6 +39,42 @@ pub fn connect_qmp(stored: &StoredVm) -> Result<Qmp> {
         &VmPaths::new(&stored.dir).qmp_socket,
         QMP_TIMEOUT,
     )?)
+}
+
+/// A running VM made ready for one ssh or scp call.
+pub(crate) struct Reached {
+    pub stored: StoredVm,
+    /// stoat's private key for the guest.
+    pub key: std::path::PathBuf,
+    /// The client's path (ssh or scp).
+    pub client: std::path::PathBuf,
+    pub mux: Mux,
+}
+
+/// Loads `name`, which must be running, finds `client` (ssh or scp), and waits up to
+/// `reach_wait` for the guest's ssh to answer, unless its reused connection's master answers
+/// (it holds a live login: no need to probe the guest's sshd). What exec, cp and `cp -` share.
+pub(crate) fn reach(
+    root: &Root,
+    env: &crate::Env,
+    name: &str,
+    client: &str,
+    reach_wait: Duration,
+    cancel: &crate::Cancel,
+) -> Result<Reached> {
+    let (stored, _pid) = load_running(root, name)?;
+    let key = crate::keys::ensure(root, env)?;
+    let client = tool(env, client, "openssh-client")?;
+    let mux = Mux::for_vm(&key, &stored);
+    if !mux.answers() {
+        wait::until_reachable(&stored, reach_wait, cancel)?;
+    }
+    Ok(Reached {
+        stored,
+        key,
+        client,
+        mux,
+    })
 }
 
 /// Finds a host tool on the VM's PATH, or a clear error naming the package.
