@@ -71,10 +71,15 @@ install:
 	  "$$bins/stoat" completions zsh > "$$dest/share/zsh/site-functions/_stoat"; \
 	  "$$bins/stoat" completions fish > "$$dest/share/fish/vendor_completions.d/stoat.fish"
 
-## lint: formatting and clippy, warnings as errors
+## lint: formatting and clippy, warnings as errors, the fuzz targets (outside the workspace)
+## still compile, and no file-level circle in the suite's crates
+## (conformance/testing/modgraph.py lists any; --floors draws the layers)
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTC_BOOTSTRAP=1 $(CARGO) check --manifest-path fuzz/Cargo.toml --bins
+	python3 conformance/testing/modgraph.py conformance/src
+	python3 conformance/testing/modgraph.py conformance/fakes/src
 
 ## test: every tier: pure and fake everywhere, the ignored real tier (needs the built guest),
 ## the report consumers required, a short fuzz smoke, then the distro tier (test-distro: builds
@@ -83,6 +88,8 @@ test: setup build lint
 	conformance/testing/no-xattr-dir.sh $(NO_XATTR_DIR)
 	STOAT_REAL_GUEST=$(GUEST_DIR) STOAT_REPORT_CONSUMERS=$(CURDIR)/target/report-consumers $(CARGO) test --workspace -- --include-ignored --skip test_distro::
 	STOAT_CONFORMANCE_NO_XATTR_DIR=$(NO_XATTR_DIR) $(CONFORMANCE) run --guest $(GUEST_DIR) -- $(STOAT)
+	$(CONFORMANCE) explore --out target/explore-failures -- $(STOAT)
+	$(CONFORMANCE) explore --concurrent 3 --out target/explore-failures -- $(STOAT)
 	fuzz/smoke.sh 3
 	$(MAKE) test-distro
 

@@ -18,8 +18,11 @@
 #                         (default: the directory above this script)
 #   STOAT_SUITE_ROOT      where a tarball is unpacked / cargo installs (default: a temp dir)
 # Outputs: in $STOAT_REPORT_DIR: conformance.json, junit.xml, conformance.tap, report.html,
-# summary.md, badge/conformance.svg; `exit-code=N` and `report-dir=...` appended to
-# $GITHUB_OUTPUT when set. Exits with the suite's own status (0 pass, 1 violations,
+# summary.md, badge/conformance.svg; `exit-code=N`, `report-dir=...` and the counts
+# (`passed=N`, `failed=N`, `crashed=N`, `warned=N`, `skipped=N`, `expected-failures=N`,
+# `stale-baseline=N`, `errored=N`, `invocations=N`) appended to $GITHUB_OUTPUT when set.
+# Built from source, the suite is reused when $STOAT_SUITE_ROOT already holds a build of the
+# same sources (ci-kit/source-key.sh; the action caches that directory). Exits with the suite's own status (0 pass, 1 violations,
 # 2 usage, 3 harness error); any failure of the kit itself exits 3 with a message.
 set -euo pipefail
 
@@ -58,10 +61,17 @@ elif [ -n "${STOAT_SUITE_TARBALL:-}" ]; then
     bin="$(dirname "$(find "$root" -name stoat-conformance -type f | head -1)")"
 else
     source_dir="${STOAT_SUITE_SOURCE:-$(cd "$here/.." && pwd)}"
-    command -v cargo >/dev/null || die "cargo is needed to build the suite (or set STOAT_SUITE_TARBALL)"
-    say "building the suite from $source_dir (cargo install)"
-    cargo install --locked --quiet --path "$source_dir/conformance" --root "$root" --bins >&2
     bin="$root/bin"
+    key="$("$here/source-key.sh" "$source_dir")"
+    # A suite already built from these very sources (a restored CI cache) is used as it is.
+    if [ "$(cat "$root/.source-key" 2>/dev/null)" = "$key" ] && [ -x "$bin/stoat-conformance" ] && [ -x "$bin/stoat-fake" ]; then
+        say "using the suite built before from these sources ($root)"
+    else
+        command -v cargo >/dev/null || die "cargo is needed to build the suite (or set STOAT_SUITE_TARBALL)"
+        say "building the suite from $source_dir (cargo install)"
+        cargo install --locked --quiet --force --path "$source_dir/conformance" --root "$root" --bins >&2
+        printf '%s\n' "$key" > "$root/.source-key"
+    fi
 fi
 [ -x "$bin/stoat-conformance" ] || die "no stoat-conformance in $bin"
 [ -x "$bin/stoat-fake" ] || die "no stoat-fake in $bin"
@@ -74,10 +84,12 @@ args=(run --jobs "$(nproc 2>/dev/null || echo 2)" --fakes "$bin/stoat-fake"
     --tap "$reports/conformance.tap" --html "$reports/report.html")
 [ -n "${STOAT_PROFILE:-}" ] && args+=(--profile "$STOAT_PROFILE")
 [ -n "${STOAT_BASELINE:-}" ] && args+=(--baseline "$STOAT_BASELINE")
-# shellcheck disable=SC2206 # split on spaces on purpose
-[ -n "${STOAT_RUN_ARGS:-}" ] && args+=($STOAT_RUN_ARGS)
-# shellcheck disable=SC2206
-sut_args=(${STOAT_SUT_ARGS:-})
+# Both are split into words on blanks, never glob-expanded: `--id *` passes a `*`.
+run_args=()
+[ -n "${STOAT_RUN_ARGS:-}" ] && read -r -a run_args <<<"$STOAT_RUN_ARGS"
+args+=("${run_args[@]}")
+sut_args=()
+[ -n "${STOAT_SUT_ARGS:-}" ] && read -r -a sut_args <<<"$STOAT_SUT_ARGS"
 status=0
 "$suite" "${args[@]}" -- "$sut" "${sut_args[@]}" || status=$?
 
@@ -93,6 +105,10 @@ else
 fi
 if [ -n "${GITHUB_OUTPUT:-}" ]; then
     printf 'exit-code=%s\nreport-dir=%s\n' "$status" "$reports" >> "$GITHUB_OUTPUT"
+    # The counts (passed=N, failed=N, ...), when a report was written.
+    if [ -f "$reports/conformance.json" ]; then
+        "$suite" report "$reports/conformance.json" --format counts >> "$GITHUB_OUTPUT" || true
+    fi
 fi
 say "exit $status; reports in $reports"
 exit "$status"

@@ -17,7 +17,11 @@
 #   openssh-client              ssh, scp, ssh-keygen for exec/cp and the test keys
 #   e2fsprogs, dpkg-dev bits    mkfs.ext4 for the guest builder (apt-get download
 #                               and dpkg-deb come with apt/dpkg)
+#   passt                       the VMs' network: stoat runs one passt per VM (its
+#                               ssh port and forwards, and a guest kept off the
+#                               host's loopback)
 #   socat                       handy for poking QMP sockets by hand
+#   tmux                        a real terminal for the shell-completion test
 # The guest builder downloads mtools and syslinux as .debs into its own cache
 # and runs them from there, so they are not installed on the host.
 set -euo pipefail
@@ -110,7 +114,7 @@ else
 fi
 
 # 3. Plain bookworm tools.
-TOOLS=(xorriso openssh-client e2fsprogs socat ca-certificates xz-utils)
+TOOLS=(xorriso openssh-client e2fsprogs passt socat ca-certificates xz-utils tmux)
 todo=$(missing_of "${TOOLS[@]}")
 if [ -z "$todo" ]; then
   say "ok: ${TOOLS[*]}"
@@ -120,7 +124,7 @@ else
   apt-get "${APT_OPTS[@]}" install -y -q --no-install-recommends $todo
 fi
 
-for tool in qemu-system-x86_64 qemu-img xorriso ssh scp ssh-keygen mkfs.ext4 dpkg-deb; do
+for tool in qemu-system-x86_64 qemu-img xorriso passt ssh scp ssh-keygen mkfs.ext4 dpkg-deb; do
   command -v "$tool" > /dev/null || die "$tool still missing after the install"
 done
 say "done: $(qemu-system-x86_64 --version | head -n 1)"

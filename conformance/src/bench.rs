@@ -40,7 +40,8 @@ pub fn time_run(sut: &Sut, fakes: Option<PathBuf>, jobs: usize) -> Result<Timing
         fakes,
         selection: Selection::default(),
         jobs,
-        seed: 1,
+        seed: crate::run::DEFAULT_SEED,
+        seed_source: Default::default(),
         timeout: Duration::from_secs(60),
         baseline: None,
         skip_smoke: false,
@@ -49,6 +50,7 @@ pub fn time_run(sut: &Sut, fakes: Option<PathBuf>, jobs: usize) -> Result<Timing
         contract: Default::default(),
         allow_empty: false,
         profile: Default::default(),
+        profile_path: None,
     };
     let started = Instant::now();
     let mut report = Report::default();

@@ -1,7 +1,7 @@
 //! Owns the command line of `stoat-conformance`: `run`, `list`, `check`, `report`, `mutate`,
-//! `mutants` and `golden` (its arguments and verbs live in `golden::cli`). Parses, calls the
-//! library, maps the outcome to an exit status ([`crate::exit`]). The only module that prints
-//! (with `golden::cli`).
+//! `mutants`, `golden` (its arguments and verbs live in `golden::cli`) and `repro` (in
+//! `repro_cli`). Parses, calls the library, maps the outcome to an exit status
+//! ([`crate::exit`]). The only module that prints (with `golden::cli`, `repro_cli` and `explore_cli`).
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -18,6 +18,7 @@ use crate::error::HarnessError;
 use crate::exit;
 use crate::oracle::{Context, Oracle, Outcome};
 use crate::report::{self, Reporter};
+use crate::run::sut::{default_fakes, resolve_program};
 use crate::run::{self, baseline::Baseline, RunConfig, Selection, Sut};
 
 #[derive(Parser, Debug)]
@@ -41,12 +42,18 @@ enum Command {
     Check(CheckArgs),
     /// Render a saved JSON report, or compare two.
     Report(ReportArgs),
+    /// Run a failing check of a report again up to its failing invocation and keep the
+    /// sandbox: `repro CHECK --report r.json`.
+    Repro(crate::repro_cli::ReproArgs),
     /// Wrap a SUT with one mutation operator (the mutant kit): `mutate --op OP -- <sut...>`.
     Mutate(MutateArgs),
     /// List the mutation operators and the checks that must catch each.
     Mutants,
     /// Golden transcripts: `golden record|verify|bless [options] -- <stoat argv...>`.
     Golden(GoldenArgs),
+    /// Random command histories checked against a model of the contract, a failure shrunk
+    /// to a golden transcript: `explore [--seed N] [--histories H] [--steps S] -- <stoat argv...>`.
+    Explore(crate::explore_cli::ExploreArgs),
     /// Time the whole pure + fake run and print the suite's overhead: `bench -- <stoat argv...>`.
     Bench(BenchArgs),
 }
@@ -75,6 +82,15 @@ struct SelectArgs {
     /// Tiers to run (repeatable): pure, fake, real. Default: pure and fake.
     #[arg(long = "tier", value_parser = parse_tier)]
     tiers: Vec<Tier>,
+    /// Only checks that rest on the contract alone: none of the suite's own decisions, none
+    /// resting on a knob of the SUT's profile.
+    #[arg(long)]
+    strict_contract: bool,
+}
+
+fn parse_shard(text: &str) -> Result<run::selection::Shard, String> {
+    run::selection::Shard::parse(text)
+        .ok_or_else(|| format!("{text:?} is not K/N with 1 <= K <= N (e.g. 2/4)"))
 }
 
 fn parse_tier(text: &str) -> Result<Tier, String> {
@@ -89,6 +105,9 @@ impl SelectArgs {
             tags: self.tags.clone(),
             tiers: self.tiers.clone(),
             only_ids: None,
+            rejudge: Vec::new(),
+            strict_contract: self.strict_contract,
+            shard: None,
         }
     }
 }
@@ -100,15 +119,20 @@ struct RunArgs {
     /// Parallel scenarios (default: the number of cores).
     #[arg(long)]
     jobs: Option<usize>,
-    /// Seed for generated cases (default: from the clock; printed in the header).
-    #[arg(long)]
-    seed: Option<u64>,
+    /// Seed for generated cases: a number, or `random` to explore (default: the suite's
+    /// fixed seed, so every run without it judges the same cases; printed in the header).
+    #[arg(long, value_name = "N|random", value_parser = parse_seed)]
+    seed: Option<run::Seed>,
     /// Per-invocation timeout in seconds.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
     /// Re-run only the checks that failed (or crashed, errored, went stale) in this report.
     #[arg(long, value_name = "REPORT.json")]
     rerun_failed: Option<PathBuf>,
+    /// Run only the K-th of N contiguous, equal parts of the selected scenarios (oracle
+    /// rules judge this part's invocations); `report --merge` joins the N JSON reports.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    shard: Option<run::selection::Shard>,
     /// Expected failures (TOML `[[expected]] id reason`): listed failures pass, listed passes fail as stale.
     #[arg(long)]
     baseline: Option<PathBuf>,
@@ -125,7 +149,8 @@ struct RunArgs {
     /// Write JUnit XML here.
     #[arg(long, value_name = "PATH")]
     junit: Option<PathBuf>,
-    /// Write TAP here (version 13 by default: see --tap-version).
+    /// Write TAP here (version 13 by default: see --tap-version); `-` streams it on stdout
+    /// as checks finish (the human report then goes to stderr).
     #[arg(long, value_name = "PATH")]
     tap: Option<PathBuf>,
     /// The TAP version line: 13 (prove/TAP::Harness and tap-parser) or 14 (tap-parser only).
@@ -152,6 +177,15 @@ struct RunArgs {
     /// The system under test and its fixed leading arguments.
     #[arg(last = true, required = true, value_name = "SUT")]
     sut: Vec<String>,
+}
+
+fn parse_seed(text: &str) -> Result<run::Seed, String> {
+    if text == "random" {
+        return Ok(run::Seed::Random);
+    }
+    text.parse::<u64>()
+        .map(run::Seed::Fixed)
+        .map_err(|_| format!("--seed takes a number or `random`, not {text:?}"))
 }
 
 fn parse_contract(text: &str) -> Result<run::Contract, String> {
@@ -201,17 +235,24 @@ struct CheckArgs {
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum ReportFormat {
     Human,
+    Json,
     Junit,
     Tap,
     Md,
     Html,
+    /// `name=value` lines of the counts, as a shell or GitHub's `$GITHUB_OUTPUT` reads them.
+    Counts,
 }
 
 #[derive(Args, Debug)]
 struct ReportArgs {
     /// A saved JSON report (with --compare: the BEFORE report).
-    #[arg(required_unless_present = "matrix")]
+    #[arg(required_unless_present_any = ["matrix", "merge"])]
     report: Option<PathBuf>,
+    /// The JSON reports of `run --shard 1/N` to `N/N` of one run, joined into the report
+    /// that run would have written unsharded (printed in --format; `json` for the file).
+    #[arg(long, num_args = 1.., value_name = "REPORT.json", conflicts_with_all = ["report", "compare", "matrix"])]
+    merge: Vec<PathBuf>,
     /// Several implementations' reports side by side: prints the markdown table; with
     /// --out DIR also writes DIR/matrix.html, DIR/matrix.md and DIR/<name>.svg badges.
     #[arg(long, num_args = 1.., value_name = "REPORT.json", conflicts_with_all = ["report", "compare"])]
@@ -219,6 +260,10 @@ struct ReportArgs {
     /// With --matrix: the directory to write the page, the table and the badges into.
     #[arg(long, value_name = "DIR", requires = "matrix")]
     out: Option<PathBuf>,
+    /// With --matrix: a column's name, once per report in their order (default: the report's
+    /// file name without `.json`).
+    #[arg(long = "name", value_name = "NAME", requires = "matrix")]
+    names: Vec<String>,
     /// Compare with this AFTER report; prints markdown, exits 1 when something newly fails.
     #[arg(long, value_name = "AFTER.json")]
     compare: Option<PathBuf>,
@@ -242,6 +287,24 @@ struct MutateArgs {
     sut: Vec<String>,
 }
 
+/// The counts of a summary as `name=value` lines (names as the JSON report's, `-` for `_`).
+fn counts(summary: &crate::run::events::Summary) -> String {
+    [
+        ("passed", summary.passed),
+        ("failed", summary.failed),
+        ("crashed", summary.crashed),
+        ("warned", summary.warned),
+        ("skipped", summary.skipped),
+        ("expected-failures", summary.expected_failures),
+        ("stale-baseline", summary.stale_baseline),
+        ("errored", summary.errored),
+        ("invocations", summary.invocations),
+    ]
+    .iter()
+    .map(|(name, count)| format!("{name}={count}\n"))
+    .collect()
+}
+
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -260,7 +323,8 @@ pub fn main() -> ExitCode {
         Command::List(args) => list_command(args),
         Command::Check(args) => check_command(args),
         Command::Report(args) => report_command(args),
-        Command::Mutate(args) => match crate::mutate::find(&args.op) {
+        Command::Repro(args) => crate::repro_cli::command(args),
+        Command::Mutate(args) => match crate::mutate::Op::from_name(&args.op) {
             Some(op) => {
                 return ExitCode::from(crate::mutate::run(op, &args.sut).clamp(0, 255) as u8)
             }
@@ -271,8 +335,9 @@ pub fn main() -> ExitCode {
         },
         Command::Golden(args) => crate::golden::cli::run(args),
         Command::Bench(args) => bench_command(args),
+        Command::Explore(args) => crate::explore_cli::command(args),
         Command::Mutants => {
-            for op in crate::mutate::OPERATORS {
+            for op in crate::mutate::Op::ALL.iter().map(|op| op.about()) {
                 let caught = if op.caught_by.is_empty() {
                     "(benign: must pass)".to_string()
                 } else {
@@ -292,13 +357,6 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// The stoat-fake binary next to the running executable, if it exists.
-pub fn default_fakes() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let candidate = exe.parent()?.join("stoat-fake");
-    candidate.exists().then_some(candidate)
-}
-
 fn run_command(args: RunArgs) -> Result<u8, HarnessError> {
     let Some(sut) = Sut::from_argv(&args.sut) else {
         eprintln!("stoat-conformance run: name the SUT after --");
@@ -309,6 +367,7 @@ fn run_command(args: RunArgs) -> Result<u8, HarnessError> {
         leading: sut.leading,
     };
     let mut selection = args.select.selection();
+    selection.shard = args.shard;
     if args.guest.is_some() && selection.tiers.is_empty() {
         selection.tiers = vec![Tier::Pure, Tier::Fake, Tier::Real];
     }
@@ -319,12 +378,20 @@ fn run_command(args: RunArgs) -> Result<u8, HarnessError> {
         .transpose()?;
     if let Some(path) = &args.rerun_failed {
         let previous = report::Report::load(path)?;
-        let ids: Vec<String> = previous
+        let failed = previous
             .checks
             .iter()
-            .filter(|c| c.status.fails_run() || c.status == run::Status::Errored)
-            .map(|c| c.id.clone())
-            .collect();
+            .filter(|c| c.status.fails_run() || c.status == run::Status::Errored);
+        let mut ids = Vec::new();
+        for check in failed {
+            ids.push(check.id.clone());
+            // An oracle rule is judged again only over the scenarios that failed it.
+            if catalog::find(&check.id).is_some_and(|d| d.kind == catalog::Kind::Oracle) {
+                selection
+                    .rejudge
+                    .push((check.id.clone(), check.scenarios.clone()));
+            }
+        }
         selection.only_ids = Some(ids);
     }
     let fakes = match &args.fakes {
@@ -344,25 +411,37 @@ fn run_command(args: RunArgs) -> Result<u8, HarnessError> {
             .map(|n| n.get())
             .unwrap_or(2)
     });
-    let seed = args.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() % 1_000_000)
-            .unwrap_or(1)
-    });
-    let mut reporters: Vec<Box<dyn Reporter>> = vec![Box::new(report::human::Human::new(
-        std::io::stdout(),
-        report::human::wants_colour(),
-        args.verbose,
-    ))];
+    let (seed, seed_source) = run::Seed::resolve(args.seed);
+    // `--tap -` streams TAP on stdout; the human report then goes to stderr.
+    let tap_to_stdout = args.tap.as_deref() == Some(Path::new("-"));
+    let mut reporters: Vec<Box<dyn Reporter>> = if tap_to_stdout {
+        vec![
+            Box::new(report::tap::Stream::new(
+                std::io::stdout(),
+                args.tap_version,
+            )),
+            Box::new(report::human::Human::new(
+                std::io::stderr(),
+                false,
+                args.verbose,
+            )),
+        ]
+    } else {
+        vec![Box::new(report::human::Human::new(
+            std::io::stdout(),
+            report::human::wants_colour(),
+            args.verbose,
+        ))]
+    };
+    let tap_file = args.tap.filter(|_| !tap_to_stdout);
     for (path, format) in [
-        (args.json_report, report::Format::Json),
-        (args.junit, report::Format::Junit),
-        (args.tap, report::Format::Tap(args.tap_version)),
-        (args.html, report::Format::Html),
+        (args.json_report, report::formats::Format::Json),
+        (args.junit, report::formats::Format::Junit),
+        (tap_file, report::formats::Format::Tap(args.tap_version)),
+        (args.html, report::formats::Format::Html),
     ] {
         if let Some(path) = path {
-            reporters.push(Box::new(report::FileReporter::new(path, format)));
+            reporters.push(Box::new(report::formats::FileReporter::new(path, format)));
         }
     }
     let config = RunConfig {
@@ -371,6 +450,7 @@ fn run_command(args: RunArgs) -> Result<u8, HarnessError> {
         selection,
         jobs,
         seed,
+        seed_source,
         timeout: Duration::from_secs(args.timeout.max(1)),
         baseline,
         skip_smoke: false,
@@ -379,6 +459,7 @@ fn run_command(args: RunArgs) -> Result<u8, HarnessError> {
         contract: args.contract,
         allow_empty: args.allow_empty,
         profile,
+        profile_path: args.profile.as_ref().map(|p| p.display().to_string()),
     };
     let (summary, smoke_failed) = run::run(config, &mut |event| {
         for reporter in reporters.iter_mut() {
@@ -391,18 +472,6 @@ fn run_command(args: RunArgs) -> Result<u8, HarnessError> {
             .map_err(|e| HarnessError::Other(format!("writing a report: {e}")))?;
     }
     Ok(summary.exit_code(smoke_failed))
-}
-
-/// A bare program name is looked up on PATH now, because the SUT runs with a sandbox PATH.
-pub(crate) fn resolve_program(program: &Path) -> PathBuf {
-    if program.components().count() > 1 {
-        return std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|candidate| candidate.is_file())
-        .unwrap_or_else(|| program.to_path_buf())
 }
 
 fn bench_command(args: BenchArgs) -> Result<u8, HarnessError> {
@@ -433,7 +502,7 @@ fn list_command(args: ListArgs) -> Result<u8, HarnessError> {
     let text = match args.format {
         ListFormat::Text => report::catalog_doc::text(&defs),
         ListFormat::Json => report::catalog_doc::json(&defs),
-        ListFormat::Md => report::catalog_doc::markdown(),
+        ListFormat::Md => report::catalog_doc::markdown_of(&defs),
     };
     print!("{text}");
     Ok(exit::PASS)
@@ -511,7 +580,7 @@ fn check_command(args: CheckArgs) -> Result<u8, HarnessError> {
 
 fn report_command(args: ReportArgs) -> Result<u8, HarnessError> {
     if !args.matrix.is_empty() {
-        let names = report::matrix::names(&args.matrix);
+        let names = report::matrix::names(&args.matrix, &args.names);
         let reports = names
             .into_iter()
             .zip(&args.matrix)
@@ -523,10 +592,19 @@ fn report_command(args: ReportArgs) -> Result<u8, HarnessError> {
         print!("{}", report::matrix::markdown(&reports));
         return Ok(exit::PASS);
     }
-    let Some(path) = &args.report else {
-        return Ok(exit::USAGE);
+    let before = if args.merge.is_empty() {
+        let Some(path) = &args.report else {
+            return Ok(exit::USAGE);
+        };
+        report::Report::load(path)?
+    } else {
+        let shards = args
+            .merge
+            .iter()
+            .map(|path| report::Report::load(path))
+            .collect::<Result<Vec<_>, HarnessError>>()?;
+        report::merge::merge(shards)?
     };
-    let before = report::Report::load(path)?;
     if let Some(after_path) = &args.compare {
         let after = report::Report::load(after_path)?;
         print!("{}", report::compare::compare(&before, &after));
@@ -546,13 +624,18 @@ fn report_command(args: ReportArgs) -> Result<u8, HarnessError> {
             human.finish().map_err(|e| HarnessError::io("stdout", e))?;
             None
         }
-        ReportFormat::Junit => Some(report::Format::Junit),
-        ReportFormat::Tap => Some(report::Format::Tap(args.tap_version)),
-        ReportFormat::Md => Some(report::Format::Markdown),
-        ReportFormat::Html => Some(report::Format::Html),
+        ReportFormat::Json => Some(report::formats::Format::Json),
+        ReportFormat::Junit => Some(report::formats::Format::Junit),
+        ReportFormat::Tap => Some(report::formats::Format::Tap(args.tap_version)),
+        ReportFormat::Md => Some(report::formats::Format::Markdown),
+        ReportFormat::Html => Some(report::formats::Format::Html),
+        ReportFormat::Counts => {
+            print!("{}", counts(&before.summary));
+            None
+        }
     };
     if let Some(format) = format {
-        print!("{}", report::render(&before, format));
+        print!("{}", report::formats::render(&before, format));
     }
     Ok(before.summary.exit_code(before.smoke_failed))
 }

@@ -26,6 +26,9 @@ pub enum HarnessError {
     FakesMissing(PathBuf),
     #[error("{0}")]
     Other(String),
+    /// `repro` stops a scenario right after the invocation it reproduces.
+    #[error("stopped after the invocation to reproduce")]
+    Stopped,
 }
 
 impl HarnessError {

@@ -18,15 +18,21 @@ pub mod catalog;
 pub mod cli;
 pub mod error;
 pub mod exit;
-pub mod fakes;
+pub mod explore;
+pub mod explore_cli;
 pub mod finding;
 pub mod golden;
+pub mod ids;
 pub mod mutate;
 pub mod oracle;
 pub mod report;
+pub mod repro_cli;
 pub mod run;
 pub mod sandbox;
 pub mod spec;
 
+/// The fake host tools, a crate of their own (the reference's test kit uses them too).
+pub use stoat_fakes as fakes;
+
 pub use capture::Capture;
-pub use finding::{Finding, Level};
+pub use finding::{CheckId, Finding, Level};

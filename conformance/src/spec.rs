@@ -101,6 +101,32 @@ pub enum Source {
     ContractV2,
     /// Our decisions where the contract is silent (docs/contract.md, `design#decisions`).
     Design,
+    /// The protocol `stoat mcp` speaks, which the contract defers to ("See the MCP reference
+    /// for the tool behavior and schemas"): the MCP specification revisions and the JSON-RPC
+    /// 2.0 messages they carry (docs/contract.md, `mcp#...`; the sentences are [`MCP_QUOTES`]).
+    Mcp,
+}
+
+/// A knob the contract does not name, which the SUT declares in its `--profile` file. A
+/// check resting on one is not a rule of the contract: it is a SHOULD, and a MUST only in a
+/// run whose profile declares the knob (the implementer's own promise).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Requirement {
+    /// `data_root_var`: the variable that moves the data root (nothing is written outside it).
+    DataRootVar,
+    /// `[catalog]`: how the SUT is pointed at a mirror (the suite's loopback one).
+    Catalog,
+}
+
+impl Requirement {
+    /// The profile key that declares it.
+    pub const fn key(self) -> &'static str {
+        match self {
+            Requirement::DataRootVar => "data_root_var",
+            Requirement::Catalog => "[catalog]",
+        }
+    }
 }
 
 /// Every section anchor a check may cite; the lint test rejects others.
@@ -124,13 +150,70 @@ pub const SECTIONS: &[(&str, &str)] = &[
     ("json-v3#streaming", "Streaming"),
     ("json-v3#versioning", "Versioning"),
     ("json-v3#capabilities", "Capability discovery"),
+    (
+        "json-v2#consumer-contract",
+        "Contract 2: The consumer contract, in one page",
+    ),
     ("json-v2#envelope", "Contract 2: The envelope"),
+    ("json-v2#event-types", "Contract 2: Event types"),
+    ("json-v2#error-object", "Contract 2: The error object"),
     ("json-v2#error-codes", "Contract 2: Error codes"),
+    ("json-v2#exit-codes", "Contract 2: Exit codes"),
+    ("json-v2#json-implies", "Contract 2: What --json implies"),
+    (
+        "json-v2#flag-position",
+        "Contract 2: Where the flag may appear",
+    ),
     ("json-v2#types", "Contract 2: Types"),
+    ("json-v2#absent", "Contract 2: What is deliberately absent"),
     ("json-v2#per-command-data", "Contract 2: Per-command data"),
+    (
+        "json-v2#exec-bytes",
+        "Contract 2: exec and non-UTF-8 output",
+    ),
+    ("json-v2#ssh-refused", "Contract 2: ssh is refused"),
     ("json-v2#streaming", "Contract 2: Streaming"),
     ("json-v2#versioning", "Contract 2: Versioning"),
     ("design#decisions", "Decisions where v3 is silent"),
+    (
+        "mcp#jsonrpc-notification",
+        "JSON-RPC 2.0 (carried by MCP): Notification",
+    ),
+    ("mcp#stdio", "MCP: the stdio transport"),
+    (
+        "mcp#version-negotiation",
+        "MCP: lifecycle, version negotiation",
+    ),
+    (
+        "mcp#structured-content",
+        "MCP 2025-06-18 and later: tools, structured content",
+    ),
+];
+
+/// The sentences an `mcp#...` check may quote, each with the document it is verbatim from
+/// (the MCP specification is not kept in this repository, so the catalog lint holds an MCP
+/// check's quote to this table instead of to a copy of the text).
+pub const MCP_QUOTES: &[(&str, &str, &str)] = &[
+    (
+        "mcp#jsonrpc-notification",
+        "JSON-RPC 2.0 specification, 4.1 Notification (every MCP revision carries JSON-RPC 2.0)",
+        "The Server MUST NOT reply to a Notification, including those that are within a batch request.",
+    ),
+    (
+        "mcp#stdio",
+        "MCP specification, basic/transports, stdio (2024-11-05 to 2025-11-25)",
+        "The server MUST NOT write anything to its stdout that is not a valid MCP message.",
+    ),
+    (
+        "mcp#version-negotiation",
+        "MCP specification, basic/lifecycle, version negotiation (2024-11-05 to 2025-11-25)",
+        "If the server supports the requested protocol version, it MUST respond with the same version.",
+    ),
+    (
+        "mcp#structured-content",
+        "MCP specification 2025-06-18 and 2025-11-25, server/tools, structured content",
+        "For backwards compatibility, a tool that returns structured content SHOULD also return the serialized JSON in a TextContent block.",
+    ),
 ];
 
 /// Returns the human title of a section anchor.

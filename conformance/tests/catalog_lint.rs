@@ -8,13 +8,14 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use stoat_conformance::catalog::{all, Kind};
-use stoat_conformance::mutate::OPERATORS;
-use stoat_conformance::spec::{Editions, Source, SECTIONS};
+use stoat_conformance::mutate::operators;
+use stoat_conformance::spec::{Edition, Editions, Source, SECTIONS};
 
 /// Whitespace runs become one space; markdown emphasis and code marks (the contract-2 text
 /// is published as markdown) are dropped on both sides.
 fn normalize(text: &str) -> String {
     text.replace(['`', '*'], "")
+        .replace('|', " ")
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
@@ -89,6 +90,13 @@ fn every_check_is_cited_documented_and_wired() {
                 "{}: a contract-2 quote cites json-v2#",
                 def.id
             ),
+            Source::Mcp => assert!(
+                stoat_conformance::spec::MCP_QUOTES
+                    .iter()
+                    .any(|(anchor, _, sentence)| *anchor == def.spec && *sentence == def.quote),
+                "{}: an MCP quote is one of spec::MCP_QUOTES, under its own section",
+                def.id
+            ),
         }
         match def.editions {
             Editions::V2 => assert_eq!(
@@ -123,11 +131,11 @@ fn every_quote_is_verbatim_from_its_source() {
         );
         return;
     }
-    for def in all() {
+    for def in all().iter().filter(|d| d.source != Source::Mcp) {
         let text = match def.source {
             Source::Contract => contract.as_deref(),
             Source::ContractV2 => contract2.as_deref(),
-            Source::Design => design.as_deref(),
+            Source::Design | Source::Mcp => design.as_deref(),
         };
         let quote = normalize(def.quote);
         assert!(
@@ -138,18 +146,98 @@ fn every_quote_is_verbatim_from_its_source() {
     }
 }
 
+/// A MUST rests on contract text of its editions; a rule of our own is a SHOULD, or a
+/// requirement the SUT's profile declares (a SHOULD in the catalog, a MUST only where it is
+/// declared).
+#[test]
+fn every_must_is_the_contracts() {
+    for def in all() {
+        if def.level == stoat_conformance::Level::Must {
+            assert_ne!(
+                def.source,
+                Source::Design,
+                "{}: a MUST cites the contract, not our decisions",
+                def.id
+            );
+            assert!(
+                def.requires.is_none(),
+                "{}: a declared requirement is a SHOULD in the catalog",
+                def.id
+            );
+        }
+        if def.requires.is_some() {
+            assert_eq!(
+                def.source,
+                Source::Design,
+                "{}: a declared requirement is one of our decisions",
+                def.id
+            );
+        }
+    }
+}
+
+/// In a run judging contract 2, a check of both editions cites a contract-2 section and a
+/// sentence found verbatim in the contract-2 text.
+#[test]
+fn every_check_of_both_editions_cites_contract_2_words_in_an_edition_2_run() {
+    for def in all() {
+        let (section, _) = def.citation(Edition::V2);
+        if def.editions.contains(Edition::V2) && def.source != Source::Design {
+            assert!(
+                section.starts_with("json-v2#"),
+                "{}: cites {section} in an edition-2 run",
+                def.id
+            );
+            assert!(
+                SECTIONS.iter().any(|(anchor, _)| *anchor == section),
+                "{}: unknown section {section}",
+                def.id
+            );
+        }
+    }
+    let Some(contract2) = shared_doc("contract/stoat-json-v2.md").map(|t| normalize(&t)) else {
+        eprintln!(
+            "skipping quote verification: shared/ documents not reachable (set STOAT_SHARED_DIR)"
+        );
+        return;
+    };
+    for def in all()
+        .iter()
+        .filter(|d| d.editions.contains(Edition::V2) && d.source != Source::Design)
+    {
+        let (_, quote) = def.citation(Edition::V2);
+        assert!(
+            contract2.contains(&normalize(quote)),
+            "{}: its edition-2 sentence is not in the contract-2 text: {quote:?}",
+            def.id
+        );
+    }
+}
+
 #[test]
 fn mutant_operators_name_real_checks() {
     let mut names = BTreeSet::new();
-    for op in OPERATORS {
+    for op in operators() {
         assert!(names.insert(op.name), "operator {} declared twice", op.name);
-        for id in op.caught_by {
+        // `explore` kills the state-breaking operators (tests/explore.rs), not a check.
+        let named = op.caught_by.iter().chain(op.triggers);
+        let explore = [
+            stoat_conformance::mutate::ops::EXPLORE,
+            stoat_conformance::mutate::ops::EXPLORE_CONCURRENT,
+        ];
+        for id in named.filter(|id| !explore.contains(*id)) {
             assert!(
                 all().iter().any(|d| d.id == *id),
                 "operator {} names unknown check {id}",
                 op.name
             );
         }
+        assert_eq!(
+            stoat_conformance::mutate::Op::from_name(op.name).map(|o| o.name()),
+            Some(op.name),
+            "operator {} is not found by its own name",
+            op.name
+        );
     }
 }
 
@@ -179,4 +267,18 @@ fn every_section_id_is_defined_in_docs_contract() {
         missing.is_empty(),
         "not defined in docs/contract.md: {missing:?}"
     );
+}
+
+#[test]
+fn typed_ids_agree_with_their_catalog_entries() {
+    use stoat_conformance::ids;
+    for id in [
+        ids::SMOKE_VERSION,
+        ids::SANDBOX_NO_WRITES_OUTSIDE,
+        ids::ENV_ONE_RESULT,
+    ] {
+        let def = stoat_conformance::catalog::find(id.name)
+            .unwrap_or_else(|| panic!("{id} has no catalog entry"));
+        assert_eq!(def.check_id(), id, "{id} differs from its catalog entry");
+    }
 }

@@ -65,6 +65,14 @@ fn the_kit_passes_the_reference_and_fails_a_mutant_from_a_release_tarball() {
         outputs.contains("exit-code=0\n") && outputs.contains("report-dir=reference\n"),
         "{outputs}"
     );
+    // The counts as the action's outputs: a pure run passes checks and fails none.
+    assert!(outputs.contains("\nfailed=0\n"), "{outputs}");
+    let passed: usize = outputs
+        .lines()
+        .find_map(|l| l.strip_prefix("passed="))
+        .and_then(|n| n.parse().ok())
+        .expect("passed=N");
+    assert!(passed > 0, "{outputs}");
     assert!(
         summary.starts_with("## stoat-conformance: ") && summary.contains("No failure."),
         "{summary}"
@@ -101,10 +109,19 @@ fn the_kit_passes_the_reference_and_fails_a_mutant_from_a_release_tarball() {
         .output()
         .expect("tar");
     let listing = String::from_utf8_lossy(&listing.stdout);
-    assert!(
-        listing.contains("/stoat-conformance\n") && listing.contains("/stoat-fake\n"),
-        "{listing}"
-    );
+    for file in [
+        "/stoat-conformance\n",
+        "/stoat-fake\n",
+        "/README.md\n",
+        "/docs/contract.md\n",
+        "/docs/checks.md\n",
+        "/docs/conformance.md\n",
+        "/report.schema.json\n",
+        "/LICENSE-MIT\n",
+        "/LICENSE-APACHE\n",
+    ] {
+        assert!(listing.contains(file), "no {file} in {listing}");
+    }
     let sums = Command::new("sha256sum")
         .arg("-c")
         .arg(format!("{tarball}.sha256"))
@@ -229,4 +246,164 @@ fn the_action_the_script_and_the_documented_workflow_agree() {
             "the workflow passes {key:?}, the action declares {inputs:?}"
         );
     }
+}
+
+/// The release procedure in a clone of this repository: the tarball and its checksum, the
+/// version tag and the moving major tag on the commit; a second release of the same version,
+/// a version that is not the suite's, and a dirty tree are refused.
+#[test]
+fn a_release_tags_the_commit_moves_the_major_tag_and_makes_the_assets() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let clone = dir.path().join("repo");
+    let git = |args: &[&str], cwd: &Path| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(cwd)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+            .output()
+            .expect("git");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        )
+    };
+    let (cloned, _) = git(
+        &[
+            "clone",
+            "--quiet",
+            "--no-hardlinks",
+            REPO,
+            clone.to_str().expect("utf-8"),
+        ],
+        dir.path(),
+    );
+    assert!(cloned);
+    let manifest = std::fs::read_to_string(clone.join("Cargo.toml")).expect("Cargo.toml");
+    let version = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .expect("version")
+        .to_owned();
+    let release = |version: &str| {
+        Command::new(clone.join("ci-kit/release.sh"))
+            .arg(version)
+            .arg(dir.path().join("dist"))
+            .current_dir(&clone)
+            .env("STOAT_DIST_BIN_DIR", suite_bin_dir())
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+            .output()
+            .expect("release.sh")
+    };
+    let wrong = release("9.9.9");
+    assert!(!wrong.status.success());
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("not 9.9.9"));
+    let made = release(&version);
+    let said = String::from_utf8_lossy(&made.stdout).into_owned();
+    assert!(
+        made.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let (_, head) = git(&["rev-parse", "HEAD"], &clone);
+    let major = format!("v{}", version.split('.').next().expect("major"));
+    for tag in [format!("v{version}"), major.clone()] {
+        let (_, at) = git(&["rev-parse", &format!("{tag}^{{commit}}")], &clone);
+        assert_eq!(at, head, "{tag}");
+    }
+    let tarball = said
+        .lines()
+        .map(str::trim)
+        .find(|l| l.ends_with(".tar.gz"))
+        .expect("the tarball's path")
+        .to_owned();
+    assert!(Path::new(&tarball).is_file() && Path::new(&format!("{tarball}.sha256")).is_file());
+    assert!(
+        said.contains(&format!("git push --force origin {major}")),
+        "{said}"
+    );
+    let again = release(&version);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("exists already"));
+    std::fs::write(clone.join("README.md"), "edited").expect("edit");
+    let dirty = release("0.0.1");
+    assert!(String::from_utf8_lossy(&dirty.stderr).contains("uncommitted"));
+}
+
+/// A suite built before from the same sources (a restored CI cache) is used without cargo:
+/// the kit finds its key beside the binaries and never builds.
+#[test]
+fn a_suite_built_from_the_same_sources_is_reused_without_cargo() {
+    let reference = support::fresh_reference();
+    let dir = tempfile::tempdir().expect("tmp");
+    let root = dir.path().join("suite");
+    std::fs::create_dir_all(root.join("bin")).expect("bin");
+    for name in ["stoat-conformance", "stoat-fake"] {
+        std::fs::copy(suite_bin_dir().join(name), root.join("bin").join(name)).expect("copy");
+    }
+    let key = Command::new(format!("{REPO}/ci-kit/source-key.sh"))
+        .arg(REPO)
+        .output()
+        .expect("source-key.sh");
+    assert!(key.status.success());
+    std::fs::write(root.join(".source-key"), &key.stdout).expect("key");
+    // No cargo on PATH: a build would fail the kit with exit 3.
+    let (output, _, outputs) = kit(
+        dir.path(),
+        &[
+            ("STOAT_SUT", reference.to_str().expect("utf-8")),
+            ("STOAT_SUITE_SOURCE", REPO),
+            ("STOAT_RUN_ARGS", "--tier pure --id LS.*"),
+            ("PATH", "/usr/bin:/bin"),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("using the suite built before"), "{stderr}");
+    assert!(outputs.contains("exit-code=0\n"), "{outputs}");
+}
+
+/// `run-args` and `sut-args` are words, never globs: `--id LS.*` in a directory holding a
+/// file that the glob would match still selects the LS checks.
+#[test]
+fn run_args_and_sut_args_are_words_without_glob_expansion() {
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(dir.path().join("LS.decoy"), "").expect("decoy");
+    let bins = suite_bin_dir();
+    let fixture = env!("CARGO_BIN_EXE_stoat-fixture-sut");
+    let (output, summary, _) = kit(
+        dir.path(),
+        &[
+            ("STOAT_SUT", env!("CARGO_BIN_EXE_stoat-conformance")),
+            (
+                "STOAT_SUT_ARGS",
+                &format!("mutate --op unknown-event -- {fixture}"),
+            ),
+            ("STOAT_SUITE_BIN_DIR", bins.to_str().expect("utf-8")),
+            ("STOAT_RUN_ARGS", "--id LS.*   --tier pure"),
+            ("STOAT_REPORT_DIR", "words"),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("words/conformance.json")).expect("report"),
+    )
+    .expect("json");
+    let ids: Vec<&str> = report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    assert!(
+        !ids.is_empty() && ids.iter().all(|id| id.starts_with("LS.")),
+        "{ids:?}"
+    );
+    assert!(summary.contains("passed"), "{summary}");
 }

@@ -38,6 +38,7 @@ fn run_suite(sut: Vec<String>, contract: Contract, fakes: bool, selection: Selec
         selection,
         jobs: 2,
         seed: 7,
+        seed_source: Default::default(),
         timeout: Duration::from_secs(30),
         baseline: None,
         skip_smoke: false,
@@ -46,6 +47,7 @@ fn run_suite(sut: Vec<String>, contract: Contract, fakes: bool, selection: Selec
         contract,
         allow_empty: false,
         profile: Default::default(),
+        profile_path: None,
     };
     let mut report = Report::default();
     run::run(config, &mut |event| report.absorb(event)).expect("the harness runs");

@@ -162,6 +162,14 @@ fn qemu_img_snapshot_cycle() {
     assert!(run(&["snapshot", "-a", "clean"]).status.success());
     assert!(!run(&["snapshot", "-a", "missing"]).status.success());
     assert!(run(&["snapshot", "-d", "clean"]).status.success());
+    // Two snapshots of one tag: like qemu-img, `-d` removes one, the oldest.
+    assert!(run(&["snapshot", "-c", "twice"]).status.success());
+    assert!(run(&["snapshot", "-c", "twice"]).status.success());
+    assert!(run(&["snapshot", "-d", "twice"]).status.success());
+    let listed = String::from_utf8_lossy(&run(&["snapshot", "-l"]).stdout).into_owned();
+    assert_eq!(listed.matches("twice").count(), 1, "{listed}");
+    assert!(run(&["snapshot", "-d", "twice"]).status.success());
+    assert!(!run(&["snapshot", "-d", "twice"]).status.success());
 }
 
 #[test]
@@ -222,6 +230,63 @@ fn qemu_daemonizes_speaks_qmp_and_exits_on_powerdown() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(!pidfile.exists(), "the pidfile is removed on exit");
+}
+
+#[test]
+fn the_monitors_snapshots_are_the_qcow2_drives_as_qemu_img_lists_them() {
+    let sandbox = sandbox();
+    let vm = sandbox.vm_dir("work");
+    std::fs::create_dir_all(&vm).expect("vm dir");
+    let disk = vm.join("disk.qcow2");
+    let img = |args: &[&str]| {
+        tool(&sandbox, "qemu-img")
+            .args(args)
+            .arg(&disk)
+            .output()
+            .expect("qemu-img")
+    };
+    assert!(tool(&sandbox, "qemu-img")
+        .args(["create", "-f", "qcow2"])
+        .arg(&disk)
+        .arg("8G")
+        .status()
+        .expect("run")
+        .success());
+    assert!(img(&["snapshot", "-c", "cold"]).status.success());
+    let pidfile = vm.join("qemu.pid");
+    let qmp = vm.join("qmp.sock");
+    let status = tool(&sandbox, "qemu-system-x86_64")
+        .args(["-daemonize", "-pidfile"])
+        .arg(&pidfile)
+        .arg("-qmp")
+        .arg(format!("unix:{},server,nowait", qmp.display()))
+        .arg("-drive")
+        .arg(format!("file={},format=qcow2,if=virtio", disk.display()))
+        .status()
+        .expect("run");
+    assert!(status.success());
+    let hmp = |line: &str| {
+        qmp_once(
+            &qmp,
+            &format!("{{\"execute\":\"human-monitor-command\",\"arguments\":{{\"command-line\":\"{line}\"}}}}"),
+        )
+        .unwrap_or_default()
+    };
+    // Saved while stopped, listed while running; saved and deleted while running, as
+    // qemu-img lists them after.
+    assert!(
+        hmp("info snapshots").contains("cold"),
+        "{}",
+        hmp("info snapshots")
+    );
+    hmp("savevm warm");
+    hmp("delvm cold");
+    let _ = qmp_once(&qmp, "{\"execute\":\"quit\"}");
+    let listed = String::from_utf8_lossy(&img(&["snapshot", "-l"]).stdout).into_owned();
+    assert!(
+        listed.contains("warm") && !listed.contains("cold"),
+        "{listed}"
+    );
 }
 
 #[test]

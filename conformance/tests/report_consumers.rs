@@ -314,10 +314,25 @@ fn real_reports(dir: &Path) -> Vec<(String, PathBuf)> {
             .is_some_and(|v| !v.is_empty()),
         "{vacuous}"
     );
-    let mut names = vec!["clean", "mutant", "smoke", "baseline", "vacuous"]
-        .into_iter()
-        .map(|n| (n.to_string(), dir.join(format!("{n}.json"))))
-        .collect::<Vec<_>>();
+    // A contract-2 SUT judged by contract 3: the migration view, and rows with hundreds of
+    // findings that must not crush the page's narrow columns.
+    run(
+        dir,
+        "migration",
+        &["--contract", "3"],
+        &[fixture, "--fixture-speaks-contract-2"],
+    );
+    let mut names = vec![
+        "clean",
+        "mutant",
+        "smoke",
+        "baseline",
+        "vacuous",
+        "migration",
+    ]
+    .into_iter()
+    .map(|n| (n.to_string(), dir.join(format!("{n}.json"))))
+    .collect::<Vec<_>>();
     names.push(("every-status".to_string(), every_status_report(dir)));
     names
 }
@@ -580,6 +595,11 @@ fn assert_fits(pages: usize, seen: &[Value]) {
         let name = &width["page"];
         assert_eq!(width["viewport_meta"], json!(true), "{name}: {width}");
         assert_eq!(width["offenders"], json!([]), "{name}: {width}");
+        assert_eq!(
+            width["crushed"],
+            json!([]),
+            "{name}: a column lost its width {width}"
+        );
         assert!(
             width["scroll_width"].as_u64() <= width["client_width"].as_u64(),
             "{name}: horizontal overflow {width}"
@@ -757,4 +777,85 @@ fn several_implementations_side_by_side() {
             String::from_utf8_lossy(&check.stderr)
         );
     }
+}
+
+#[test]
+fn markdown_holding_markup_characters_renders_on_cmark_gfm_as_the_plain_text() {
+    let Some(consumers) =
+        consumers_dir("markdown_holding_markup_characters_renders_on_cmark_gfm_as_the_plain_text")
+    else {
+        return;
+    };
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-consumers-md");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let title = "a *title* | with <b>tags</b>, `ticks` and _under_ ~~struck~~";
+    let pointer = "`--json ls [*]` line 1/data/*";
+    let message = "`[*]` matched *everything* | <i>x</i> &amp; \\ back # hash [a](b) **bold**";
+    let reason = "- starts like a list item | and <script>";
+    let report = json!({
+        "schema": "stoat-conformance-report/1",
+        "info": {"suite_version": "0.1.0", "contract": 3, "sut": "/opt/it's *my* stoat", "sut_version": "1.0|2",
+            "seed": 1, "jobs": 2, "selected": 1, "tiers": ["pure"]},
+        "smoke": {"passed": true, "findings": []},
+        "checks": [{"id": "ENV.one-result", "title": title, "level": "MUST", "tier": "pure",
+            "tags": [], "spec_ref": "json-v3#consumer-contract", "status": "failed", "reason": reason,
+            "findings": [{"check_id": "ENV.one-result", "level": "MUST", "spec_ref": "json-v3#consumer-contract",
+                "pointer": pointer, "message": message}],
+            "invocations": [], "duration_ms": 1}],
+        "summary": {"passed": 0, "failed": 1, "crashed": 0, "warned": 0, "skipped": 0, "expected_failures": 0,
+            "stale_baseline": 0, "errored": 0, "invocations": 1, "sut_ms": 1, "duration_ms": 2},
+        "smoke_failed": false
+    });
+    let path = dir.join("markup.json");
+    std::fs::write(&path, report.to_string()).expect("write");
+    let md_path = dir.join("markup.md");
+    render(&path, "md", &[], &md_path);
+    let markdown = std::fs::File::open(&md_path).expect("md");
+    let seen = json_of({
+        let mut c = Command::new(consumers.join("venv/bin/python"));
+        c.arg(format!("{CONSUMERS}/markdown.py")).stdin(markdown);
+        c
+    });
+    let texts = |tag: &str| -> Vec<String> {
+        seen["texts"][tag]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.as_str().map(str::to_string))
+            .collect()
+    };
+    let cells = texts("td");
+    assert!(
+        cells.contains(&format!("{pointer}: {message}")),
+        "the first finding reads as written: {cells:?}\n{}",
+        seen["html"]
+    );
+    assert!(cells.contains(&"ENV.one-result".to_string()), "{cells:?}");
+    let items = texts("li");
+    for expected in [
+        format!("reason: {reason}"),
+        format!("MUST {pointer}: {message} [json-v3#consumer-contract]"),
+    ] {
+        assert!(items.contains(&expected), "{expected:?} not in {items:?}");
+    }
+    assert!(
+        texts("summary").contains(&format!("ENV.one-result FAIL: {title}")),
+        "{:?}",
+        texts("summary")
+    );
+    // Only the ids are code; nothing the SUT or a title says becomes markup.
+    let markup: Vec<&str> = seen["markup"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|m| *m != "code")
+        .collect();
+    assert!(markup.is_empty(), "{markup:?}\n{}", seen["html"]);
+    let paragraph = seen["html"].as_str().unwrap_or("");
+    assert!(
+        paragraph.contains("against /opt/it's *my* stoat (version 1.0|2)"),
+        "{paragraph}"
+    );
 }

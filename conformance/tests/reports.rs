@@ -1,8 +1,9 @@
 //! Snapshots of every reporter fed the same canned events, so a format change shows in review.
 
 use stoat_conformance::finding::{Finding, Level};
+use stoat_conformance::report::formats::{render, Format};
 use stoat_conformance::report::human::Human;
-use stoat_conformance::report::{compare, render, tap, Format, Report, Reporter};
+use stoat_conformance::report::{compare, tap, Report, Reporter};
 use stoat_conformance::run::events::{CheckResult, Event, RunInfo, Status, Summary};
 
 fn result(id: &str, status: Status, findings: Vec<Finding>) -> Event {
@@ -20,6 +21,9 @@ fn result(id: &str, status: Status, findings: Vec<Finding>) -> Event {
         duration_ms: 3,
         editions: vec![2, 3],
         migration: None,
+        scenarios: Vec::new(),
+        requires: None,
+        repro: None,
     }))
 }
 
@@ -43,11 +47,15 @@ fn events() -> Vec<Event> {
             contract_source: "auto".into(),
             migration: false,
             sut: "stoat".into(),
+            sut_argv: Vec::new(),
+            profile: None,
             sut_version: Some("1.2.3".into()),
             seed: 7,
+            seed_source: stoat_conformance::run::SeedSource::Flag,
             jobs: 2,
             selected: 3,
             tiers: vec!["pure".into()],
+            shard: None,
         }),
         Event::Smoke {
             passed: true,

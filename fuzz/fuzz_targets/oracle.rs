@@ -24,6 +24,10 @@ fuzz_target!(|data: &[u8]| {
                 label: "console password".into(),
                 value: "cpw-x".into(),
             }],
+            vm_dirs: vec![Canary {
+                label: "a VM's directory".into(),
+                value: "/tmp/data-x/vms/work".into(),
+            }],
         },
         edition: Default::default(),
     };

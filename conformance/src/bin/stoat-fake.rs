@@ -1,5 +1,6 @@
-//! The multi-call fake host tools; everything lives in [`stoat_conformance::fakes`].
+//! The multi-call fake host tools; the code is the `stoat-fakes` crate, its entry point
+//! [`stoat_fakes::dispatch`].
 
 fn main() {
-    stoat_conformance::fakes::main()
+    stoat_fakes::dispatch::main()
 }

@@ -3,37 +3,135 @@
 
 use serde_json::Value;
 
+use super::def::{scenario, CheckDef, Tier};
 use super::helpers::{with_work, Rng};
-use super::{scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
 use crate::finding::Level::{Must, Should};
 use crate::run::{Case, Inv};
+use crate::spec::Editions;
 
 pub(super) const CHECKS: &[CheckDef] = &[
-    scenario("SMOKE.version", Must, Tier::Pure, "json-v3#per-command-data", "version {\"version\":\"1.2.3\",\"contract\":3}",
-        "the smoke stage: `--json version` answers ok with a version string and an integer contract (run first; only an answer in no known edition stops the run)", &["smoke", "version"], version_answers),
-    v3_only(scenario("VERSION.contract-3", Must, Tier::Pure, "json-v3#per-command-data", "version {\"version\":\"1.2.3\",\"contract\":3}",
-        "`version` answers {version: string, contract: 3}", &["version"], version_contract), "contract 2's version names its own contract number"),
-    scenario("HELP.usage", Must, Tier::Pure, "json-v3#per-command-data", "help {\"usage\":\"...\"}",
-        "`help` answers {usage: non-empty string}", &["help"], help_usage),
-    scenario("HELP.mentions-commands", Should, Tier::Pure, "json-v3#per-command-data", "help {\"usage\":\"...\"}",
-        "the usage text names every command of the per-command table", &["help"], help_mentions_commands),
-    scenario("USAGE.unknown-command", Must, Tier::Pure, "json-v3#error-codes", "usage a bad flag, a missing argument, an unknown subcommand",
-        "an unknown subcommand is a usage error (exit 2) answered in the contract", &["usage"], usage_unknown_command),
-    scenario("USAGE.unknown-flag", Must, Tier::Pure, "json-v3#error-codes", "usage a bad flag, a missing argument, an unknown subcommand",
-        "an unknown flag is a usage error (exit 2)", &["usage"], usage_unknown_flag),
-    scenario("USAGE.missing-argument", Must, Tier::Pure, "json-v3#error-codes", "usage a bad flag, a missing argument, an unknown subcommand",
-        "a missing VM argument is a usage error (exit 2)", &["usage"], usage_missing_argument),
-    scenario("USAGE.ssh-refused", Must, Tier::Pure, "json-v3#ssh-refused", "stoat --json ssh <vm> is a usage error.",
-        "`ssh <vm>` under --json is a usage error (exit 2), wherever --json stands", &["usage", "ssh"], usage_ssh_refused),
-    scenario("USAGE.bare-json", Should, Tier::Pure, "json-v3#flag-position", "--json is scanned out of argv before parsing, so a usage error can still answer in the contract.",
-        "`stoat --json` alone answers a usage error in the contract", &["usage", "argv"], usage_bare_json),
-    scenario("ARGV.json-anywhere", Must, Tier::Pure, "json-v3#flag-position", "It is recognized anywhere EXCEPT after exec's VM name",
-        "--json before the command, after it, after its argument and between flags all select JSON mode", &["argv"], json_anywhere),
-    scenario("ARGV.json-generated", Must, Tier::Pure, "json-v3#flag-position", "It is recognized anywhere EXCEPT after exec's VM name",
-        "--json (and -q) at seeded random positions of several command lines still answer in the contract", &["argv", "generated"], json_generated),
-    scenario("ARGV.quiet-noop", Must, Tier::Pure, "json-v3#json-implies", "-q becomes meaningless and is accepted as a no-op.",
-        "-q before or after the command changes nothing under --json", &["argv"], quiet_noop),
+    CheckDef {
+        id: "SMOKE.version",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "version {\"version\":\"1.2.3\",\"contract\":3}",
+        title: "the smoke stage: `--json version` answers ok with a version string and an integer contract (run first; only an answer in no known edition stops the run)",
+        tags: &["smoke", "version"],
+        ..scenario(version_answers)
+    },
+    CheckDef {
+        id: "VERSION.contract-3",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "version {\"version\":\"1.2.3\",\"contract\":3}",
+        title: "`version` answers {version: string, contract: 3}",
+        tags: &["version"],
+        editions: Editions::V3 { change: "contract 2's version names its own contract number" },
+        ..scenario(version_contract)
+    },
+    CheckDef {
+        id: "HELP.usage",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "help {\"usage\":\"...\"}",
+        title: "`help` answers {usage: non-empty string}",
+        tags: &["help"],
+        ..scenario(help_usage)
+    },
+    CheckDef {
+        id: "HELP.mentions-commands",
+        level: Should,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "help {\"usage\":\"...\"}",
+        title: "the usage text names every command of the per-command table",
+        tags: &["help"],
+        ..scenario(help_mentions_commands)
+    },
+    CheckDef {
+        id: "USAGE.unknown-command",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "usage a bad flag, a missing argument, an unknown subcommand",
+        title: "an unknown subcommand is a usage error (exit 2) answered in the contract",
+        tags: &["usage"],
+        ..scenario(usage_unknown_command)
+    },
+    CheckDef {
+        id: "USAGE.unknown-flag",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "usage a bad flag, a missing argument, an unknown subcommand",
+        title: "an unknown flag is a usage error (exit 2)",
+        tags: &["usage"],
+        ..scenario(usage_unknown_flag)
+    },
+    CheckDef {
+        id: "USAGE.missing-argument",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "usage a bad flag, a missing argument, an unknown subcommand",
+        title: "a missing VM argument is a usage error (exit 2)",
+        tags: &["usage"],
+        ..scenario(usage_missing_argument)
+    },
+    CheckDef {
+        id: "USAGE.ssh-refused",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#ssh-refused",
+        quote: "stoat --json ssh <vm> is a usage error.",
+        title: "`ssh <vm>` under --json is a usage error (exit 2), wherever --json stands",
+        tags: &["usage", "ssh"],
+        ..scenario(usage_ssh_refused)
+    },
+    CheckDef {
+        id: "USAGE.bare-json",
+        level: Should,
+        tier: Tier::Pure,
+        spec: "json-v3#flag-position",
+        quote: "--json is scanned out of argv before parsing, so a usage error can still answer in the contract.",
+        title: "`stoat --json` alone answers a usage error in the contract",
+        tags: &["usage", "argv"],
+        ..scenario(usage_bare_json)
+    },
+    CheckDef {
+        id: "ARGV.json-anywhere",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#flag-position",
+        quote: "It is recognized anywhere EXCEPT after exec's VM name",
+        title: "--json before the command, after it, after its argument and between flags all select JSON mode",
+        tags: &["argv"],
+        ..scenario(json_anywhere)
+    },
+    CheckDef {
+        id: "ARGV.json-generated",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#flag-position",
+        quote: "It is recognized anywhere EXCEPT after exec's VM name",
+        title: "--json (and -q) at seeded random positions of several command lines still answer in the contract",
+        tags: &["argv", "generated"],
+        ..scenario(json_generated)
+    },
+    CheckDef {
+        id: "ARGV.quiet-noop",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#json-implies",
+        quote: "-q becomes meaningless and is accepted as a no-op.",
+        title: "-q before or after the command changes nothing under --json",
+        tags: &["argv"],
+        ..scenario(quiet_noop)
+    },
 ];
 
 fn version_contract(case: &mut Case<'_>) -> Result<(), HarnessError> {

@@ -4,42 +4,148 @@
 
 use serde_json::{json, Value};
 
+use super::def::{scenario, CheckDef, Tier};
 use super::helpers::{expect_eq, with_running_work, Rng};
-use super::{scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
 use crate::fakes::script::{FakeScript, Rule, ScriptBytes};
 use crate::finding::Level::Must;
 use crate::oracle::decode_stream;
 use crate::run::{Case, Inv};
 use crate::sandbox::{Sandbox, VmFixture};
+use crate::spec::Editions;
 
 pub(super) const CHECKS: &[CheckDef] = &[
-    v3_only(scenario("EXEC.cli-ignores-agent-access", Must, Tier::Fake, "json-v3#types", "MCP permissions must use agent_access; direct stoat exec and stoat cp commands do not enforce it.",
-        "`exec work true` on a running VM whose stored allow_exec = false (agent_access manage, below exec) still runs the command: ok, exit_code 0, never access_denied", &["exec", "access"], cli_ignores_agent_access), "contract 2 has allow_exec but no agent_access"),
-    scenario("EXEC.utf8-plain", Must, Tier::Fake, "json-v3#exec-bytes", "An absent *_encoding means UTF-8.",
-        "valid UTF-8 guest output comes back as plain stdout/stderr, byte-exact, without *_base64", &["exec"], utf8_plain),
-    scenario("EXEC.base64-stdout", Must, Tier::Fake, "json-v3#exec-bytes", "Stoat therefore uses base64 for a stream that is not valid UTF-8",
-        "non-UTF-8 stdout comes back as stdout_base64 decoding to the exact bytes; stderr stays plain", &["exec", "bytes"], base64_stdout),
-    scenario("EXEC.base64-stderr", Must, Tier::Fake, "json-v3#exec-bytes", "Encoding is reported per stream, because stdout and stderr can independently be invalid.",
-        "non-UTF-8 stderr comes back as stderr_base64 decoding to the exact bytes; stdout stays plain", &["exec", "bytes"], base64_stderr),
-    scenario("EXEC.base64-both", Must, Tier::Fake, "json-v3#exec-bytes", "Encoding is reported per stream, because stdout and stderr can independently be invalid.",
-        "both streams non-UTF-8: both come back base64, byte-exact", &["exec", "bytes"], base64_both),
-    scenario("EXEC.empty-streams", Must, Tier::Fake, "json-v3#per-command-data", "exec {\"vm\":\"work\",\"exit_code\":1,\"stdout\":\"...\",\"stderr\":\"...\"}",
-        "a guest command that prints nothing answers stdout \"\" and stderr \"\"", &["exec"], empty_streams),
-    scenario("EXEC.exit-code", Must, Tier::Fake, "json-v3#exit-codes", "The guest's status is in data.exit_code.",
-        "a guest exiting 3 answers ok:true with data.exit_code 3 (and stoat exits 0)", &["exec", "exit"], exit_code),
-    scenario("EXEC.human-passthrough", Must, Tier::Fake, "json-v3#exit-codes", "Without --json, exec passes the guest's status through like ssh does",
-        "without --json, exec exits with the guest's status and passes its bytes through raw", &["exec", "exit"], human_passthrough),
-    scenario("EXEC.guest-argv-untouched", Must, Tier::Fake, "json-v3#flag-position", "everything there belongs to the guest",
-        "guest arguments with spaces, quotes, $, globs, ; and empty strings reach the guest shell intact", &["exec", "argv"], argv_untouched),
-    scenario("EXEC.generated-bytes", Must, Tier::Fake, "json-v3#exec-bytes", "Stoat therefore uses base64 for a stream that is not valid UTF-8",
-        "seeded random byte strings on both streams come back exactly", &["exec", "bytes", "generated"], generated_bytes),
-    scenario("ARGV.json-after-exec-name", Must, Tier::Fake, "json-v3#flag-position", "stoat exec work ls --json # the guest's, untouched",
-        "--json after exec's VM name reaches the guest and does not switch stoat to JSON", &["argv", "exec"], json_after_name),
-    scenario("ARGV.json-before-exec", Must, Tier::Fake, "json-v3#flag-position", "It is recognized anywhere EXCEPT after exec's VM name",
-        "`-q --json exec work cmd --json`: the first --json is stoat's, the last the guest's", &["argv", "exec"], json_before_exec),
-    scenario("ARGV.json-between-exec-and-name", Must, Tier::Fake, "json-v3#flag-position", "stoat exec --json work ls -la # stoat's",
-        "`exec --json work cmd` is JSON mode", &["argv", "exec"], json_between),
+    CheckDef {
+        id: "EXEC.cli-ignores-agent-access",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#types",
+        quote: "MCP permissions must use agent_access; direct stoat exec and stoat cp commands do not enforce it.",
+        title: "`exec work true` on a running VM whose stored allow_exec = false (agent_access manage, below exec) still runs the command: ok, exit_code 0, never access_denied",
+        tags: &["exec", "access"],
+        editions: Editions::V3 { change: "contract 2 has allow_exec but no agent_access" },
+        ..scenario(cli_ignores_agent_access)
+    },
+    CheckDef {
+        id: "EXEC.utf8-plain",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#exec-bytes",
+        quote: "An absent *_encoding means UTF-8.",
+        title: "valid UTF-8 guest output comes back as plain stdout/stderr, byte-exact, without *_base64",
+        tags: &["exec"],
+        ..scenario(utf8_plain)
+    },
+    CheckDef {
+        id: "EXEC.base64-stdout",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#exec-bytes",
+        quote: "Stoat therefore uses base64 for a stream that is not valid UTF-8",
+        title: "non-UTF-8 stdout comes back as stdout_base64 decoding to the exact bytes; stderr stays plain",
+        tags: &["exec", "bytes"],
+        ..scenario(base64_stdout)
+    },
+    CheckDef {
+        id: "EXEC.base64-stderr",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#exec-bytes",
+        quote: "Encoding is reported per stream, because stdout and stderr can independently be invalid.",
+        title: "non-UTF-8 stderr comes back as stderr_base64 decoding to the exact bytes; stdout stays plain",
+        tags: &["exec", "bytes"],
+        ..scenario(base64_stderr)
+    },
+    CheckDef {
+        id: "EXEC.base64-both",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#exec-bytes",
+        quote: "Encoding is reported per stream, because stdout and stderr can independently be invalid.",
+        title: "both streams non-UTF-8: both come back base64, byte-exact",
+        tags: &["exec", "bytes"],
+        ..scenario(base64_both)
+    },
+    CheckDef {
+        id: "EXEC.empty-streams",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#per-command-data",
+        quote: "exec {\"vm\":\"work\",\"exit_code\":1,\"stdout\":\"...\",\"stderr\":\"...\"}",
+        title: "a guest command that prints nothing answers stdout \"\" and stderr \"\"",
+        tags: &["exec"],
+        ..scenario(empty_streams)
+    },
+    CheckDef {
+        id: "EXEC.exit-code",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#exit-codes",
+        quote: "The guest's status is in data.exit_code.",
+        title: "a guest exiting 3 answers ok:true with data.exit_code 3 (and stoat exits 0)",
+        tags: &["exec", "exit"],
+        ..scenario(exit_code)
+    },
+    CheckDef {
+        id: "EXEC.human-passthrough",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#exit-codes",
+        quote: "Without --json, exec passes the guest's status through like ssh does",
+        title: "without --json, exec exits with the guest's status and passes its bytes through raw",
+        tags: &["exec", "exit"],
+        ..scenario(human_passthrough)
+    },
+    CheckDef {
+        id: "EXEC.guest-argv-untouched",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#flag-position",
+        quote: "everything there belongs to the guest",
+        title: "guest arguments with spaces, quotes, $, globs, ; and empty strings reach the guest shell intact",
+        tags: &["exec", "argv"],
+        ..scenario(argv_untouched)
+    },
+    CheckDef {
+        id: "EXEC.generated-bytes",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#exec-bytes",
+        quote: "Stoat therefore uses base64 for a stream that is not valid UTF-8",
+        title: "seeded random byte strings on both streams come back exactly",
+        tags: &["exec", "bytes", "generated"],
+        ..scenario(generated_bytes)
+    },
+    CheckDef {
+        id: "ARGV.json-after-exec-name",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#flag-position",
+        quote: "stoat exec work ls --json # the guest's, untouched",
+        title: "--json after exec's VM name reaches the guest and does not switch stoat to JSON",
+        tags: &["argv", "exec"],
+        ..scenario(json_after_name)
+    },
+    CheckDef {
+        id: "ARGV.json-before-exec",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#flag-position",
+        quote: "It is recognized anywhere EXCEPT after exec's VM name",
+        title: "`-q --json exec work cmd --json`: the first --json is stoat's, the last the guest's",
+        tags: &["argv", "exec"],
+        ..scenario(json_before_exec)
+    },
+    CheckDef {
+        id: "ARGV.json-between-exec-and-name",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#flag-position",
+        quote: "stoat exec --json work ls -la # stoat's",
+        title: "`exec --json work cmd` is JSON mode",
+        tags: &["argv", "exec"],
+        ..scenario(json_between)
+    },
 ];
 
 /// Scripts the fake ssh to answer with these bytes and status.

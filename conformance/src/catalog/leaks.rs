@@ -1,20 +1,47 @@
 //! Owns the leak sweep: read-only commands over fixtures with a planted console password,
 //! so the oracle's LEAK rules see every command's payload; plus stoat's own log and HOME.
 
+use super::def::{scenario, CheckDef, Tier};
 use super::helpers::with_work;
-use super::{from_design, scenario, CheckDef, Tier};
 use crate::error::HarnessError;
 use crate::finding::Level::{Must, Should};
 use crate::run::Case;
 use crate::sandbox::VmFixture;
+use crate::spec::Source;
 
 pub(super) const CHECKS: &[CheckDef] = &[
-    scenario("LEAK.sweep", Must, Tier::Pure, "json-v3#absent", "These are pinned by a test that runs the real CLI and greps its whole output",
-        "ls, get, forward, logs, ssh-command, doctor, snapshot over planted fixtures all answer (the oracle greps every payload)", &["leaks"], sweep),
-    from_design(scenario("LEAK.password-not-logged", Should, Tier::Pure, "design#decisions", "never write a console password anywhere, stoat's own log included",
-        "after the sweep, nothing under <root>/logs holds the console password", &["leaks", "logs"], password_not_logged)),
-    from_design(scenario("SANDBOX.home-untouched", Should, Tier::Pure, "design#decisions", "`$STOAT_HOME`, else `$HOME/.stoat`",
-        "with STOAT_HOME set, commands write nothing under HOME", &["sandbox"], home_untouched)),
+    CheckDef {
+        id: "LEAK.sweep",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#absent",
+        quote: "These are pinned by a test that runs the real CLI and greps its whole output",
+        title: "ls, get, forward, logs, ssh-command, doctor, snapshot over planted fixtures all answer (the oracle greps every payload)",
+        tags: &["leaks"],
+        ..scenario(sweep)
+    },
+    CheckDef {
+        id: "LEAK.password-not-logged",
+        level: Should,
+        tier: Tier::Pure,
+        spec: "design#decisions",
+        quote: "never write a console password anywhere, stoat's own log included",
+        title: "after the sweep, nothing under <root>/logs holds the console password",
+        tags: &["leaks", "logs"],
+        source: Source::Design,
+        ..scenario(password_not_logged)
+    },
+    CheckDef {
+        id: "SANDBOX.home-untouched",
+        level: Should,
+        tier: Tier::Pure,
+        spec: "design#decisions",
+        quote: "`$STOAT_HOME`, else `$HOME/.stoat`",
+        title: "with STOAT_HOME set, commands write nothing under HOME",
+        tags: &["sandbox"],
+        source: Source::Design,
+        ..scenario(home_untouched)
+    },
 ];
 
 /// Runs the read-only sweep; `require_ok` makes a failed command a finding of this check.

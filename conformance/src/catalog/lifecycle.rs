@@ -3,33 +3,110 @@
 
 use serde_json::{json, Value};
 
+use super::def::{scenario, CheckDef, Tier};
 use super::helpers::{expect_eq, str_at, unused_port, with_running_work};
-use super::{scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
 use crate::fakes::script::{FakeScript, QemuScript, Rule, ScriptBytes};
 use crate::finding::Level::{Must, Should};
 use crate::run::Case;
 use crate::sandbox::{Sandbox, SandboxOptions, VmFixture, FAKE_TOOLS};
+use crate::spec::Editions;
 
 pub(super) const CHECKS: &[CheckDef] = &[
-    scenario("UP.starts", Must, Tier::Fake, "json-v3#per-command-data", "up (one VM) {\"vm\":VM} (re-read after start, so state is authoritative)",
-        "`up work` starts qemu and answers {vm} with state running", &["up", "lifecycle"], up_starts),
-    scenario("DOWN.stops", Must, Tier::Fake, "json-v3#per-command-data", "A single-VM down result can also report state: \"running\" while QEMU is still exiting",
-        "`down work` after `up` answers {vm}; `wait --until stopped` then reaches stopped", &["down", "lifecycle"], down_stops),
-    scenario("UP.already-running", Should, Tier::Fake, "json-v3#error-codes", "already_running the operation needs a stopped VM",
-        "`up` on a running VM fails with already_running", &["up", "state"], up_already_running),
-    v3_only(scenario("UP.qemu-refused", Must, Tier::Fake, "json-v3#error-codes", "qemu_start_failed qemu ran and refused to start the VM",
-        "qemu exiting 1 at start fails up with qemu_start_failed", &["up", "errors"], up_refused), "contract 2 has no qemu_start_failed code"),
-    v3_only(scenario("UP.qemu-missing", Must, Tier::Fake, "json-v3#error-codes", "qemu_missing qemu-system-x86_64 is not on PATH",
-        "no qemu-system-x86_64 on PATH fails up with qemu_missing", &["up", "errors"], up_missing), "contract 2 has no qemu_missing code"),
-    v3_only(scenario("SCREENSHOT.png", Must, Tier::Fake, "json-v3#per-command-data", "screenshot {\"vm\":\"work\",\"path\":",
-        "`screenshot` of a running VM answers {vm, path, bytes, width, height} matching the file", &["screenshot"], screenshot), "contract 2 has no screenshot command"),
-    v3_only(scenario("SCREENSHOT.failed", Must, Tier::Fake, "json-v3#error-codes", "screenshot_failed qemu refused the screendump",
-        "qemu refusing the screendump fails screenshot with screenshot_failed", &["screenshot", "errors"], screenshot_failed), "contract 2 has no screenshot command"),
-    scenario("CP.local-absolute", Must, Tier::Fake, "json-v3#per-command-data", "local is always resolved to an absolute path, even if given relative or ~-prefixed",
-        "`cp f.txt work:/tmp/f.txt` answers to_guest with the absolute local path and runs scp", &["cp"], cp_to_guest),
-    scenario("CP.from-guest", Must, Tier::Fake, "json-v3#per-command-data", "cp {\"vm\":\"work\",\"direction\":\"to_guest\",\"local\":\"/home/u/f\",\"remote\":\"/tmp/f\"}",
-        "`cp work:/etc/hostname out.txt` answers from_guest with the absolute local path", &["cp"], cp_from_guest),
+    CheckDef {
+        id: "UP.starts",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#per-command-data",
+        quote: "up (one VM) {\"vm\":VM} (re-read after start, so state is authoritative)",
+        title: "`up work` starts qemu and answers {vm} with state running",
+        tags: &["up", "lifecycle"],
+        ..scenario(up_starts)
+    },
+    CheckDef {
+        id: "DOWN.stops",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#per-command-data",
+        quote: "A single-VM down result can also report state: \"running\" while QEMU is still exiting",
+        title: "`down work` after `up` answers {vm}; `wait --until stopped` then reaches stopped",
+        tags: &["down", "lifecycle"],
+        ..scenario(down_stops)
+    },
+    CheckDef {
+        id: "UP.already-running",
+        level: Should,
+        tier: Tier::Fake,
+        spec: "json-v3#error-codes",
+        quote: "already_running the operation needs a stopped VM",
+        title: "`up` on a running VM fails with already_running",
+        tags: &["up", "state"],
+        ..scenario(up_already_running)
+    },
+    CheckDef {
+        id: "UP.qemu-refused",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#error-codes",
+        quote: "qemu_start_failed qemu ran and refused to start the VM",
+        title: "qemu exiting 1 at start fails up with qemu_start_failed",
+        tags: &["up", "errors"],
+        editions: Editions::V3 { change: "contract 2 has no qemu_start_failed code" },
+        ..scenario(up_refused)
+    },
+    CheckDef {
+        id: "UP.qemu-missing",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#error-codes",
+        quote: "qemu_missing qemu-system-x86_64 is not on PATH",
+        title: "no qemu-system-x86_64 on PATH fails up with qemu_missing",
+        tags: &["up", "errors"],
+        editions: Editions::V3 { change: "contract 2 has no qemu_missing code" },
+        ..scenario(up_missing)
+    },
+    CheckDef {
+        id: "SCREENSHOT.png",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#per-command-data",
+        quote: "screenshot {\"vm\":\"work\",\"path\":",
+        title: "`screenshot` of a running VM answers {vm, path, bytes, width, height} matching the file",
+        tags: &["screenshot"],
+        editions: Editions::V3 { change: "contract 2 has no screenshot command" },
+        ..scenario(screenshot)
+    },
+    CheckDef {
+        id: "SCREENSHOT.failed",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#error-codes",
+        quote: "screenshot_failed qemu refused the screendump",
+        title: "qemu refusing the screendump fails screenshot with screenshot_failed",
+        tags: &["screenshot", "errors"],
+        editions: Editions::V3 { change: "contract 2 has no screenshot command" },
+        ..scenario(screenshot_failed)
+    },
+    CheckDef {
+        id: "CP.local-absolute",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#per-command-data",
+        quote: "local is always resolved to an absolute path, even if given relative or ~-prefixed",
+        title: "`cp f.txt work:/tmp/f.txt` answers to_guest with the absolute local path and runs scp",
+        tags: &["cp"],
+        ..scenario(cp_to_guest)
+    },
+    CheckDef {
+        id: "CP.from-guest",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#per-command-data",
+        quote: "cp {\"vm\":\"work\",\"direction\":\"to_guest\",\"local\":\"/home/u/f\",\"remote\":\"/tmp/f\"}",
+        title: "`cp work:/etc/hostname out.txt` answers from_guest with the absolute local path",
+        tags: &["cp"],
+        ..scenario(cp_from_guest)
+    },
 ];
 
 /// A live Alpine VM whose ISO and extracted kernel exist, so `up` needs only qemu.
@@ -39,7 +116,7 @@ fn bootable(case: &Case<'_>) -> Result<Sandbox, HarnessError> {
     Ok(sandbox)
 }
 
-fn prepare_bootable(sandbox: &Sandbox) -> Result<(), HarnessError> {
+pub(super) fn prepare_bootable(sandbox: &Sandbox) -> Result<(), HarnessError> {
     // A port nothing holds: parallel checks' fake VMs answer on the fixture's 2200, and a
     // stoat may refuse to start a VM whose host port is taken.
     let dir = sandbox.write_vm(&VmFixture::live("work").sshport(unused_port()?))?;

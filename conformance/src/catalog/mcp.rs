@@ -2,39 +2,166 @@
 //! (initialize, tools/list, a tools/call per tool class), and judges what the contract says
 //! of MCP: the tools it names exist, `wait` answers `healthy`, `forward` a ForwardList,
 //! `access_denied` follows agent_access level by level, `rate_limited` when a bucket is
-//! exhausted, and no result carries the console password in any decoded form.
+//! exhausted, and no session carries the console password in any decoded form or a host
+//! path where the contract allows none (every session goes through the leak search).
+//! The transport checks judge what the MCP revisions and JSON-RPC 2.0 say of the stream
+//! itself: no answer to a notification, nothing but JSON-RPC messages on stdout, the
+//! revision the client asked for when the server shows it speaks it, and a tool result's
+//! text carrying its structured content.
 
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::def::{scenario, CheckDef, Tier};
 use super::helpers::{expect_eq, str_at};
 use super::live::{Next, Watched};
-use super::{scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
+use crate::fakes::script::{FakeScript, Rule, ScriptBytes};
 use crate::finding::Level::{Must, Should};
 use crate::run::Case;
 use crate::sandbox::{Sandbox, VmFixture};
+use crate::spec::{Editions, Source};
 
 const NO_MCP: &str = "contract 2 has no `stoat mcp`: the MCP server was a separate process";
 
 pub(super) const CHECKS: &[CheckDef] = &[
-    v3_only(scenario("MCP.initialize", Must, Tier::Pure, "json-v3#versioning", "moves the MCP server from a separate Python process into stoat mcp in this binary.",
-        "`stoat mcp` answers JSON-RPC initialize over stdio with protocolVersion, capabilities.tools and serverInfo", &["mcp"], initialize), NO_MCP),
-    v3_only(scenario("MCP.tools-list", Must, Tier::Pure, "json-v3#versioning", "five MCP tools (project_status, project_up, project_down, project_apply, project_wait) alongside start, stop, apply_recipes and wait",
-        "tools/list names every tool the contract names (start, stop, apply_recipes, wait, forward, copy_to, copy_from, the five project tools), each with an object inputSchema", &["mcp"], tools_list), NO_MCP),
-    v3_only(scenario("MCP.call-per-class", Must, Tier::Pure, "json-v3#consumer-contract", "MCP wait returns healthy",
-        "a tools/call per class: list_vms and vm_status (read-only), wait answering healthy and forward a ForwardList (mutating), destroy (destructive: the VM is gone), exec on a stopped VM (execution: not_running); no result carries the console password", &["mcp", "leaks"], call_per_class), NO_MCP),
-    v3_only(scenario("MCP.access-denied", Must, Tier::Pure, "json-v3#error-codes", "access_denied MCP guest access was refused because the VM's agent_access level is too low",
-        "per agent_access level: none refuses vm_status, observe allows vm_status but refuses stop and exec, manage refuses exec, each with access_denied", &["mcp", "access"], access_denied), NO_MCP),
-    v3_only(scenario("MCP.rate-limited", Should, Tier::Pure, "json-v3#error-codes", "rate_limited MCP refused a tool call because its per-tool or shared rate bucket was exhausted",
-        "calling one tool in a tight loop (up to 200 calls) is eventually refused with rate_limited", &["mcp"], rate_limited), NO_MCP),
-    v3_only(scenario("MCP.doctor", Must, Tier::Pure, "json-v3#per-command-data", "mcp doctor {\"contract\":3,\"version\":\"1.2.3\",\"transport\":\"stdio\",\"binary\":\"/home/u/.local/bin/stoat\",\"clients\":[MCPClient,...]}",
-        "`mcp doctor` answers the contract and version `version` answers, transport stdio, a binary, and MCPClient rows {client, path, installed: bool, command, current: bool}", &["mcp"], mcp_doctor), NO_MCP),
-    v3_only(scenario("MCP.install", Must, Tier::Pure, "json-v3#per-command-data", "mcp install {\"client\":\"cursor\",\"path\":\"/home/u/.cursor/mcp.json\",\"json\":\"{...}\"}",
-        "`mcp install cursor` (the contract's example client; SKIP when refused as usage) answers {client: cursor, path: absolute, json: a JSON object}, the file at path exists, and a later `mcp doctor` lists cursor installed at that path (writing that file is the command's job, so the sandbox rule allows it)", &["mcp", "state"], mcp_install), NO_MCP),
-    v3_only(scenario("MCP.install-current", Should, Tier::Pure, "json-v3#types", "MCPClient.current is false when the client's entry names a different binary than the running one, which is the stale entry mcp doctor reports.",
-        "right after `mcp install cursor` by the same binary, `mcp doctor`'s cursor row is current: true (SKIP when install is refused as usage)", &["mcp", "state"], mcp_install_current), NO_MCP),
+    CheckDef {
+        id: "MCP.initialize",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#versioning",
+        quote: "moves the MCP server from a separate Python process into stoat mcp in this binary.",
+        title: "`stoat mcp` answers JSON-RPC initialize over stdio with protocolVersion, capabilities.tools and serverInfo",
+        tags: &["mcp"],
+        editions: Editions::V3 { change: NO_MCP },
+        ..scenario(initialize)
+    },
+    CheckDef {
+        id: "MCP.tools-list",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#versioning",
+        quote: "five MCP tools (project_status, project_up, project_down, project_apply, project_wait) alongside start, stop, apply_recipes and wait",
+        title: "tools/list names every tool the contract names (start, stop, apply_recipes, wait, forward, copy_to, copy_from, the five project tools), each with an object inputSchema",
+        tags: &["mcp"],
+        editions: Editions::V3 { change: NO_MCP },
+        ..scenario(tools_list)
+    },
+    CheckDef {
+        id: "MCP.call-per-class",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#consumer-contract",
+        quote: "MCP wait returns healthy",
+        title: "a tools/call per class: list_vms and vm_status (read-only), wait answering healthy and forward a ForwardList (mutating), destroy (destructive: the VM is gone), exec on a stopped VM (execution: not_running); no response carries the console password, nor a host path outside share, project, local, dir and guest output",
+        tags: &["mcp", "leaks"],
+        editions: Editions::V3 { change: NO_MCP },
+        ..scenario(call_per_class)
+    },
+    CheckDef {
+        id: "MCP.access-denied",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "access_denied MCP guest access was refused because the VM's agent_access level is too low",
+        title: "per agent_access level: none refuses vm_status, observe allows vm_status but refuses stop and exec, manage refuses exec, each with access_denied",
+        tags: &["mcp", "access"],
+        editions: Editions::V3 { change: NO_MCP },
+        ..scenario(access_denied)
+    },
+    CheckDef {
+        id: "MCP.rate-limited",
+        level: Should,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "rate_limited MCP refused a tool call because its per-tool or shared rate bucket was exhausted",
+        title: "calling one tool in a tight loop (up to 200 calls) is eventually refused with rate_limited",
+        tags: &["mcp"],
+        editions: Editions::V3 { change: NO_MCP },
+        ..scenario(rate_limited)
+    },
+    CheckDef {
+        id: "MCP.doctor",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "mcp doctor {\"contract\":3,\"version\":\"1.2.3\",\"transport\":\"stdio\",\"binary\":\"/home/u/.local/bin/stoat\",\"clients\":[MCPClient,...]}",
+        title: "`mcp doctor` answers the contract and version `version` answers, transport stdio, a binary, and MCPClient rows {client, path, installed: bool, command, current: bool}",
+        tags: &["mcp"],
+        editions: Editions::V3 { change: NO_MCP },
+        ..scenario(mcp_doctor)
+    },
+    CheckDef {
+        id: "MCP.install",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "mcp install {\"client\":\"cursor\",\"path\":\"/home/u/.cursor/mcp.json\",\"json\":\"{...}\"}",
+        title: "`mcp install cursor` (the contract's example client; SKIP when refused as usage) answers {client: cursor, path: absolute, json: a JSON object}, the file at path exists, and a later `mcp doctor` lists cursor installed at that path (writing that file is the command's job, so the sandbox rule allows it)",
+        tags: &["mcp", "state"],
+        editions: Editions::V3 { change: NO_MCP },
+        ..scenario(mcp_install)
+    },
+    CheckDef {
+        id: "MCP.install-current",
+        level: Should,
+        tier: Tier::Pure,
+        spec: "json-v3#types",
+        quote: "MCPClient.current is false when the client's entry names a different binary than the running one, which is the stale entry mcp doctor reports.",
+        title: "right after `mcp install cursor` by the same binary, `mcp doctor`'s cursor row is current: true (SKIP when install is refused as usage)",
+        tags: &["mcp", "state"],
+        editions: Editions::V3 { change: NO_MCP },
+        ..scenario(mcp_install_current)
+    },
+    CheckDef {
+        id: "MCP.notification-unanswered",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "mcp#jsonrpc-notification",
+        source: Source::Mcp,
+        quote: "The Server MUST NOT reply to a Notification, including those that are within a batch request.",
+        title: "after initialize, five notifications (initialized, cancelled for a request never sent, an unknown method, and tools/list and ping sent without an id) get no response: nothing but the answer to a later ping request comes back",
+        tags: &["mcp", "jsonrpc"],
+        editions: Editions::V3 { change: NO_MCP },
+        ..scenario(notification_unanswered)
+    },
+    CheckDef {
+        id: "MCP.stdout-messages-only",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "mcp#stdio",
+        source: Source::Mcp,
+        quote: "The server MUST NOT write anything to its stdout that is not a valid MCP message.",
+        title: "every line `stoat mcp` writes to stdout is one JSON-RPC 2.0 message, through a session that also runs an exec whose guest writes to its stdout, a malformed line and an unknown method",
+        tags: &["mcp", "jsonrpc"],
+        editions: Editions::V3 { change: NO_MCP },
+        ..scenario(stdout_messages_only)
+    },
+    CheckDef {
+        id: "MCP.version-echoed",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "mcp#version-negotiation",
+        source: Source::Mcp,
+        quote: "If the server supports the requested protocol version, it MUST respond with the same version.",
+        title: "one session per revision (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, one no revision has, and every revision the server answered): a revision the server answered in some session (so it speaks it) is answered unchanged whenever a client asks for it",
+        tags: &["mcp", "jsonrpc"],
+        editions: Editions::V3 { change: NO_MCP },
+        ..scenario(version_echoed)
+    },
+    CheckDef {
+        id: "MCP.structured-content-text",
+        level: Should,
+        tier: Tier::Pure,
+        spec: "mcp#structured-content",
+        source: Source::Mcp,
+        quote: "For backwards compatibility, a tool that returns structured content SHOULD also return the serialized JSON in a TextContent block.",
+        title: "on revision 2025-06-18, every tool result carrying structuredContent (list_vms, vm_status, forward, wait, list_images, list_recipes) also carries a text block whose JSON is that same value (SKIP when the server negotiated an older revision or sent no structuredContent)",
+        tags: &["mcp"],
+        editions: Editions::V3 { change: NO_MCP },
+        ..scenario(structured_content_text)
+    },
 ];
 
 /// One `stoat mcp` session.
@@ -46,18 +173,28 @@ struct Session {
 }
 
 impl Session {
-    fn start(case: &mut Case<'_>, sandbox: &Sandbox) -> Result<Option<Self>, HarnessError> {
+    /// A server process, not yet initialized.
+    fn spawn(case: &Case<'_>, sandbox: &Sandbox) -> Result<Self, HarnessError> {
         let watched = Watched::spawn(case, sandbox, &["mcp"], true)?;
-        let mut session = Session {
+        Ok(Session {
             watched,
             next_id: 1,
             seen: Vec::new(),
-        };
-        let init = session.request(
+        })
+    }
+
+    /// Sends `initialize` asking for `revision`; its response, if one came.
+    fn initialize(&mut self, revision: &str) -> Option<Value> {
+        self.request(
             "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            json!({"protocolVersion": revision, "capabilities": {},
                    "clientInfo": {"name": "stoat-conformance", "version": env!("CARGO_PKG_VERSION")}}),
-        );
+        )
+    }
+
+    fn start(case: &mut Case<'_>, sandbox: &Sandbox) -> Result<Option<Self>, HarnessError> {
+        let mut session = Session::spawn(case, sandbox)?;
+        let init = session.initialize("2025-06-18");
         match init {
             Some(response) if response.get("result").is_some() => {
                 session.notify("notifications/initialized");
@@ -66,7 +203,12 @@ impl Session {
             other => {
                 case.fail(
                     "mcp",
-                    format!("`stoat mcp` did not answer initialize: {other:?}"),
+                    format!(
+                        "`stoat mcp` did not answer initialize: {}",
+                        other.map_or("no response line".to_string(), |r| crate::oracle::excerpt(
+                            &r.to_string()
+                        ))
+                    ),
                 );
                 Ok(None)
             }
@@ -80,29 +222,53 @@ impl Session {
 
     /// Sends a request and returns its response (skipping notifications), if one came.
     fn request(&mut self, method: &str, params: Value) -> Option<Value> {
+        self.request_noting(method, params).0
+    }
+
+    /// Sends a request; its response, if one came, and every other line read before it.
+    fn request_noting(&mut self, method: &str, params: Value) -> (Option<Value>, Vec<String>) {
         let id = self.next_id;
         self.next_id += 1;
         let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut others = Vec::new();
         if !self.watched.send_line(&line.to_string()) {
-            return None;
+            return (None, others);
         }
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while std::time::Instant::now() < deadline {
             match self.watched.next(Duration::from_millis(500)) {
                 Next::Line(text) => {
                     self.seen.push(text.clone());
-                    let Ok(value) = serde_json::from_str::<Value>(&text) else {
-                        continue;
-                    };
-                    if value.get("id") == Some(&json!(id)) {
-                        return Some(value);
+                    let value = serde_json::from_str::<Value>(&text).ok();
+                    if value.as_ref().and_then(|v| v.get("id")) == Some(&json!(id)) {
+                        return (value, others);
                     }
+                    others.push(text);
                 }
-                Next::Eof => return None,
+                Next::Eof => return (None, others),
                 Next::Timeout => {}
             }
         }
-        None
+        (None, others)
+    }
+
+    /// Sends one line as it is (a notification, or bytes that are no message at all).
+    fn send_raw(&mut self, line: &str) -> bool {
+        self.watched.send_line(line)
+    }
+
+    /// Closes stdin and reads what the server still writes until it closes stdout (at most
+    /// `limit`): every line of the session is in `seen` afterwards.
+    fn drain(&mut self, limit: Duration) {
+        self.watched.close_stdin();
+        let deadline = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < deadline {
+            match self.watched.next(Duration::from_millis(200)) {
+                Next::Line(text) => self.seen.push(text),
+                Next::Eof => return,
+                Next::Timeout => {}
+            }
+        }
     }
 
     /// tools/call: (is_error, structured content or the parsed text content).
@@ -122,9 +288,11 @@ impl Session {
         Some((is_error, content))
     }
 
-    fn finish(mut self) -> Vec<String> {
+    /// Ends the session; every line it answered is searched for leaks.
+    fn finish(mut self, case: &mut Case<'_>, sandbox: &Sandbox) {
         self.watched.close_stdin();
-        std::mem::take(&mut self.seen)
+        let seen = std::mem::take(&mut self.seen);
+        leak_search(case, sandbox, &seen);
     }
 }
 
@@ -138,19 +306,18 @@ fn code(answer: &Option<(bool, Value)>) -> Option<String> {
 
 fn initialize(case: &mut Case<'_>) -> Result<(), HarnessError> {
     let sandbox = case.sandbox()?;
-    let watched = Watched::spawn(case, &sandbox, &["mcp"], true)?;
-    let mut session = Session {
-        watched,
-        next_id: 1,
-        seen: Vec::new(),
-    };
-    let response = session.request(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "stoat-conformance", "version": "1"}}),
-    );
+    let mut session = Session::spawn(case, &sandbox)?;
+    let response = session.initialize("2025-06-18");
     let Some(result) = response.as_ref().and_then(|r| r.get("result")).cloned() else {
-        case.fail("mcp", format!("no initialize result: {response:?}"));
+        case.fail(
+            "mcp",
+            format!(
+                "no initialize result: {}",
+                response.map_or("no response line".to_string(), |r| crate::oracle::excerpt(
+                    &r.to_string()
+                ))
+            ),
+        );
         return Ok(());
     };
     case.ensure(
@@ -170,7 +337,7 @@ fn initialize(case: &mut Case<'_>) -> Result<(), HarnessError> {
         "result/serverInfo/name",
         "initialize names the server",
     );
-    session.finish();
+    session.finish(case, &sandbox);
     Ok(())
 }
 
@@ -212,11 +379,19 @@ fn tools_list(case: &mut Case<'_>) -> Result<(), HarnessError> {
             format!("tool {:?} has no object inputSchema", str_at(tool, "/name")),
         );
     }
-    session.finish();
+    session.finish(case, &sandbox);
     Ok(())
 }
 
+/// Members of MCP payloads that may carry a host path: the VM's share and project, a
+/// copy's local file, a project status's dir, and guest output (the same DTOs as the CLI's).
+const MCP_PATH_KEYS: &[&str] = &["share", "project", "local", "dir", "stdout", "stderr"];
+
+/// The leak oracle over one MCP session: the console password nowhere in any decoded form;
+/// the sandbox's host paths only in [`MCP_PATH_KEYS`]; a VM's own paths not even in an
+/// error message (the CLI's LEAK rules, read over JSON-RPC).
 fn leak_search(case: &mut Case<'_>, sandbox: &Sandbox, lines: &[String]) {
+    let canaries = sandbox.canaries();
     for line in lines {
         if let Some(form) = crate::oracle::secret_form(line, &sandbox.console_password) {
             case.fail(
@@ -224,14 +399,52 @@ fn leak_search(case: &mut Case<'_>, sandbox: &Sandbox, lines: &[String]) {
                 format!("an MCP response carries the console password ({form})"),
             );
         }
-        if let Ok(value) = serde_json::from_str::<Value>(line) {
-            let mut texts = Vec::new();
-            collect_strings(&value, &mut texts);
-            for text in texts {
-                if let Some(form) = crate::oracle::secret_form(&text, &sandbox.console_password) {
+        let Ok(value) = serde_json::from_str::<Value>(line) else {
+            for canary in canaries.paths.iter().chain(&canaries.vm_dirs) {
+                if line.contains(&canary.value) {
                     case.fail(
                         "mcp",
-                        format!("an MCP result string carries the console password ({form})"),
+                        format!(
+                            "a non-JSON line of the MCP server names the {} path",
+                            canary.label
+                        ),
+                    );
+                }
+            }
+            continue;
+        };
+        let mut texts = Vec::new();
+        collect_strings(&value, None, &mut texts);
+        for (key, text) in texts {
+            if let Some(form) = crate::oracle::secret_form(&text, &sandbox.console_password) {
+                case.fail(
+                    "mcp",
+                    format!("an MCP result string carries the console password ({form})"),
+                );
+            }
+            let key = key.as_deref().unwrap_or("");
+            if key == "message" {
+                for canary in &canaries.vm_dirs {
+                    if text.contains(&canary.value) {
+                        case.fail(
+                            "mcp",
+                            format!("an MCP error message names a host path of {}", canary.label),
+                        );
+                    }
+                }
+                continue;
+            }
+            if MCP_PATH_KEYS.contains(&key) {
+                continue;
+            }
+            for canary in &canaries.paths {
+                if text.contains(&canary.value) {
+                    case.fail(
+                        "mcp",
+                        format!(
+                            "an MCP result names the {} path in {key:?}, where the contract allows no host path",
+                            canary.label
+                        ),
                     );
                 }
             }
@@ -239,21 +452,23 @@ fn leak_search(case: &mut Case<'_>, sandbox: &Sandbox, lines: &[String]) {
     }
 }
 
-fn collect_strings(value: &Value, out: &mut Vec<String>) {
+/// Every string under `value` with the member name it stands under (`None` in an array at
+/// the top); text holding JSON is decoded once more, as a client would, its strings keyed
+/// by their own members.
+fn collect_strings(value: &Value, key: Option<&str>, out: &mut Vec<(Option<String>, String)>) {
     match value {
         Value::String(text) => {
-            out.push(text.clone());
-            // Text content holding JSON is decoded once more, as a client would.
+            out.push((key.map(str::to_string), text.clone()));
             if let Ok(inner) = serde_json::from_str::<Value>(text) {
                 if !inner.is_string() {
-                    collect_strings(&inner, out);
+                    collect_strings(&inner, key, out);
                 }
             }
         }
-        Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
+        Value::Array(items) => items.iter().for_each(|v| collect_strings(v, key, out)),
         Value::Object(map) => map.iter().for_each(|(k, v)| {
-            out.push(k.clone());
-            collect_strings(v, out)
+            out.push((None, k.clone()));
+            collect_strings(v, Some(k), out)
         }),
         _ => {}
     }
@@ -350,8 +565,7 @@ fn call_per_class(case: &mut Case<'_>) -> Result<(), HarnessError> {
         "exec",
         format!("exec on a stopped VM answers not_running; got {exec:?}"),
     );
-    let seen = session.finish();
-    leak_search(case, &sandbox, &seen);
+    session.finish(case, &sandbox);
     Ok(())
 }
 
@@ -399,8 +613,7 @@ fn access_denied(case: &mut Case<'_>) -> Result<(), HarnessError> {
         "mcp",
         format!("vm_status on agent_access observe is allowed; got {allowed:?}"),
     );
-    let seen = session.finish();
-    leak_search(case, &sandbox, &seen);
+    session.finish(case, &sandbox);
     Ok(())
 }
 
@@ -428,7 +641,7 @@ fn rate_limited(case: &mut Case<'_>) -> Result<(), HarnessError> {
         "mcp",
         format!("200 list_vms calls in a tight loop were never refused with rate_limited (first refusal: {refused:?})"),
     );
-    session.finish();
+    session.finish(case, &sandbox);
     Ok(())
 }
 
@@ -567,5 +780,262 @@ fn mcp_install_current(case: &mut Case<'_>) -> Result<(), HarnessError> {
         "/data/clients",
         format!("the entry this binary just installed is reported stale: {row}"),
     );
+    Ok(())
+}
+
+/// What a line of the server's stdout is, as JSON-RPC 2.0 reads it: `Ok` with the kind of
+/// message, `Err` with why it is none.
+fn jsonrpc_kind(line: &str) -> Result<&'static str, String> {
+    let value: Value = serde_json::from_str(line).map_err(|_| "not JSON".to_string())?;
+    let Some(object) = value.as_object() else {
+        return Err("JSON but not an object".into());
+    };
+    if object.get("jsonrpc") != Some(&json!("2.0")) {
+        return Err("an object without \"jsonrpc\": \"2.0\"".into());
+    }
+    if let Some(method) = object.get("method") {
+        if !method.is_string() {
+            return Err("a method that is not a string".into());
+        }
+        return Ok(if object.contains_key("id") {
+            "request"
+        } else {
+            "notification"
+        });
+    }
+    let id_ok = object
+        .get("id")
+        .is_some_and(|id| id.is_string() || id.is_number() || id.is_null());
+    if !id_ok {
+        return Err("a response without a string, number or null id".into());
+    }
+    match (object.contains_key("result"), object.contains_key("error")) {
+        (true, false) | (false, true) => Ok("response"),
+        (true, true) => Err("a response with both result and error".into()),
+        (false, false) => Err("a response with neither result nor error".into()),
+    }
+}
+
+fn notification_unanswered(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    let Some(mut session) = Session::start(case, &sandbox)? else {
+        return Ok(());
+    };
+    // Session::start sent notifications/initialized; these follow it.
+    let notifications = [
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+               "params": {"requestId": 4242, "reason": "stoat-conformance: a request never sent"}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/stoat-conformance/unknown", "params": {}}),
+        json!({"jsonrpc": "2.0", "method": "tools/list", "params": {}}),
+        json!({"jsonrpc": "2.0", "method": "ping"}),
+    ];
+    for notification in &notifications {
+        session.send_raw(&notification.to_string());
+    }
+    // Requests are answered in the order they are read, so everything a notification could
+    // have caused is on stdout before the answer to this ping.
+    let (fence, before) = session.request_noting("ping", json!({}));
+    if fence.is_none() {
+        case.fail(
+            "mcp",
+            "no answer to a ping request sent after the notifications",
+        );
+    }
+    for line in before {
+        if jsonrpc_kind(&line) == Ok("response") {
+            case.fail(
+                "mcp",
+                format!(
+                    "a response to a notification (initialized, cancelled, an unknown method, tools/list or ping without an id): {}",
+                    crate::oracle::excerpt(&line)
+                ),
+            );
+        }
+    }
+    session.finish(case, &sandbox);
+    Ok(())
+}
+
+fn stdout_messages_only(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let mut sandbox = case.sandbox()?;
+    sandbox.write_vm(&VmFixture::live("work").allow_exec(Some(true)))?;
+    sandbox.start_running("work")?;
+    // The guest's command writes to its stdout: that belongs in exec's result, never on the
+    // server's own stdout.
+    sandbox.write_script(&FakeScript::default().rule(
+        "ssh",
+        Rule {
+            when: crate::fakes::script::Match {
+                arg_contains: Some("stoat-conformance-guest".into()),
+                ..Default::default()
+            },
+            stdout: Some(ScriptBytes::text("guest line on stdout\n")),
+            stderr: Some(ScriptBytes::text("guest line on stderr\n")),
+            ..Default::default()
+        },
+    ))?;
+    let Some(mut session) = Session::start(case, &sandbox)? else {
+        return Ok(());
+    };
+    let _ = session.request("tools/list", json!({}));
+    let _ = session.call("list_vms", json!({}));
+    let _ = session.call("vm_status", json!({"vm": "work"}));
+    let _ = session.call("vm_status", json!({"vm": "ghost"}));
+    let _ = session.call(
+        "exec",
+        json!({"vm": "work", "command": ["echo", "stoat-conformance-guest"]}),
+    );
+    let _ = session.request("stoat-conformance/unknown-method", json!({}));
+    session.send_raw("{this is not json");
+    let _ = session.request("ping", json!({}));
+    session.drain(Duration::from_secs(10));
+    let seen = session.seen.clone();
+    for (index, line) in seen.iter().enumerate() {
+        if let Err(why) = jsonrpc_kind(line) {
+            case.fail(
+                "mcp",
+                format!(
+                    "stdout line {} of `stoat mcp` is no JSON-RPC message ({why}): {}",
+                    index + 1,
+                    crate::oracle::excerpt(line)
+                ),
+            );
+        }
+    }
+    session.finish(case, &sandbox);
+    Ok(())
+}
+
+/// The revisions `stoat mcp`'s clients ask for, oldest first (MCP's published ones up to
+/// 2025-11-25), and one no revision has.
+const REVISIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+const NO_REVISION: &str = "1999-01-01";
+
+/// One session asking for `revision`: the revision its initialize answered, if any.
+fn negotiate(
+    case: &mut Case<'_>,
+    sandbox: &Sandbox,
+    revision: &str,
+) -> Result<Option<String>, HarnessError> {
+    let mut session = Session::spawn(case, sandbox)?;
+    let answered = session
+        .initialize(revision)
+        .and_then(|r| r.pointer("/result/protocolVersion").cloned())
+        .and_then(|v| v.as_str().map(str::to_string));
+    session.finish(case, sandbox);
+    Ok(answered)
+}
+
+fn version_echoed(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    let mut asked: Vec<(String, Option<String>)> = Vec::new();
+    for revision in REVISIONS.iter().chain([&NO_REVISION]) {
+        let answered = negotiate(case, &sandbox, revision)?;
+        asked.push((revision.to_string(), answered));
+    }
+    // A revision the server answered is one it speaks: ask for each of those too.
+    let mut index = 0;
+    while index < asked.len() && asked.len() < 16 {
+        if let Some(answer) = asked[index].1.clone() {
+            if !asked.iter().any(|(revision, _)| *revision == answer) {
+                let again = negotiate(case, &sandbox, &answer)?;
+                asked.push((answer, again));
+            }
+        }
+        index += 1;
+    }
+    let spoken: std::collections::BTreeSet<&str> =
+        asked.iter().filter_map(|(_, a)| a.as_deref()).collect();
+    if spoken.is_empty() {
+        case.fail(
+            "result/protocolVersion",
+            "no initialize named a protocolVersion",
+        );
+        return Ok(());
+    }
+    for (revision, answered) in &asked {
+        if spoken.contains(revision.as_str()) && answered.as_deref() != Some(revision.as_str()) {
+            case.fail(
+                "result/protocolVersion",
+                format!(
+                    "asked for {revision}, which this server speaks (it answered {revision} to some client), it answered {}",
+                    answered.as_deref().map_or("no protocolVersion".to_string(), |a| format!("{a:?}"))
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn structured_content_text(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    sandbox.write_vm(&VmFixture::live("work").forward(8080, 80))?;
+    let mut session = Session::spawn(case, &sandbox)?;
+    let answered = session
+        .initialize("2025-06-18")
+        .and_then(|r| r.pointer("/result/protocolVersion").cloned());
+    match answered.as_ref().and_then(Value::as_str) {
+        Some("2025-06-18") => {}
+        Some(other)
+            if REVISIONS.iter().position(|r| *r == other)
+                < REVISIONS.iter().position(|r| *r == "2025-06-18") =>
+        {
+            case.skip(format!("asked for 2025-06-18, the server negotiated {other}, a revision without structuredContent"));
+            session.finish(case, &sandbox);
+            return Ok(());
+        }
+        _ => {}
+    }
+    session.notify("notifications/initialized");
+    let calls = [
+        ("list_vms", json!({})),
+        ("vm_status", json!({"vm": "work"})),
+        ("forward", json!({"vm": "work"})),
+        ("wait", json!({"vm": "work", "until": "stopped"})),
+        ("list_images", json!({})),
+        ("list_recipes", json!({})),
+    ];
+    let mut compared = 0;
+    for (tool, arguments) in calls {
+        let Some(response) =
+            session.request("tools/call", json!({"name": tool, "arguments": arguments}))
+        else {
+            case.fail("mcp", format!("no response to the {tool} call"));
+            continue;
+        };
+        let Some(structured) = response.pointer("/result/structuredContent") else {
+            continue;
+        };
+        compared += 1;
+        let texts: Vec<&str> = response
+            .pointer("/result/content")
+            .and_then(Value::as_array)
+            .map(|blocks| {
+                blocks
+                    .iter()
+                    .filter(|b| str_at(b, "/type") == Some("text"))
+                    .filter_map(|b| str_at(b, "/text"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let agrees = texts
+            .iter()
+            .any(|text| serde_json::from_str::<Value>(text).ok().as_ref() == Some(structured));
+        if !agrees {
+            case.fail(
+                format!("{tool}/result/content"),
+                format!(
+                    "{tool}'s structuredContent is not the JSON of any text block ({} text blocks): structuredContent {}, text {}",
+                    texts.len(),
+                    crate::oracle::excerpt(&structured.to_string()),
+                    crate::oracle::excerpt(texts.first().copied().unwrap_or("(none)"))
+                ),
+            );
+        }
+    }
+    if compared == 0 && case.findings.is_empty() {
+        case.skip("no tool result carried structuredContent: nothing to compare with the text");
+    }
+    session.finish(case, &sandbox);
     Ok(())
 }

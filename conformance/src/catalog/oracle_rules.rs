@@ -1,82 +1,245 @@
 //! Owns the catalog entries of the oracle's universal rules (ENV, EXIT, LIST, LEAK, SCHEMA,
 //! CODES and the exec encoding rules). Their logic lives in [`crate::oracle`].
 
-use super::{from_design, rule, v2_only, v3_only, CheckDef};
-use crate::finding::Level::{Must, Should};
+use super::def::{declared, rule, CheckDef};
+use crate::ids;
+use crate::spec::{Editions, Requirement, Source};
 
 pub(super) const CHECKS: &[CheckDef] = &[
-    rule("ENV.json-lines", Must, "json-v3#consumer-contract", "Every line of stdout is one JSON object. Nothing else is ever written to stdout in --json mode",
-        "every stdout line parses as one JSON object (no prose, no blank lines)", &["envelope", "stream"]),
-    rule("ENV.no-ansi", Must, "json-v3#json-implies", "No ANSI colour, regardless of terminal detection.",
-        "no ESC byte on stdout, and no \\u001b in any decoded string outside guest output", &["envelope", "stream"]),
-    v3_only(rule("ENV.v-is-3", Must, "json-v3#versioning", "\"v\" is an integer contract version, not the build version. It is 3.",
-        "every line carries v, the integer 3", &["envelope"]), "contract 2 says v is 2"),
-    v2_only(rule("ENV.v-is-2", Must, "json-v2#versioning", "\"v\" is an integer contract version, not the build version. It is 2.",
-        "every line carries v, the integer 2", &["envelope"])),
-    rule("ENV.line-fields", Must, "json-v3#envelope", "type string always cmd string always",
-        "every line carries type and cmd as strings", &["envelope"]),
-    rule("ENV.result-present", Must, "json-v3#consumer-contract", "Either you get a result line, or the process died.",
-        "every invocation answers with a result line (none = CRASHED, reported apart from FAILED)", &["envelope", "stream"]),
-    rule("ENV.one-result", Must, "json-v3#consumer-contract", "Exactly one line has \"type\":\"result\", and it is last.",
-        "exactly one result line per invocation", &["envelope", "stream"]),
-    rule("ENV.result-last", Must, "json-v3#consumer-contract", "Exactly one line has \"type\":\"result\", and it is last.",
-        "the result line is the last line", &["envelope", "stream"]),
-    rule("ENV.ok-only-on-result", Must, "json-v3#envelope", "ok bool result lines only",
-        "non-terminal events never carry ok", &["envelope", "events"]),
-    rule("ENV.ok-bool", Must, "json-v3#envelope", "ok bool result lines only",
-        "the result line carries ok as a bool", &["envelope"]),
-    rule("ENV.data-xor-error", Must, "json-v3#envelope", "data and error are mutually exclusive on a result line.",
-        "a result carries exactly one of data and error", &["envelope"]),
-    rule("ENV.ok-matches-payload", Must, "json-v3#envelope", "data object on success, and on non-terminal events error object on failure only",
-        "ok:true carries data, ok:false carries error", &["envelope"]),
-    rule("ENV.data-object", Must, "json-v3#envelope", "data object on success, and on non-terminal events",
-        "data is a JSON object", &["envelope"]),
-    rule("ENV.event-data", Must, "json-v3#envelope", "data object on success, and on non-terminal events",
-        "progress/stage/log events carry a data object and no error", &["envelope", "events"]),
-    rule("ENV.error-shape", Must, "json-v3#error-object", "code string always message string always",
-        "error is an object with string code and message", &["envelope", "errors"]),
-    rule("ENV.error-message-nonempty", Should, "json-v3#error-object", "message string always, human-readable, not machine-parseable",
-        "error.message says something", &["errors"]),
-    rule("ENV.cmd-matches", Must, "json-v3#per-command-data", "All recipe subcommands report \"cmd\":\"recipe\"",
-        "the result's cmd is the command's contract name (provision answers apply, recipe/guest subcommands answer recipe/guest)", &["envelope"]),
-    rule("ENV.cmd-consistent", Must, "json-v3#streaming", "up emits the stage and log events of the apply it runs after boot, with \"cmd\":\"up\"",
-        "every line of one invocation carries the same cmd", &["envelope", "events"]),
-    rule("EXIT.status-range", Must, "json-v3#exit-codes", "0 success, 1 runtime failure, 2 usage error. Nothing else",
-        "the exit status is 0, 1 or 2", &["exit"]),
-    rule("EXIT.usage-is-2", Must, "json-v3#exit-codes", "0 success, 1 runtime failure, 2 usage error.",
-        "a usage error exits 2, and exit 2 means a usage error", &["exit", "usage"]),
-    rule("EXIT.ok-is-0", Must, "json-v3#exit-codes", "0 success, 1 runtime failure, 2 usage error.",
-        "an ok:true result exits 0", &["exit"]),
-    rule("EXIT.error-nonzero", Must, "json-v3#exit-codes", "0 success, 1 runtime failure, 2 usage error.",
-        "an ok:false result never exits 0", &["exit"]),
-    rule("EXIT.crash-nonzero", Must, "json-v3#consumer-contract", "The second case is detectable as \"exit code is nonzero and no result line was seen\".",
-        "no result line implies a non-zero exit", &["exit", "stream"]),
-    rule("EXIT.exec-ran-is-0", Must, "json-v3#exit-codes", "exec exits 0 whenever the guest command RAN, whatever the guest returned.",
-        "exec --json exits 0 when the guest command ran, whatever data.exit_code", &["exit", "exec"]),
-    rule("EXIT.doctor-unhealthy-is-0", Must, "json-v3#exit-codes", "doctor exits 0 with healthy:false.",
-        "doctor --json exits 0 with healthy:false", &["exit", "doctor"]),
-    rule("CODES.known", Should, "json-v3#error-codes", "Codes are only ever added. Never renamed, never repurposed, never removed.",
-        "error.code is one of the v3 table's codes (a new one only warns: codes are additive)", &["errors"]),
-    rule("LIST.never-null", Must, "json-v3#types", "Every list-valued field is [] when empty, never null.",
-        "no list-valued field (vms, forwards, recipes, checks, fix, items, ...) is null, and data is never null", &["lists"]),
-    v3_only(rule("SCHEMA.data", Must, "json-v3#per-command-data", "The table above is for the CLI's --json results.",
-        "each line validates against the published schemas/ for its cmd and event type, and against this suite's own builtin shapes", &["schema"]), "contract 2's data shapes differ: VM has no agent_access or project fields, get answers a VM, Check has no optional, Recipe is {name, description}, recipe list is {dir, recipes}"),
-    rule("LEAK.host-path", Must, "json-v3#absent", "None reach the wire.",
-        "the sandbox's STOAT_HOME, HOME and TMPDIR paths appear only at pointers the contract allows (cp local, recipe paths, prune items, ...)", &["leaks"]),
-    rule("LEAK.host-path-in-message", Should, "json-v3#absent", "None reach the wire.",
-        "error.message does not name the data root, HOME or TMPDIR", &["leaks", "errors"]),
-    rule("LEAK.console-password", Must, "json-v3#absent", "it must never reach a wire format.",
-        "the planted console password (and the key console_password) never appears in any form a consumer decodes: raw, JSON-unescaped strings and keys, URL-decoded, base64 anywhere (either alphabet, any alignment)", &["leaks"]),
-    rule("EXEC.stream-exclusive", Must, "json-v3#exec-bytes", "The plain field is omitted when its base64 counterpart is present, and vice versa.",
-        "an exec stream is never both plain and *_base64", &["exec"]),
-    from_design(rule("EXEC.empty-is-string", Must, "design#decisions", "always emit `stdout`/`stderr`, `\"\"` when empty, unless the `*_base64` twin is present",
-        "an exec stream is always reported: plain (\"\" when empty) or *_base64", &["exec"])),
-    rule("EXEC.encoding-tag", Must, "json-v3#exec-bytes", "Encoding is reported per stream, because stdout and stderr can independently be invalid.",
-        "*_encoding is \"base64\" exactly when *_base64 is present", &["exec"]),
-    rule("EXEC.base64-valid", Must, "json-v3#exec-bytes", "Stoat therefore uses base64 for a stream that is not valid UTF-8",
-        "*_base64 is standard padded base64", &["exec"]),
-    rule("EXEC.base64-only-non-utf8", Should, "json-v3#exec-bytes", "Stoat therefore uses base64 for a stream that is not valid UTF-8",
-        "base64 is used only for bytes that are not valid UTF-8", &["exec"]),
-    from_design(rule("SANDBOX.no-writes-outside", Must, "design#decisions", "`$STOAT_HOME`, else `$HOME/.stoat`",
-        "no invocation creates, modifies or deletes anything outside STOAT_HOME, TMPDIR and its cwd (HOME, a planted canary dir and the sandbox root are snapshotted around every invocation)", &["sandbox"])),
+    CheckDef {
+        quote: "Every line of stdout is one JSON object. Nothing else is ever written to stdout in --json mode",
+        title: "every stdout line parses as one JSON object (no prose, no blank lines)",
+        tags: &["envelope", "stream"],
+        ..rule(ids::ENV_JSON_LINES)
+    },
+    CheckDef {
+        quote: "No ANSI colour, regardless of terminal detection.",
+        title: "no ESC byte on stdout, and no \\u001b in any decoded string outside guest output",
+        tags: &["envelope", "stream"],
+        ..rule(ids::ENV_NO_ANSI)
+    },
+    CheckDef {
+        quote: "\"v\" is an integer contract version, not the build version. It is 3.",
+        title: "every line carries v, the integer 3",
+        tags: &["envelope"],
+        editions: Editions::V3 { change: "contract 2 says v is 2" },
+        ..rule(ids::ENV_V_IS_3)
+    },
+    CheckDef {
+        quote: "\"v\" is an integer contract version, not the build version. It is 2.",
+        title: "every line carries v, the integer 2",
+        tags: &["envelope"],
+        editions: Editions::V2,
+        source: Source::ContractV2,
+        ..rule(ids::ENV_V_IS_2)
+    },
+    CheckDef {
+        quote: "type string always cmd string always",
+        title: "every line carries type and cmd as strings",
+        tags: &["envelope"],
+        ..rule(ids::ENV_LINE_FIELDS)
+    },
+    CheckDef {
+        quote: "Either you get a result line, or the process died.",
+        title: "every invocation answers with a result line (none = CRASHED, reported apart from FAILED)",
+        tags: &["envelope", "stream"],
+        ..rule(ids::ENV_RESULT_PRESENT)
+    },
+    CheckDef {
+        quote: "Exactly one line has \"type\":\"result\", and it is last.",
+        title: "exactly one result line per invocation",
+        tags: &["envelope", "stream"],
+        ..rule(ids::ENV_ONE_RESULT)
+    },
+    CheckDef {
+        quote: "Exactly one line has \"type\":\"result\", and it is last.",
+        title: "the result line is the last line",
+        tags: &["envelope", "stream"],
+        ..rule(ids::ENV_RESULT_LAST)
+    },
+    CheckDef {
+        quote: "ok bool result lines only",
+        title: "non-terminal events never carry ok",
+        tags: &["envelope", "events"],
+        ..rule(ids::ENV_OK_ONLY_ON_RESULT)
+    },
+    CheckDef {
+        quote: "ok bool result lines only",
+        title: "the result line carries ok as a bool",
+        tags: &["envelope"],
+        ..rule(ids::ENV_OK_BOOL)
+    },
+    CheckDef {
+        quote: "data and error are mutually exclusive on a result line.",
+        title: "a result carries exactly one of data and error",
+        tags: &["envelope"],
+        ..rule(ids::ENV_DATA_XOR_ERROR)
+    },
+    CheckDef {
+        quote: "data object on success, and on non-terminal events error object on failure only",
+        title: "ok:true carries data, ok:false carries error",
+        tags: &["envelope"],
+        ..rule(ids::ENV_OK_MATCHES_PAYLOAD)
+    },
+    CheckDef {
+        quote: "data object on success, and on non-terminal events",
+        title: "data is a JSON object",
+        tags: &["envelope"],
+        ..rule(ids::ENV_DATA_OBJECT)
+    },
+    CheckDef {
+        quote: "data object on success, and on non-terminal events",
+        title: "progress/stage/log events carry a data object and no error",
+        tags: &["envelope", "events"],
+        ..rule(ids::ENV_EVENT_DATA)
+    },
+    CheckDef {
+        quote: "code string always message string always",
+        title: "error is an object with string code and message",
+        tags: &["envelope", "errors"],
+        ..rule(ids::ENV_ERROR_SHAPE)
+    },
+    CheckDef {
+        quote: "message string always, human-readable, not machine-parseable",
+        title: "error.message says something",
+        tags: &["errors"],
+        ..rule(ids::ENV_ERROR_MESSAGE_NONEMPTY)
+    },
+    CheckDef {
+        quote: "All recipe subcommands report \"cmd\":\"recipe\"",
+        title: "the result's cmd is the command's contract name (provision answers apply, recipe/guest subcommands answer recipe/guest)",
+        tags: &["envelope"],
+        ..rule(ids::ENV_CMD_MATCHES)
+    },
+    CheckDef {
+        quote: "up emits the stage and log events of the apply it runs after boot, with \"cmd\":\"up\"",
+        title: "every line of one invocation carries the same cmd",
+        tags: &["envelope", "events"],
+        ..rule(ids::ENV_CMD_CONSISTENT)
+    },
+    CheckDef {
+        quote: "0 success, 1 runtime failure, 2 usage error. Nothing else",
+        title: "the exit status is 0, 1 or 2",
+        tags: &["exit"],
+        ..rule(ids::EXIT_STATUS_RANGE)
+    },
+    CheckDef {
+        quote: "0 success, 1 runtime failure, 2 usage error.",
+        title: "a usage error exits 2, and exit 2 means a usage error",
+        tags: &["exit", "usage"],
+        ..rule(ids::EXIT_USAGE_IS_2)
+    },
+    CheckDef {
+        quote: "0 success, 1 runtime failure, 2 usage error.",
+        title: "an ok:true result exits 0",
+        tags: &["exit"],
+        ..rule(ids::EXIT_OK_IS_0)
+    },
+    CheckDef {
+        quote: "0 success, 1 runtime failure, 2 usage error.",
+        title: "an ok:false result never exits 0",
+        tags: &["exit"],
+        ..rule(ids::EXIT_ERROR_NONZERO)
+    },
+    CheckDef {
+        quote: "The second case is detectable as \"exit code is nonzero and no result line was seen\".",
+        title: "no result line implies a non-zero exit",
+        tags: &["exit", "stream"],
+        ..rule(ids::EXIT_CRASH_NONZERO)
+    },
+    CheckDef {
+        quote: "exec exits 0 whenever the guest command RAN, whatever the guest returned.",
+        title: "exec --json exits 0 when the guest command ran, whatever data.exit_code",
+        tags: &["exit", "exec"],
+        ..rule(ids::EXIT_EXEC_RAN_IS_0)
+    },
+    CheckDef {
+        quote: "doctor exits 0 with healthy:false.",
+        title: "doctor --json exits 0 with healthy:false",
+        tags: &["exit", "doctor"],
+        ..rule(ids::EXIT_DOCTOR_UNHEALTHY_IS_0)
+    },
+    CheckDef {
+        quote: "Codes are only ever added. Never renamed, never repurposed, never removed.",
+        title: "error.code is one of the v3 table's codes (a new one only warns: codes are additive)",
+        tags: &["errors"],
+        ..rule(ids::CODES_KNOWN)
+    },
+    CheckDef {
+        quote: "Every list-valued field is [] when empty, never null.",
+        title: "no list-valued field (vms, forwards, recipes, checks, fix, items, ...) is null, and data is never null",
+        tags: &["lists"],
+        ..rule(ids::LIST_NEVER_NULL)
+    },
+    CheckDef {
+        quote: "The table above is for the CLI's --json results.",
+        title: "each line validates against the published schemas/ for its cmd and event type, and against this suite's own builtin shapes",
+        tags: &["schema"],
+        editions: Editions::V3 { change: "contract 2's data shapes differ: VM has no agent_access or project fields, get answers a VM, Check has no optional, Recipe is {name, description}, recipe list is {dir, recipes}" },
+        ..rule(ids::SCHEMA_DATA)
+    },
+    CheckDef {
+        quote: "None reach the wire.",
+        title: "the sandbox's STOAT_HOME, HOME, TMPDIR and BYO image paths appear only at pointers the contract allows (cp local, recipe paths, prune items, ...)",
+        tags: &["leaks"],
+        ..rule(ids::LEAK_HOST_PATH)
+    },
+    CheckDef {
+        quote: "None reach the wire.",
+        title: "error.message does not name the data root, HOME or TMPDIR",
+        tags: &["leaks", "errors"],
+        ..rule(ids::LEAK_HOST_PATH_IN_MESSAGE)
+    },
+    CheckDef {
+        quote: "core.VM carries six absolute host paths (its disk, console log, monitor socket, and so on). None reach the wire.",
+        title: "error.message names no path of a VM: neither its directory under the data root nor anything in it (disk, console log, monitor socket)",
+        tags: &["leaks", "errors"],
+        ..rule(ids::LEAK_VM_PATH_IN_MESSAGE)
+    },
+    CheckDef {
+        quote: "it must never reach a wire format.",
+        title: "the planted console password (and the key console_password) never appears in any form a consumer decodes: raw, JSON-unescaped strings and keys, URL-decoded, base64 anywhere (either alphabet, any alignment), hex, and split across consecutive log events",
+        tags: &["leaks"],
+        ..rule(ids::LEAK_CONSOLE_PASSWORD)
+    },
+    CheckDef {
+        quote: "The plain field is omitted when its base64 counterpart is present, and vice versa.",
+        title: "an exec stream is never both plain and *_base64",
+        tags: &["exec"],
+        ..rule(ids::EXEC_STREAM_EXCLUSIVE)
+    },
+    CheckDef {
+        quote: "exec {\"vm\":\"work\",\"exit_code\":1,\"stdout\":\"...\",\"stderr\":\"...\"}",
+        title: "an exec stream is always reported: plain (\"\" when empty) or *_base64",
+        tags: &["exec"],
+        ..rule(ids::EXEC_EMPTY_IS_STRING)
+    },
+    CheckDef {
+        quote: "Encoding is reported per stream, because stdout and stderr can independently be invalid.",
+        title: "*_encoding is \"base64\" exactly when *_base64 is present",
+        tags: &["exec"],
+        ..rule(ids::EXEC_ENCODING_TAG)
+    },
+    CheckDef {
+        quote: "Stoat therefore uses base64 for a stream that is not valid UTF-8",
+        title: "*_base64 is standard padded base64",
+        tags: &["exec"],
+        ..rule(ids::EXEC_BASE64_VALID)
+    },
+    CheckDef {
+        quote: "Stoat therefore uses base64 for a stream that is not valid UTF-8",
+        title: "base64 is used only for bytes that are not valid UTF-8",
+        tags: &["exec"],
+        ..rule(ids::EXEC_BASE64_ONLY_NON_UTF8)
+    },
+    declared(
+        CheckDef {
+            quote: "`$STOAT_HOME`, else `$HOME/.stoat`",
+            title: "no invocation creates, modifies or deletes anything outside STOAT_HOME, TMPDIR and its cwd (HOME, a planted canary dir and the sandbox root are snapshotted around every invocation)",
+            tags: &["sandbox"],
+            source: Source::Design,
+            ..rule(ids::SANDBOX_NO_WRITES_OUTSIDE)
+        },
+        Requirement::DataRootVar,
+    ),
 ];

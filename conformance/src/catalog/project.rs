@@ -3,42 +3,132 @@
 //! every declared VM in declaration order, `skipped` after a failure), plus the design rule
 //! that keeps a fan-out's stream JSON lines although the contract tolerates prose there.
 
-use super::{from_design, rule, v3_only, CheckDef};
-use crate::finding::Level::Should;
+use super::def::{rule, CheckDef};
+use crate::ids;
+use crate::spec::{Editions, Source};
 
 pub(super) const CHECKS: &[CheckDef] = &[
-    v3_only(from_design(rule("PROJECT.fanout-json-lines", Should, "design#decisions", "stays pure JSON lines (the seed's known defect is not copied): progress is events, never prose",
-        "a project fan-out (up/down/apply answering ProjectRun) writes only JSON lines; the contract tolerates prose there, so this is judged apart from ENV.json-lines", &["project", "envelope"])), "contract 2 has no project fan-out"),
+    CheckDef {
+        quote: "stays pure JSON lines (the seed's known defect is not copied): progress is events, never prose",
+        title: "a project fan-out (up/down/apply answering ProjectRun) writes only JSON lines; the contract tolerates prose there, so this is judged apart from ENV.json-lines",
+        tags: &["project", "envelope"],
+        editions: Editions::V3 { change: "contract 2 has no project fan-out" },
+        source: Source::Design,
+        ..rule(ids::PROJECT_FANOUT_JSON_LINES)
+    },
 ];
 
 // ---- scenarios ------------------------------------------------------------------------
 
 use serde_json::{json, Value};
 
+use super::def::{scenario, Tier};
 use super::helpers::{expect_eq, str_at, with_work};
-use super::{scenario, Tier};
 use crate::error::HarnessError;
 use crate::finding::Level::Must;
 use crate::run::{Case, Ran};
 use crate::sandbox::Sandbox;
 
 pub(super) const SCENARIOS: &[CheckDef] = &[
-    v3_only(scenario("INIT.result", Must, Tier::Pure, "json-v3#per-command-data", "init InitResult",
-        "`init` answers InitResult {path, project, gitignore_updated} and path names the stoat.toml it wrote", &["project", "init"], init_result), "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3"),
-    v3_only(scenario("STATUS.undeclared-no-state", Must, Tier::Pure, "json-v3#types", "ProjectStatusVM.state is missing for a declared VM that does not exist yet, otherwise a VM.state value.",
-        "`status` lists a declared VM that does not exist with key and name, no state, drift []", &["project", "status"], status_undeclared), "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3"),
-    v3_only(scenario("STATUS.drift", Must, Tier::Fake, "json-v3#types", "Drift {\"field\":\"cpus\",\"from\":\"2\",\"to\":\"4\",\"needs_restart\":true}",
-        "after the declaration's cpus changes from 2 to 4, `status` reports drift {field: cpus, from: \"2\", to: \"4\", needs_restart: bool}", &["project", "status"], status_drift), "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3"),
-    v3_only(scenario("STATUS.immutable-field", Must, Tier::Fake, "json-v3#types", "drift is empty when error is set: an immutable-field mismatch (image or disk) stops the comparison before the rest of the fields are checked.",
-        "after the declaration's image changes, `status` reports that VM with an error and drift []", &["project", "status"], status_immutable), "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3"),
-    v3_only(scenario("PROJECT.ls-fields", Must, Tier::Fake, "json-v3#types", "VM.project is the absolute directory of the stoat.toml that declared this VM, and VM.key is the declaration key, both empty for a VM stoat create made outside a project.",
-        "`ls --project` lists the project's VMs with project (its directory) and key; a VM made outside it has project \"\" and key \"\" in `ls`", &["project", "ls"], ls_project), "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3"),
-    v3_only(scenario("PROJECT.fanout-order-skipped", Must, Tier::Fake, "json-v3#types", "skipped means a VM earlier in declaration order failed and this one was never attempted; ProjectRun.vms always lists every declared VM, in declaration order",
-        "no-name `up` with a failing second declaration answers ProjectRun [ok, error (with error), skipped] in declaration order, and the skipped VM was not created", &["project", "up"], fanout_order_skipped), "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3"),
-    v3_only(scenario("PROJECT.fanout-commands", Must, Tier::Fake, "json-v3#per-command-data", "up, down, apply, wait, rm (no VM, project scope) ProjectRun",
-        "no-name up, down, wait, apply and rm -y each answer a ProjectRun listing every declared VM in order, with cmd the command's own name", &["project"], fanout_commands), "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3"),
-    v3_only(scenario("PROJECT.rm-confirmation", Must, Tier::Pure, "json-v3#json-implies", "rm without -y fails with confirmation_required rather than prompting.",
-        "no-name `rm` at project scope without -y fails with confirmation_required", &["project", "rm"], rm_confirmation), "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3"),
+    CheckDef {
+        id: "INIT.result",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "init InitResult",
+        title: "`init` answers InitResult {path, project, gitignore_updated} and path names the stoat.toml it wrote",
+        tags: &["project", "init"],
+        editions: Editions::V3 { change: "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3" },
+        ..scenario(init_result)
+    },
+    CheckDef {
+        id: "STATUS.undeclared-no-state",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#types",
+        quote: "ProjectStatusVM.state is missing for a declared VM that does not exist yet, otherwise a VM.state value.",
+        title: "`status` lists a declared VM that does not exist with key and name, no state, drift []",
+        tags: &["project", "status"],
+        editions: Editions::V3 { change: "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3" },
+        ..scenario(status_undeclared)
+    },
+    CheckDef {
+        id: "STATUS.drift",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#types",
+        quote: "Drift {\"field\":\"cpus\",\"from\":\"2\",\"to\":\"4\",\"needs_restart\":true}",
+        title: "after the declaration's cpus changes from 2 to 4, `status` reports drift {field: cpus, from: \"2\", to: \"4\", needs_restart: bool}",
+        tags: &["project", "status"],
+        editions: Editions::V3 { change: "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3" },
+        ..scenario(status_drift)
+    },
+    CheckDef {
+        id: "STATUS.immutable-field",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#types",
+        quote: "drift is empty when error is set: an immutable-field mismatch (image or disk) stops the comparison before the rest of the fields are checked.",
+        title: "after the declaration's image changes, `status` reports that VM with an error and drift []",
+        tags: &["project", "status"],
+        editions: Editions::V3 { change: "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3" },
+        ..scenario(status_immutable)
+    },
+    CheckDef {
+        id: "PROJECT.ls-fields",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#types",
+        quote: "VM.project is the absolute directory of the stoat.toml that declared this VM, and VM.key is the declaration key, both empty for a VM stoat create made outside a project.",
+        title: "`ls --project` lists the project's VMs with project (its directory) and key; a VM made outside it has project \"\" and key \"\" in `ls`",
+        tags: &["project", "ls"],
+        editions: Editions::V3 { change: "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3" },
+        ..scenario(ls_project)
+    },
+    CheckDef {
+        id: "PROJECT.fanout-order-skipped",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#types",
+        quote: "skipped means a VM earlier in declaration order failed and this one was never attempted; ProjectRun.vms always lists every declared VM, in declaration order",
+        title: "no-name `up` with a failing second declaration answers ProjectRun [ok, error (with error), skipped] in declaration order, and the skipped VM was not created",
+        tags: &["project", "up"],
+        editions: Editions::V3 { change: "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3" },
+        ..scenario(fanout_order_skipped)
+    },
+    CheckDef {
+        id: "PROJECT.fanout-commands",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#per-command-data",
+        quote: "up, down, apply, wait, rm (no VM, project scope) ProjectRun",
+        title: "no-name up, down, wait, apply and rm -y each answer a ProjectRun listing every declared VM in order, with cmd the command's own name",
+        tags: &["project"],
+        editions: Editions::V3 { change: "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3" },
+        ..scenario(fanout_commands)
+    },
+    CheckDef {
+        id: "PROJECT.rm-confirmation",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#json-implies",
+        quote: "rm without -y fails with confirmation_required rather than prompting.",
+        title: "no-name `rm` at project scope without -y fails with confirmation_required",
+        tags: &["project", "rm"],
+        editions: Editions::V3 { change: "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3" },
+        ..scenario(rm_confirmation)
+    },
+    CheckDef {
+        id: "PROJECT.rm-unconfirmed-keeps",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#json-implies",
+        quote: "A boundary that can be crossed by a process that answers a prompt is not a boundary.",
+        title: "after no-name `up` and `down` made the project's VM, no-name `rm` without -y fails with confirmation_required and the VM is still there (`status` gives it a state, `ls --project` lists it)",
+        tags: &["project", "rm", "state"],
+        editions: Editions::V3 { change: "contract 2 has no project files: init, status, ls --project and the no-name fan-out came with contract 3" },
+        ..scenario(rm_unconfirmed_keeps)
+    },
 ];
 
 /// The declarations of a project: (key, image, cpus).
@@ -53,6 +143,20 @@ fn base_image(sandbox: &Sandbox, name: &str) -> Result<String, HarnessError> {
     let path =
         sandbox.write_work_file(name, b"QFI\xfb fake qcow2 written by stoat-conformance\n")?;
     Ok(path.to_string_lossy().into_owned())
+}
+
+/// Project `shop` with one VM, `dev`, on a base image of its own.
+fn write_dev_project(sandbox: &Sandbox) -> Result<(), HarnessError> {
+    let image = base_image(sandbox, "base.qcow2")?;
+    write_project(
+        sandbox,
+        "shop",
+        &[Decl {
+            key: "dev",
+            image,
+            cpus: None,
+        }],
+    )
 }
 
 fn write_project(sandbox: &Sandbox, name: &str, decls: &[Decl<'_>]) -> Result<(), HarnessError> {
@@ -149,16 +253,7 @@ fn init_result(case: &mut Case<'_>) -> Result<(), HarnessError> {
 
 fn status_undeclared(case: &mut Case<'_>) -> Result<(), HarnessError> {
     let sandbox = case.sandbox()?;
-    let image = base_image(&sandbox, "base.qcow2")?;
-    write_project(
-        &sandbox,
-        "shop",
-        &[Decl {
-            key: "dev",
-            image,
-            cpus: None,
-        }],
-    )?;
+    write_dev_project(&sandbox)?;
     let ran = case.json(&sandbox, &["status"])?;
     if let Some(data) = case.expect_ok(&ran).cloned() {
         expect_eq(case, &data, "/project", &json!("shop"));
@@ -456,17 +551,47 @@ fn fanout_commands(case: &mut Case<'_>) -> Result<(), HarnessError> {
 
 fn rm_confirmation(case: &mut Case<'_>) -> Result<(), HarnessError> {
     let sandbox = with_work(case)?;
-    let image = base_image(&sandbox, "base.qcow2")?;
-    write_project(
-        &sandbox,
-        "shop",
-        &[Decl {
-            key: "dev",
-            image,
-            cpus: None,
-        }],
-    )?;
+    write_dev_project(&sandbox)?;
     let ran = case.json(&sandbox, &["rm"])?;
     case.expect_error(&ran, "confirmation_required");
+    Ok(())
+}
+
+fn rm_unconfirmed_keeps(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    write_dev_project(&sandbox)?;
+    for args in [&["up"][..], &["down"], &["wait", "--until", "stopped"]] {
+        let ran = case.json(&sandbox, args)?;
+        if case.expect_ok(&ran).is_none() {
+            return Ok(());
+        }
+    }
+    let ran = case.json(&sandbox, &["rm"])?;
+    case.expect_error(&ran, "confirmation_required");
+    let status = case.json(&sandbox, &["status"])?;
+    if let Some(data) = case.expect_ok(&status).cloned() {
+        let row = data.get("vms").and_then(Value::as_array).and_then(|rows| {
+            rows.iter()
+                .find(|r| str_at(r, "/key") == Some("dev"))
+                .cloned()
+        });
+        case.ensure(
+            row.as_ref().is_some_and(|r| r.get("state").is_some()),
+            "status/vms",
+            format!("after rm without -y answered confirmation_required, status shows dev as {row:?}: the VM was deleted"),
+        );
+    }
+    let listed = case.json(&sandbox, &["ls", "--project"])?;
+    if let Some(data) = case.expect_ok(&listed).cloned() {
+        let listed = data
+            .get("vms")
+            .and_then(Value::as_array)
+            .is_some_and(|rows| rows.iter().any(|r| str_at(r, "/key") == Some("dev")));
+        case.ensure(
+            listed,
+            "ls/vms",
+            "after rm without -y answered confirmation_required, ls --project no longer lists dev",
+        );
+    }
     Ok(())
 }

@@ -12,30 +12,101 @@
 
 use serde_json::{json, Value};
 
+use super::def::{declared, scenario, CheckDef, Tier};
 use super::helpers::{expect_eq, str_at};
-use super::{from_design, scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
 use crate::finding::Level::Must;
 use crate::run::{Case, Ran};
 use crate::sandbox::{ImageFiles, Sandbox};
+use crate::spec::{Editions, Requirement, Source};
 
 pub(super) const CHECKS: &[CheckDef] = &[
-    scenario("PULL.progress-monotonic", Must, Tier::Pure, "json-v3#streaming", "progress fires only when the percentage changes, not per read.",
-        "`pull` streams progress events {id, done, total, percent} before its result: percent strictly increasing, done never above total", &["pull", "events"], progress_monotonic),
-    scenario("PULL.result-shape", Must, Tier::Pure, "json-v3#per-command-data", "pull {\"id\":\"alpine-virt\",\"downloaded\":true,\"verified\":true,\"checksum_available\":true}",
-        "`pull` of an image with a checksum file answers {id, downloaded: true, verified: true, checksum_available: true}", &["pull"], result_shape),
-    from_design(scenario("PULL.verified", Must, Tier::Pure, "design#decisions", "tests on a loopback server",
-        "after `pull`, isos/ holds exactly the served bytes under the URL's file name, no partial file, and the checksum file was fetched", &["pull"], verified)),
-    v3_only(scenario("PULL.checksum-mismatch", Must, Tier::Pure, "json-v3#error-codes", "checksum_mismatch the downloaded bytes do not match the published digest",
-        "bytes whose digest differs from SHA256SUMS fail with checksum_mismatch and leave no file in isos/", &["pull", "errors"], checksum_mismatch), "contract 2 has no checksum_mismatch code"),
-    v3_only(scenario("PULL.download-failed-404", Must, Tier::Pure, "json-v3#error-codes", "download_failed a mirror or a checksum file did not answer with the image",
-        "a mirror answering 404 fails with download_failed and leaves no file in isos/", &["pull", "errors"], download_failed), "contract 2 has no download_failed code"),
-    scenario("PULL.through-proxy", Must, Tier::Pure, "json-v3#per-command-data", "pull {\"id\":\"alpine-virt\",\"downloaded\":true,\"verified\":true,\"checksum_available\":true}",
-        "`pull` from a host only the suite's loopback HTTP proxy serves (HTTP_PROXY/HTTPS_PROXY) answers {downloaded: true, verified: true} with the served bytes; SKIP when the SUT ignores the proxy variables", &["pull", "proxy"], through_proxy),
-    scenario("IMAGES.file-bare-name", Must, Tier::Pure, "json-v3#types", "Image.file is a bare filename under the data root's isos/, never an absolute path.",
-        "after `pull tiny`, `images` lists tiny downloaded, file the bare name tiny.img, bytes exact (bytes_exact true), byo false", &["images", "pull"], images_after_pull),
-    scenario("CREATE.image-not-downloaded", Must, Tier::Pure, "json-v3#error-codes", "image_not_downloaded the image exists in the catalog but not on disk",
-        "`create x --image tiny` while `images` lists tiny as not downloaded fails with image_not_downloaded and creates no VM (SKIP when the SUT downloads the image itself instead)", &["create", "images", "errors"], image_not_downloaded),
+    CheckDef {
+        id: "PULL.progress-monotonic",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#streaming",
+        quote: "progress fires only when the percentage changes, not per read.",
+        title: "`pull` streams progress events {id, done, total, percent} before its result: percent strictly increasing, done never above total",
+        tags: &["pull", "events"],
+        ..scenario(progress_monotonic)
+    },
+    CheckDef {
+        id: "PULL.result-shape",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "pull {\"id\":\"alpine-virt\",\"downloaded\":true,\"verified\":true,\"checksum_available\":true}",
+        title: "`pull` of an image with a checksum file answers {id, downloaded: true, verified: true, checksum_available: true}",
+        tags: &["pull"],
+        ..scenario(result_shape)
+    },
+    declared(
+        CheckDef {
+            id: "PULL.verified",
+            level: Must,
+            tier: Tier::Pure,
+            spec: "design#decisions",
+            quote: "tests on a loopback server",
+            title: "after `pull`, isos/ holds exactly the served bytes under the URL's file name, no partial file, and the checksum file was fetched",
+            tags: &["pull"],
+            source: Source::Design,
+            ..scenario(verified)
+        },
+        Requirement::Catalog,
+    ),
+    CheckDef {
+        id: "PULL.checksum-mismatch",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "checksum_mismatch the downloaded bytes do not match the published digest",
+        title: "bytes whose digest differs from SHA256SUMS fail with checksum_mismatch and leave no file in isos/",
+        tags: &["pull", "errors"],
+        editions: Editions::V3 { change: "contract 2 has no checksum_mismatch code" },
+        ..scenario(checksum_mismatch)
+    },
+    CheckDef {
+        id: "PULL.download-failed-404",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "download_failed a mirror or a checksum file did not answer with the image",
+        title: "a mirror answering 404 fails with download_failed and leaves no file in isos/",
+        tags: &["pull", "errors"],
+        editions: Editions::V3 { change: "contract 2 has no download_failed code" },
+        ..scenario(download_failed)
+    },
+    CheckDef {
+        id: "PULL.through-proxy",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "pull {\"id\":\"alpine-virt\",\"downloaded\":true,\"verified\":true,\"checksum_available\":true}",
+        title: "`pull` from a host only the suite's loopback HTTP proxy serves (HTTP_PROXY/HTTPS_PROXY) answers {downloaded: true, verified: true} with the served bytes; SKIP when the SUT ignores the proxy variables",
+        tags: &["pull", "proxy"],
+        ..scenario(through_proxy)
+    },
+    CheckDef {
+        id: "IMAGES.file-bare-name",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#types",
+        quote: "Image.file is a bare filename under the data root's isos/, never an absolute path.",
+        title: "after `pull tiny`, `images` lists tiny downloaded, file the bare name tiny.img, bytes exact (bytes_exact true), byo false",
+        tags: &["images", "pull"],
+        ..scenario(images_after_pull)
+    },
+    CheckDef {
+        id: "CREATE.image-not-downloaded",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "image_not_downloaded the image exists in the catalog but not on disk",
+        title: "`create x --image tiny` while `images` lists tiny as not downloaded fails with image_not_downloaded and creates no VM (SKIP when the SUT downloads the image itself instead)",
+        tags: &["create", "images", "errors"],
+        ..scenario(image_not_downloaded)
+    },
 ];
 
 /// A sandbox whose catalog (through the profile's knob) names the loopback server's

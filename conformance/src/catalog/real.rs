@@ -12,8 +12,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
+use super::def::{scenario, CheckDef, Tier};
 use super::helpers::{expect_eq, str_at};
-use super::{scenario, CheckDef, Tier};
 use crate::error::HarnessError;
 use crate::finding::Level::Must;
 use crate::run::{Case, Inv};
@@ -23,8 +23,16 @@ pub use guest::GUEST_IMAGE;
 use guest::{Guest, GuestError};
 
 pub(super) const CHECKS: &[CheckDef] = &[
-    scenario("REAL.lifecycle", Must, Tier::Real, "json-v3#per-command-data", "up (one VM) {\"vm\":VM} (re-read after start, so state is authoritative)",
-        "the guest end to end: create (BYO qcow2, --ram/--cpus from the guest directory, 256/1 by default), up, wait reachable, exec true until a login works (ssh's 255 only), exec echo, exec non-UTF-8 (stdout_base64 \"//4=\"), cp both ways byte-exact, down, wait stopped, rm -y; no QEMU left", &["real", "lifecycle", "exec", "cp"], lifecycle),
+    CheckDef {
+        id: "REAL.lifecycle",
+        level: Must,
+        tier: Tier::Real,
+        spec: "json-v3#per-command-data",
+        quote: "up (one VM) {\"vm\":VM} (re-read after start, so state is authoritative)",
+        title: "the guest end to end: create (BYO qcow2, --ram/--cpus from the guest directory, 256/1 by default), up, wait reachable, exec true until a login works (ssh's 255 only), exec echo, exec non-UTF-8 (stdout_base64 \"//4=\"), cp both ways byte-exact, down, wait stopped, rm -y; no QEMU left",
+        tags: &["real", "lifecycle", "exec", "cp"],
+        ..scenario(lifecycle)
+    },
 ];
 
 const VM: &str = "rt";

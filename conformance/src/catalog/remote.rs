@@ -19,42 +19,160 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
+use super::def::{scenario, CheckDef, Tier};
 use super::helpers::{expect_eq, str_at};
-use super::{scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
 use crate::finding::Level::Must;
 use crate::run::{Case, Ran};
 use crate::sandbox::{Sandbox, VmFixture};
+use crate::spec::Editions;
 
 const NO_REMOTE: &str = "contract 2 has no remote recipes (recipe list is {dir, recipes}, no recipe add/lock/sync/update/rm/show)";
 
 pub(super) const CHECKS: &[CheckDef] = &[
-    v3_only(scenario("RECIPE.remote-add-pins", Must, Tier::Pure, "json-v3#types", "RecipeAdded uses the same remote pin fields for add, lock, sync, and update results, with the full resolved commit.",
-        "`recipe add <file:// repository> --ref v1` answers {name: the manifest's name, source, ref: v1, commit: the full 40-hex commit v1 names, scope: global}", &["recipes", "remote"], add_pins), NO_REMOTE),
-    v3_only(scenario("RECIPE.remote-list-row", Must, Tier::Pure, "json-v3#types", "only global and project entries carry source, ref, and the seven-character commit prefix.",
-        "after `recipe add`, `recipe list` has a row {name, scope: global, source as add answered it, ref, commit: the first 7 characters of the pinned commit}", &["recipes", "remote"], list_row_check), NO_REMOTE),
-    v3_only(scenario("RECIPE.remote-update-moves", Must, Tier::Pure, "json-v3#per-command-data", "recipe update {\"recipes\":[RecipeAdded,...]}",
-        "after the pinned branch gains a commit, `recipe update` answers the recipe at the new full commit, and later `recipe list` and `recipe show` see the new commit's files", &["recipes", "remote", "state"], update_moves), NO_REMOTE),
-    v3_only(scenario("RECIPE.remote-project-scope", Must, Tier::Pure, "json-v3#types", "RecipeEntry has name, description, scope, source, ref, and commit. scope is one of bundled, local, global, or project; only global and project entries carry source, ref, and the seven-character commit prefix.",
-        "in a directory `init` made a project, `recipe add --project` answers scope project with the full commit; `recipe list` has that row {scope: project, ref, commit: 7 characters}; `recipe lock --project` answers the same pin", &["recipes", "remote", "project"], project_scope), NO_REMOTE),
-    v3_only(scenario("RECIPE.remote-lock-sync-keep", Must, Tier::Pure, "json-v3#per-command-data", "recipe lock {\"recipes\":[RecipeAdded,...]} recipe sync {\"recipes\":[RecipeAdded,...]}",
-        "with a recipe pinned at a tag that did not move, `recipe lock` and `recipe sync` both answer it {name, ref, commit: the same full commit, scope: global}", &["recipes", "remote"], lock_sync_keep), NO_REMOTE),
-    v3_only(scenario("RECIPE.remote-rm", Must, Tier::Pure, "json-v3#types", "RecipeRemoved contains only the name and scope.",
-        "`recipe rm <name>` of a remote recipe no VM lists answers {name, scope: global}; later `recipe list` has no such row and `recipe show` fails", &["recipes", "remote", "state"], rm_removes), NO_REMOTE),
-    v3_only(scenario("RECIPE.remote-rm-in-use", Must, Tier::Pure, "json-v3#error-codes", "in_use a recipe is still listed by one or more VMs",
-        "`recipe rm` of a remote recipe a VM lists fails with in_use, and the recipe is still listed and pinned", &["recipes", "remote", "errors"], rm_in_use), NO_REMOTE),
-    v3_only(scenario("RECIPE.remote-bad-ref", Must, Tier::Pure, "json-v3#error-codes", "invalid_spec the request itself is malformed",
-        "`recipe add` naming a ref the repository does not have fails (invalid_spec or not_found, never internal) and adds nothing", &["recipes", "remote", "errors"], bad_ref), NO_REMOTE),
-    v3_only(scenario("RECIPE.git-required", Must, Tier::Pure, "json-v3#error-codes", "git_required a recipe operation needs Git on PATH",
-        "with no git on the SUT's PATH, `recipe add` and `recipe update` (of a recipe added while git was there) fail with git_required and change no pin", &["recipes", "remote", "errors"], git_required), "contract 2 has no git_required code and no remote recipes"),
-    v3_only(scenario("RECIPE.show-remote", Must, Tier::Pure, "json-v3#per-command-data", "recipe show and recipes use the same RecipeSchema projection. Parameters and outputs are named arrays sorted by name. A recipe without a health check has health:null; all list fields are [], never null.",
-        "`recipe show` of a remote recipe answers {recipe: {name, description from its manifest, depends: [], params: [], outputs: [], health: null}}", &["recipes", "remote"], show_remote), NO_REMOTE),
-    v3_only(scenario("RECIPE.show-unknown", Must, Tier::Pure, "json-v3#error-codes", "internal anything unanticipated; the escape hatch",
-        "`recipe show` of a name no root holds fails with not_found or invalid_spec (an anticipated case, never internal) and exit 1", &["recipes", "errors"], show_unknown), "contract 2 has no recipe show"),
-    v3_only(scenario("RECIPE.search-index", Must, Tier::Pure, "json-v3#per-command-data", "recipe search {\"recipes\":[IndexEntry,...]}",
-        "`recipe search` with no query over an index the suite writes (profile [recipe_index]; SKIP when the SUT does not read it) answers every entry as {name, source, description, os}", &["recipes"], search_index), "contract 2 has no recipe search"),
-    v3_only(scenario("RECIPE.refresh-statuses", Must, Tier::Pure, "json-v3#types", "RecipeRefreshed.status is current, refreshed, backed_up, or orphan; a .bak file is written before overwrite for every status except current and refreshed.",
-        "`recipe refresh` answers files [{path (relative), status in current|refreshed|backed_up|orphan}]; a bundled file the user changed is then not current, is put back, and a backed_up one leaves a .bak holding the user's text", &["recipes", "state"], refresh_statuses), "contract 2 has no recipe refresh"),
+    CheckDef {
+        id: "RECIPE.remote-add-pins",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#types",
+        quote: "RecipeAdded uses the same remote pin fields for add, lock, sync, and update results, with the full resolved commit.",
+        title: "`recipe add <file:// repository> --ref v1` answers {name: the manifest's name, source, ref: v1, commit: the full 40-hex commit v1 names, scope: global}",
+        tags: &["recipes", "remote"],
+        editions: Editions::V3 { change: NO_REMOTE },
+        ..scenario(add_pins)
+    },
+    CheckDef {
+        id: "RECIPE.remote-list-row",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#types",
+        quote: "only global and project entries carry source, ref, and the seven-character commit prefix.",
+        title: "after `recipe add`, `recipe list` has a row {name, scope: global, source as add answered it, ref, commit: the first 7 characters of the pinned commit}",
+        tags: &["recipes", "remote"],
+        editions: Editions::V3 { change: NO_REMOTE },
+        ..scenario(list_row_check)
+    },
+    CheckDef {
+        id: "RECIPE.remote-update-moves",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "recipe update {\"recipes\":[RecipeAdded,...]}",
+        title: "after the pinned branch gains a commit, `recipe update` answers the recipe at the new full commit, and later `recipe list` and `recipe show` see the new commit's files",
+        tags: &["recipes", "remote", "state"],
+        editions: Editions::V3 { change: NO_REMOTE },
+        ..scenario(update_moves)
+    },
+    CheckDef {
+        id: "RECIPE.remote-project-scope",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#types",
+        quote: "RecipeEntry has name, description, scope, source, ref, and commit. scope is one of bundled, local, global, or project; only global and project entries carry source, ref, and the seven-character commit prefix.",
+        title: "in a directory `init` made a project, `recipe add --project` answers scope project with the full commit; `recipe list` has that row {scope: project, ref, commit: 7 characters}; `recipe lock --project` answers the same pin",
+        tags: &["recipes", "remote", "project"],
+        editions: Editions::V3 { change: NO_REMOTE },
+        ..scenario(project_scope)
+    },
+    CheckDef {
+        id: "RECIPE.remote-lock-sync-keep",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "recipe lock {\"recipes\":[RecipeAdded,...]} recipe sync {\"recipes\":[RecipeAdded,...]}",
+        title: "with a recipe pinned at a tag that did not move, `recipe lock` and `recipe sync` both answer it {name, ref, commit: the same full commit, scope: global}",
+        tags: &["recipes", "remote"],
+        editions: Editions::V3 { change: NO_REMOTE },
+        ..scenario(lock_sync_keep)
+    },
+    CheckDef {
+        id: "RECIPE.remote-rm",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#types",
+        quote: "RecipeRemoved contains only the name and scope.",
+        title: "`recipe rm <name>` of a remote recipe no VM lists answers {name, scope: global}; later `recipe list` has no such row and `recipe show` fails",
+        tags: &["recipes", "remote", "state"],
+        editions: Editions::V3 { change: NO_REMOTE },
+        ..scenario(rm_removes)
+    },
+    CheckDef {
+        id: "RECIPE.remote-rm-in-use",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "in_use a recipe is still listed by one or more VMs",
+        title: "`recipe rm` of a remote recipe a VM lists fails with in_use, and the recipe is still listed and pinned",
+        tags: &["recipes", "remote", "errors"],
+        editions: Editions::V3 { change: NO_REMOTE },
+        ..scenario(rm_in_use)
+    },
+    CheckDef {
+        id: "RECIPE.remote-bad-ref",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "invalid_spec the request itself is malformed",
+        title: "`recipe add` naming a ref the repository does not have fails (invalid_spec or not_found, never internal) and adds nothing",
+        tags: &["recipes", "remote", "errors"],
+        editions: Editions::V3 { change: NO_REMOTE },
+        ..scenario(bad_ref)
+    },
+    CheckDef {
+        id: "RECIPE.git-required",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "git_required a recipe operation needs Git on PATH",
+        title: "with no git on the SUT's PATH, `recipe add` and `recipe update` (of a recipe added while git was there) fail with git_required and change no pin",
+        tags: &["recipes", "remote", "errors"],
+        editions: Editions::V3 { change: "contract 2 has no git_required code and no remote recipes" },
+        ..scenario(git_required)
+    },
+    CheckDef {
+        id: "RECIPE.show-remote",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "recipe show and recipes use the same RecipeSchema projection. Parameters and outputs are named arrays sorted by name. A recipe without a health check has health:null; all list fields are [], never null.",
+        title: "`recipe show` of a remote recipe answers {recipe: {name, description from its manifest, depends: [], params: [], outputs: [], health: null}}",
+        tags: &["recipes", "remote"],
+        editions: Editions::V3 { change: NO_REMOTE },
+        ..scenario(show_remote)
+    },
+    CheckDef {
+        id: "RECIPE.show-unknown",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "internal anything unanticipated; the escape hatch",
+        title: "`recipe show` of a name no root holds fails with not_found or invalid_spec (an anticipated case, never internal) and exit 1",
+        tags: &["recipes", "errors"],
+        editions: Editions::V3 { change: "contract 2 has no recipe show" },
+        ..scenario(show_unknown)
+    },
+    CheckDef {
+        id: "RECIPE.search-index",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "recipe search {\"recipes\":[IndexEntry,...]}",
+        title: "`recipe search` with no query over an index the suite writes (profile [recipe_index]; SKIP when the SUT does not read it) answers every entry as {name, source, description, os}",
+        tags: &["recipes"],
+        editions: Editions::V3 { change: "contract 2 has no recipe search" },
+        ..scenario(search_index)
+    },
+    CheckDef {
+        id: "RECIPE.refresh-statuses",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#types",
+        quote: "RecipeRefreshed.status is current, refreshed, backed_up, or orphan; a .bak file is written before overwrite for every status except current and refreshed.",
+        title: "`recipe refresh` answers files [{path (relative), status in current|refreshed|backed_up|orphan}]; a bundled file the user changed is then not current, is put back, and a backed_up one leaves a .bak holding the user's text",
+        tags: &["recipes", "state"],
+        editions: Editions::V3 { change: "contract 2 has no recipe refresh" },
+        ..scenario(refresh_statuses)
+    },
 ];
 
 /// The recipe the suite's repository holds (its directory is `stoat-<name>`, so the
@@ -186,10 +304,11 @@ fn add(
     if ran.code() == Some("usage") {
         // The contract names what `recipe add` answers, not its command line: a SUT that
         // spells the ref another way is not wrong, it just cannot be driven this way.
-        case.skip(format!(
-            "the SUT refuses `{}` as a usage error: the contract gives no command line for recipe add, so these checks assume `recipe add SOURCE --ref REF`",
-            args.join(" ")
-        ));
+        // One reason for every check that stops here (no temp path, no ref), so the closing
+        // line counts them as one cause.
+        case.skip(
+            "the SUT refuses `recipe add SOURCE [--ref REF]` (SOURCE a file:// URL) as a usage error: the contract gives no command line for recipe add, so these checks assume that form",
+        );
         return Ok(None);
     }
     Ok(case.expect_ok(&ran).cloned())
@@ -407,11 +526,11 @@ fn bad_ref(case: &mut Case<'_>) -> Result<(), HarnessError> {
     )?;
     match ran.code() {
         Some("invalid_spec" | "not_found") => {}
-        other => case.fail(
+        _ => case.fail(
             "/error/code",
             format!(
-                "`recipe add` with a ref the repository lacks answered {other:?} (ok: {}); the request names what is not there",
-                ran.data().is_some()
+                "`recipe add` with a ref the repository lacks answered {}; the request names what is not there",
+                ran.answer()
             ),
         ),
     }
@@ -487,11 +606,11 @@ fn show_unknown(case: &mut Case<'_>) -> Result<(), HarnessError> {
         Some("not_found" | "invalid_spec") => {
             case.expect_exit(&ran, 1);
         }
-        other => case.fail(
+        _ => case.fail(
             "/error/code",
             format!(
-                "`recipe show` of a recipe no root holds answered {other:?} (ok: {}); expected not_found or invalid_spec",
-                ran.data().is_some()
+                "`recipe show` of a recipe no root holds answered {}; expected not_found or invalid_spec",
+                ran.answer()
             ),
         ),
     }

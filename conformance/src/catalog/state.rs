@@ -6,26 +6,118 @@
 
 use serde_json::{json, Value};
 
+use super::def::{scenario, CheckDef, Tier};
 use super::helpers::{expect_eq, get_vm, str_at, with_work};
-use super::{scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
-use crate::finding::Level::Must;
+use crate::finding::Level::{Must, Should};
 use crate::run::Case;
 use crate::sandbox::VmFixture;
+use crate::spec::Editions;
 
 pub(super) const CHECKS: &[CheckDef] = &[
-    scenario("STATE.update-unnamed-unchanged", Must, Tier::Pure, "json-v3#per-command-data", "A flag you did not pass does not appear, and the field it names is untouched.",
-        "after `update work --ram 2048`, a later `get` shows every other VM field exactly as before", &["update", "state"], update_unnamed_unchanged),
-    scenario("STATE.snapshot-restore-restores", Must, Tier::Fake, "json-v3#per-command-data", "snapshot (act) {\"vm\":\"work\",\"tag\":\"clean\",\"action\":\"restore\"}",
-        "with the real qemu-img: data written to the disk after `snapshot work clean` is gone after `snapshot work clean --restore`", &["snapshot", "state"], snapshot_restore_restores),
-    scenario("CLONE.forwards-agree", Must, Tier::Pure, "json-v3#per-command-data", "clone {\"vm\":VM,\"source\":\"work\",\"forwards_copied\":false}",
-        "the clone's stored forwards (a later `get` and `ls`) agree with forwards_copied: none when false, the source's when true", &["clone", "state", "forward"], clone_forwards_agree),
-    v3_only(scenario("LS.allow-exec-prefield", Must, Tier::Pure, "json-v3#types", "For compatibility, an absent key still appears as allow_exec:true in the VM DTO.",
-        "`ls` (not only `get`) shows a VM without allow_exec as allow_exec:true/agent_access manage, stored true as exec, stored false as false/manage", &["ls", "access"], ls_allow_exec_prefield), "contract 2 has allow_exec but no agent_access"),
-    scenario("WAIT.waited-ms-wall", Must, Tier::Pure, "json-v3#per-command-data", "wait {\"vm\":\"work\",\"until\":\"reachable\",\"reached\":true,\"waited_ms\":4210}",
-        "waited_ms is milliseconds: never more than the wall time the suite measured around the whole invocation", &["wait", "units"], waited_ms_wall),
-    scenario("PULL.progress-bytes", Must, Tier::Pure, "json-v3#streaming", "{\"v\":3,\"type\":\"progress\",\"cmd\":\"pull\",\"data\":{\"id\":\"alpine-virt\",\"done\":62914560,\"total\":62914560,\"percent\":100}}",
-        "progress done/total are bytes: total equals the size the mirror served, the last done reaches it, percent agrees with done/total", &["pull", "units", "events"], progress_bytes),
+    CheckDef {
+        id: "STATE.update-unnamed-unchanged",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "A flag you did not pass does not appear, and the field it names is untouched.",
+        title: "after `update work --ram 2048`, a later `get` shows every other VM field exactly as before",
+        tags: &["update", "state"],
+        ..scenario(update_unnamed_unchanged)
+    },
+    CheckDef {
+        id: "STATE.snapshot-restore-restores",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#per-command-data",
+        quote: "snapshot (act) {\"vm\":\"work\",\"tag\":\"clean\",\"action\":\"restore\"}",
+        title: "with the real qemu-img: data written to the disk after `snapshot work clean` is gone after `snapshot work clean --restore`",
+        tags: &["snapshot", "state"],
+        ..scenario(snapshot_restore_restores)
+    },
+    CheckDef {
+        id: "CLONE.forwards-agree",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "clone {\"vm\":VM,\"source\":\"work\",\"forwards_copied\":false}",
+        title: "the clone's stored forwards (a later `get` and `ls`) agree with forwards_copied: none when false, the source's when true",
+        tags: &["clone", "state", "forward"],
+        ..scenario(clone_forwards_agree)
+    },
+    CheckDef {
+        id: "LS.allow-exec-prefield",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#types",
+        quote: "For compatibility, an absent key still appears as allow_exec:true in the VM DTO.",
+        title: "`ls` (not only `get`) shows a VM without allow_exec as allow_exec:true/agent_access manage, stored true as exec, stored false as false/manage",
+        tags: &["ls", "access"],
+        editions: Editions::V3 { change: "contract 2 has allow_exec but no agent_access" },
+        ..scenario(ls_allow_exec_prefield)
+    },
+    CheckDef {
+        id: "WAIT.waited-ms-wall",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "wait {\"vm\":\"work\",\"until\":\"reachable\",\"reached\":true,\"waited_ms\":4210}",
+        title: "waited_ms is milliseconds: never more than the wall time the suite measured around the whole invocation",
+        tags: &["wait", "units"],
+        ..scenario(waited_ms_wall)
+    },
+    CheckDef {
+        id: "PULL.progress-bytes",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#streaming",
+        quote: "{\"v\":3,\"type\":\"progress\",\"cmd\":\"pull\",\"data\":{\"id\":\"alpine-virt\",\"done\":62914560,\"total\":62914560,\"percent\":100}}",
+        title: "progress done/total are bytes: total equals the size the mirror served, the last done reaches it, percent agrees with done/total",
+        tags: &["pull", "units", "events"],
+        ..scenario(progress_bytes)
+    },
+    CheckDef {
+        id: "STATE.update-read-back",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "update.changed names the fields that actually changed, in wire naming",
+        title: "`update work --cpus 3 --ram 2048` answers the VM with cpus 3 and ram_mb 2048, and a later `get` and `ls` show exactly those values (what the answer says changed is what was stored)",
+        tags: &["update", "state"],
+        ..scenario(update_read_back)
+    },
+    CheckDef {
+        id: "FORWARD.refused-unsaved",
+        level: Should,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "invalid_spec the request itself is malformed",
+        title: "a `forward` refused with invalid_spec (host port 80) leaves the stored forwards as they were (a later `forward work` and `get` show the fixture's one forward)",
+        tags: &["forward", "state"],
+        ..scenario(forward_refused_unsaved)
+    },
+    CheckDef {
+        id: "CREATE.agent-access-agrees",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#types",
+        quote: "An explicitly stored allow_exec = true maps to exec.",
+        title: "`create`'s answer shows the allow_exec and agent_access a later `get` shows; when the created vm.toml stores allow_exec = true, both say agent_access exec",
+        tags: &["create", "access"],
+        editions: Editions::V3 { change: "contract 2 has no agent_access (it came with contract 3)" },
+        ..scenario(create_agent_access_agrees)
+    },
+    CheckDef {
+        id: "CAPABILITIES.access-policy",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#capabilities",
+        quote: "MCP enforces agent_access; direct CLI exec and cp do not.",
+        title: "`capabilities` answers access_policy {mcp_agent_access_enforced: true, cli_agent_access_enforced: false, cli_commands: [exec, cp]}",
+        tags: &["capabilities", "access"],
+        editions: Editions::V3 { change: "contract 2 has no capabilities report and no agent_access" },
+        ..scenario(capabilities_access_policy)
+    },
 ];
 
 /// The VM fields `update --ram` must leave alone (everything but ram_mb and the state).
@@ -325,5 +417,185 @@ fn progress_bytes(case: &mut Case<'_>) -> Result<(), HarnessError> {
         }
     }
     drop(sandbox);
+    Ok(())
+}
+
+fn update_read_back(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = with_work(case)?;
+    let ran = case.json(
+        &sandbox,
+        &["update", "work", "--cpus", "3", "--ram", "2048"],
+    )?;
+    let Some(data) = case.expect_ok(&ran).cloned() else {
+        return Ok(());
+    };
+    let changed = data
+        .get("changed")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for field in ["cpus", "ram"] {
+        case.ensure(
+            changed.contains(&json!(field)),
+            "/data/changed",
+            format!(
+                "update changed {field} (the fixture had another value); changed is {changed:?}"
+            ),
+        );
+    }
+    expect_eq(case, &data, "/vm/cpus", &json!(3));
+    expect_eq(case, &data, "/vm/ram_mb", &json!(2048));
+    if let Some(vm) = get_vm(case, &sandbox, "work")? {
+        for (pointer, wanted) in [("/cpus", 3), ("/ram_mb", 2048)] {
+            case.ensure(
+                vm.pointer(pointer) == Some(&json!(wanted)),
+                &format!("get{pointer}"),
+                format!(
+                    "update answered {pointer} {wanted}, a later get shows {}",
+                    vm.pointer(pointer)
+                        .map_or("nothing".into(), Value::to_string)
+                ),
+            );
+        }
+    }
+    let listed = case.json(&sandbox, &["ls"])?;
+    if let Some(rows) = case.expect_ok(&listed).and_then(|d| d.get("vms")).cloned() {
+        let row = rows.as_array().and_then(|r| {
+            r.iter()
+                .find(|v| str_at(v, "/name") == Some("work"))
+                .cloned()
+        });
+        match row {
+            Some(row) => {
+                case.ensure(
+                    row.get("cpus") == Some(&json!(3)) && row.get("ram_mb") == Some(&json!(2048)),
+                    "ls/vms",
+                    format!("update answered cpus 3 and ram_mb 2048, ls shows {row}"),
+                );
+            }
+            None => case.fail("ls/vms", "ls does not list work after the update"),
+        }
+    }
+    Ok(())
+}
+
+fn forward_refused_unsaved(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    sandbox.write_vm(&VmFixture::live("work").forward(8080, 80))?;
+    let ran = case.json(&sandbox, &["forward", "work", "80:80"])?;
+    if ran.code() != Some("invalid_spec") {
+        case.skip("the SUT did not refuse host port 80 with invalid_spec (FORWARD.low-port-invalid judges that)");
+        return Ok(());
+    }
+    let wanted = json!([{"host_port": 8080, "guest_port": 80}]);
+    let shown = case.json(&sandbox, &["forward", "work"])?;
+    if let Some(data) = case.expect_ok(&shown).cloned() {
+        case.ensure(
+            data.get("forwards") == Some(&wanted),
+            "/data/forwards",
+            format!(
+                "after a forward refused with invalid_spec, `forward work` shows {}; the stored forwards were {wanted}",
+                data.get("forwards").map_or("nothing".into(), Value::to_string)
+            ),
+        );
+    }
+    if let Some(vm) = get_vm(case, &sandbox, "work")? {
+        case.ensure(
+            vm.get("forwards") == Some(&wanted),
+            "get/forwards",
+            format!(
+                "after a forward refused with invalid_spec, get shows forwards {}",
+                vm.get("forwards")
+                    .map_or("nothing".into(), Value::to_string)
+            ),
+        );
+    }
+    Ok(())
+}
+
+fn create_agent_access_agrees(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    let mut iso = vec![0u8; 32774];
+    iso[32768] = 1;
+    iso[32769..].copy_from_slice(b"CD001");
+    let iso = sandbox.write_work_file("alpine-virt-3.20.3-x86_64.iso", &iso)?;
+    let iso = iso.to_string_lossy().into_owned();
+    let ran = case.json(
+        &sandbox,
+        &["create", "vm1", "--image", &iso, "--mode", "live"],
+    )?;
+    let Some(answered) = case.expect_ok(&ran).and_then(|d| d.get("vm")).cloned() else {
+        return Ok(());
+    };
+    let Some(got) = get_vm(case, &sandbox, "vm1")? else {
+        return Ok(());
+    };
+    for field in ["allow_exec", "agent_access"] {
+        case.ensure(
+            answered.get(field) == got.get(field),
+            &format!("/data/vm/{field}"),
+            format!(
+                "create answered {field} {}, a later get shows {}",
+                answered
+                    .get(field)
+                    .map_or("nothing".into(), Value::to_string),
+                got.get(field).map_or("nothing".into(), Value::to_string)
+            ),
+        );
+    }
+    // The data root's vm.toml (the layout the fixtures write): an explicit key is a fact.
+    let stored = std::fs::read_to_string(sandbox.vm_dir("vm1").join("vm.toml"))
+        .ok()
+        .and_then(|text| text.parse::<toml::Table>().ok())
+        .and_then(|table| table.get("allow_exec").and_then(toml::Value::as_bool));
+    if stored == Some(true) {
+        for (label, vm) in [("create", &answered), ("get", &got)] {
+            case.ensure(
+                str_at(vm, "/agent_access") == Some("exec"),
+                &format!("{label}/agent_access"),
+                format!(
+                    "vm.toml stores allow_exec = true, which maps to exec; {label} answered agent_access {}",
+                    vm.get("agent_access").map_or("nothing".into(), Value::to_string)
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn capabilities_access_policy(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let sandbox = case.sandbox()?;
+    let ran = case.json(&sandbox, &["capabilities"])?;
+    let Some(data) = case.expect_ok(&ran).cloned() else {
+        return Ok(());
+    };
+    expect_eq(
+        case,
+        &data,
+        "/access_policy/mcp_agent_access_enforced",
+        &json!(true),
+    );
+    expect_eq(
+        case,
+        &data,
+        "/access_policy/cli_agent_access_enforced",
+        &json!(false),
+    );
+    let mut commands: Vec<String> = data
+        .pointer("/access_policy/cli_commands")
+        .and_then(Value::as_array)
+        .map(|c| {
+            c.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    commands.sort();
+    case.ensure(
+        commands == ["cp", "exec"],
+        "/data/access_policy/cli_commands",
+        format!("cli_commands names the CLI commands that do not enforce agent_access (exec, cp); it is {commands:?}"),
+    );
     Ok(())
 }

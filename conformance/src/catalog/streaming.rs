@@ -7,22 +7,48 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::def::{scenario, CheckDef, Tier};
 use super::helpers::{expect_eq, str_at, unused_port, Banner};
 use super::live::{Next, Watched};
-use super::{scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
 use crate::fakes::script::{FakeScript, Rule};
 use crate::finding::Level::Must;
 use crate::run::Case;
 use crate::sandbox::{Sandbox, VmFixture};
+use crate::spec::Editions;
 
 pub(super) const CHECKS: &[CheckDef] = &[
-    scenario("STREAM.events-before-exit", Must, Tier::Fake, "json-v3#streaming", "Lines are flushed as they are produced, so a buffered stdout does not turn streaming into \"silent until exit\".",
-        "`apply work`: the recipe's first log line reaches the consumer while the recipe is still running (the recipe waits for the suite to see it)", &["apply", "events", "streaming"], events_before_exit),
-    scenario("STREAM.eof-at-exit", Must, Tier::Fake, "json-v3#consumer-contract", "Exactly one line has \"type\":\"result\", and it is last. Read to EOF and take it.",
-        "stdout reaches EOF when the process exits, for `version` and for `up work` (which leaves qemu running)", &["streaming", "up"], eof_at_exit),
-    v3_only(scenario("UP.applies-recipes", Must, Tier::Fake, "json-v3#streaming", "up emits the stage and log events of the apply it runs after boot, with \"cmd\":\"up\", and its result comes after that apply has finished.",
-        "`up work` on a VM listing a recipe streams stage {recipe} and the recipe's log lines with cmd up, the result last, and `get` then records the recipe applied", &["up", "apply", "events"], up_applies), "contract 2's up emits no stage or log events"),
+    CheckDef {
+        id: "STREAM.events-before-exit",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#streaming",
+        quote: "Lines are flushed as they are produced, so a buffered stdout does not turn streaming into \"silent until exit\".",
+        title: "`apply work`: the recipe's first log line reaches the consumer while the recipe is still running (the recipe waits for the suite to see it)",
+        tags: &["apply", "events", "streaming"],
+        ..scenario(events_before_exit)
+    },
+    CheckDef {
+        id: "STREAM.eof-at-exit",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#consumer-contract",
+        quote: "Exactly one line has \"type\":\"result\", and it is last. Read to EOF and take it.",
+        title: "stdout reaches EOF when the process exits, for `version` and for `up work` (which leaves qemu running)",
+        tags: &["streaming", "up"],
+        ..scenario(eof_at_exit)
+    },
+    CheckDef {
+        id: "UP.applies-recipes",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#streaming",
+        quote: "up emits the stage and log events of the apply it runs after boot, with \"cmd\":\"up\", and its result comes after that apply has finished.",
+        title: "`up work` on a VM listing a recipe streams stage {recipe} and the recipe's log lines with cmd up, the result last, and `get` then records the recipe applied",
+        tags: &["up", "apply", "events"],
+        editions: Editions::V3 { change: "contract 2's up emits no stage or log events" },
+        ..scenario(up_applies)
+    },
 ];
 
 /// Writes `<root>/recipes/<name>/` with a manifest (alpine) and `script` as install.sh.

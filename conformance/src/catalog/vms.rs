@@ -4,137 +4,636 @@
 
 use serde_json::{json, Value};
 
+use super::def::{scenario, CheckDef, Tier};
 use super::helpers::{
     expect_eq, get_vm, str_at, with_disk_work, with_running_work, with_work, Banner,
 };
-use super::{from_design, scenario, v3_only, CheckDef, Tier};
 use crate::error::HarnessError;
 use crate::finding::Level::{Must, Should};
-use crate::run::{Case, Inv};
-use crate::sandbox::VmFixture;
-use crate::spec::Edition;
+use crate::run::{Case, Inv, Ran};
+use crate::sandbox::{Sandbox, VmFixture};
+use crate::spec::{Edition, Editions};
 
 pub(super) const CHECKS: &[CheckDef] = &[
-    scenario("LS.empty-is-array", Must, Tier::Pure, "json-v3#types", "Every list-valued field is [] when empty, never null.",
-        "`ls` on an empty data root answers vms: []", &["ls", "lists"], ls_empty),
-    scenario("LS.lists-fixture", Must, Tier::Pure, "json-v3#per-command-data", "ls {\"vms\":[VM,...]}",
-        "`ls` lists a vm.toml fixture as a stopped VM with its recorded fields", &["ls"], ls_fixture),
-    scenario("LS.broken-listed", Must, Tier::Pure, "json-v3#types", "state is one of stopped, running, broken. error appears only on a broken VM.",
-        "a vm.toml that will not parse is listed with state broken and an error; good VMs carry no error", &["ls", "broken"], ls_broken),
-    scenario("LS.running-state", Must, Tier::Fake, "json-v3#types", "state is one of stopped, running, broken.",
-        "a VM whose pidfile names a live qemu lists as running", &["ls", "state"], ls_running),
-    scenario("GET.not-found", Must, Tier::Pure, "json-v3#error-codes", "not_found no such VM",
-        "`get ghost` fails with not_found", &["get", "errors"], get_not_found),
-    v3_only(scenario("GET.vm-status", Must, Tier::Pure, "json-v3#per-command-data", "get {\"vm\":VMStatus}",
-        "`get` answers {vm: VMStatus} with health and recipes_detail", &["get"], get_vm_status), "contract 2's get answers {vm: VM}, without health or recipes_detail"),
-    scenario("GET.broken-ok", Must, Tier::Pure, "json-v3#types", "VM.display is \"window\" or \"vnc\", and \"\" on a broken VM.",
-        "`get` on a broken VM succeeds with state broken, an error and display \"\"", &["get", "broken"], get_broken),
-    scenario("GET.allow-exec-absent", Must, Tier::Pure, "json-v3#types", "allow_exec is true for every VM that predates the field",
-        "an absent allow_exec reads as allow_exec:true and agent_access manage", &["get", "access"], get_allow_exec_absent),
-    v3_only(scenario("GET.agent-access-mapping", Must, Tier::Pure, "json-v3#types", "An explicitly stored allow_exec = true maps to exec. An explicit false value or an absent key maps to manage.",
-        "stored allow_exec true maps to agent_access exec, false to manage", &["get", "access"], get_agent_access), "contract 2 has no agent_access field"),
-    scenario("GET.display-vnc-headless", Must, Tier::Pure, "json-v3#types", "Without a graphical session, an uninstalled disk VM uses VNC so that its installer remains accessible.",
-        "with STOAT_GRAPHICAL=0 an uninstalled disk VM reports display vnc", &["get", "display"], get_display_vnc),
-    scenario("GET.display-window-graphical", Must, Tier::Pure, "json-v3#types", "STOAT_GRAPHICAL=0 or STOAT_GRAPHICAL=1 overrides that detection.",
-        "with STOAT_GRAPHICAL=1 an installed VM without a pinned display reports display window", &["get", "display"], get_display_window),
-    scenario("WAIT.reachable", Must, Tier::Fake, "json-v3#per-command-data", "wait {\"vm\":\"work\",\"until\":\"reachable\",\"reached\":true,\"waited_ms\":4210}",
-        "`wait --until reachable` on a running VM whose ssh port answers an SSH banner reaches it", &["wait", "state"], wait_reachable),
-    scenario("GET.forwards-shape", Must, Tier::Pure, "json-v3#types", "\"forwards\":[{\"host_port\":8080,\"guest_port\":80}]",
-        "stored [[forwards]] come back as {host_port, guest_port}", &["get", "forward"], get_forwards),
-    scenario("RM.confirmation-required-no-stdin", Must, Tier::Pure, "json-v3#json-implies", "rm without -y fails with confirmation_required rather than prompting.",
-        "`rm work` with \"y\\n\" piped in fails with confirmation_required, reads no stdin, and the VM survives", &["rm", "stdin"], rm_confirmation),
-    scenario("RM.deletes", Must, Tier::Pure, "json-v3#per-command-data", "rm {\"name\":\"scratch\",\"deleted\":true}",
-        "`rm -y` answers {name, deleted:true} and the VM is gone", &["rm"], rm_deletes),
-    scenario("RM.running-refused", Must, Tier::Fake, "json-v3#error-codes", "already_running the operation needs a stopped VM",
-        "`rm -y` on a running VM fails with already_running and deletes nothing", &["rm", "state"], rm_running),
-    scenario("WAIT.cannot-reach", Must, Tier::Pure, "json-v3#error-codes", "cannot_reach wait was asked for a state this VM can never reach",
-        "`wait --until reachable` on a stopped VM fails with cannot_reach at once", &["wait"], wait_cannot_reach),
-    scenario("WAIT.stopped-immediate", Must, Tier::Pure, "json-v3#per-command-data", "wait {\"vm\":\"work\",\"until\":\"reachable\",\"reached\":true,\"waited_ms\":4210}",
-        "`wait --until stopped` on a stopped VM answers reached:true with integer waited_ms", &["wait"], wait_stopped),
-    scenario("WAIT.timeout", Must, Tier::Fake, "json-v3#error-codes", "timeout the deadline expired",
-        "`wait --until stopped --timeout 300ms` on a running VM fails with timeout", &["wait", "state"], wait_timeout),
-    scenario("WAIT.bad-until", Must, Tier::Pure, "json-v3#error-codes", "usage a bad flag, a missing argument, an unknown subcommand",
-        "`wait --until bogus` is a usage error", &["wait", "usage"], wait_bad_until),
-    scenario("SNAPSHOT.no-disk-live", Must, Tier::Pure, "json-v3#error-codes", "no_disk the VM has no qcow2 (a live VM has none)",
-        "`snapshot` on a live VM fails with no_disk", &["snapshot"], snapshot_no_disk),
-    scenario("SNAPSHOT.list-empty", Must, Tier::Fake, "json-v3#per-command-data", "snapshot (list) {\"vm\":\"work\",\"snapshots\":[Snapshot,...]}",
-        "`snapshot work` on a stopped disk VM without snapshots answers snapshots: []", &["snapshot", "lists"], snapshot_list_empty),
-    scenario("SNAPSHOT.save-list-restore-delete", Must, Tier::Fake, "json-v3#per-command-data", "snapshot (act) {\"vm\":\"work\",\"tag\":\"clean\",\"action\":\"restore\"}",
-        "save, list, restore and delete a snapshot of a stopped disk VM (through qemu-img)", &["snapshot"], snapshot_cycle),
-    scenario("FORWARD.show", Must, Tier::Pure, "json-v3#per-command-data", "A forward that only displays the current configuration reports active without applies_at.",
-        "`forward work` answers {vm, forwards: [], active} without applies_at", &["forward"], forward_show),
-    scenario("FORWARD.set-stopped", Must, Tier::Pure, "json-v3#per-command-data", "applies_at is now or next_start, and appears on update and on a forward that changed the configuration.",
-        "`forward work 8080:80` on a stopped VM answers applies_at and the forward persists", &["forward"], forward_set_stopped),
-    scenario("FORWARD.set-running", Must, Tier::Fake, "json-v3#per-command-data", "A forward saved on a running VM is not active until the next start.",
-        "a forward saved on a running VM answers active:false, applies_at next_start", &["forward", "state"], forward_set_running),
-    scenario("FORWARD.clear", Must, Tier::Pure, "json-v3#per-command-data", "forward (set/clear) {\"vm\":\"work\",\"forwards\":[...],\"active\":false,\"applies_at\":\"next_start\"}",
-        "`forward work --clear` answers forwards: [] and clears the stored forwards", &["forward", "lists"], forward_clear),
-    scenario("FORWARD.low-port-invalid", Should, Tier::Pure, "json-v3#error-codes", "invalid_spec the request itself is malformed",
-        "a host port under 1024 is refused with invalid_spec", &["forward", "errors"], forward_low_port),
-    scenario("FORWARD.bad-pair-usage", Should, Tier::Pure, "json-v3#error-codes", "usage a bad flag, a missing argument, an unknown subcommand",
-        "a forward pair that is not HOST:GUEST is a usage error", &["forward", "usage"], forward_bad_pair),
-    scenario("UPDATE.changed-ram", Must, Tier::Pure, "json-v3#per-command-data", "update.changed names the fields that actually changed, in wire naming (ssh_port, not SSHPort).",
-        "`update --ram 2048` on a stopped VM answers changed [\"ram\"], applies_at now, and the VM shows it", &["update"], update_changed_ram),
-    scenario("UPDATE.only-actual-changes", Must, Tier::Pure, "json-v3#per-command-data", "A flag you did not pass does not appear, and the field it names is untouched.",
-        "`update --ram <same> --cpus 2` lists only cpus; ram stays", &["update"], update_only_actual),
-    scenario("UPDATE.running-next-start", Must, Tier::Fake, "json-v3#per-command-data", "applies_at is now or next_start",
-        "`update --ram` on a running VM answers applies_at next_start", &["update", "state"], update_running),
-    scenario("UPDATE.disk-shrink", Must, Tier::Pure, "json-v3#error-codes", "disk_shrink a disk can only grow",
-        "`update --disk 4G` on an 8G disk VM fails with disk_shrink", &["update", "errors"], update_disk_shrink),
-    scenario("UPDATE.disk-grow", Must, Tier::Fake, "json-v3#per-command-data", "update {\"vm\":VM,\"changed\":[\"ram\"],\"applies_at\":\"now\"}",
-        "`update --disk 16G` on a stopped disk VM answers changed [\"disk\"] and grows the disk through qemu-img", &["update"], update_disk_grow),
-    scenario("LOGS.vm-empty", Must, Tier::Pure, "json-v3#per-command-data", "logs <vm> {\"vm\":\"work\",\"which\":\"console\",\"lines\":[...]}",
-        "`logs work` with no console log answers {vm, which: console, lines: []}", &["logs", "lists"], logs_vm_empty),
-    scenario("LOGS.vm-tail", Should, Tier::Pure, "json-v3#per-command-data", "logs <vm> {\"vm\":\"work\",\"which\":\"console\",\"lines\":[...]}",
-        "`logs work -n 2` answers the last two console lines", &["logs"], logs_vm_tail),
-    from_design(scenario("LOGS.unknown-which", Must, Tier::Pure, "design#decisions", "`unknown_log`, exit 1",
-        "`logs work --which bogus` fails with unknown_log, exit 1", &["logs", "errors"], logs_unknown_which)),
-    scenario("LOGS.global", Must, Tier::Pure, "json-v3#per-command-data", "logs (no VM) {\"lines\":[...]} (stoat's own log)",
-        "`logs` with no VM answers {lines: [...]} without a vm member", &["logs"], logs_global),
-    scenario("DOCTOR.healthy-field", Must, Tier::Pure, "json-v3#per-command-data", "doctor {\"healthy\":false,\"checks\":[Check,...]}",
-        "`doctor` answers healthy and checks of {name, ok, detail, fix[], optional}", &["doctor"], doctor_shape),
-    scenario("DOCTOR.unhealthy-exit-0", Must, Tier::Pure, "json-v3#exit-codes", "doctor exits 0 with healthy:false.",
-        "`doctor` with no host tools on PATH answers healthy:false and exits 0", &["doctor", "exit"], doctor_unhealthy),
-    scenario("DOCTOR.healthy-consistent", Should, Tier::Pure, "json-v3#per-command-data", "doctor.healthy reports host readiness.",
-        "healthy is false when a non-optional check failed", &["doctor"], doctor_consistent),
-    scenario("CLONE.forwards-not-copied", Must, Tier::Pure, "json-v3#per-command-data", "clone {\"vm\":VM,\"source\":\"work\",\"forwards_copied\":false}",
-        "`clone work copy` answers {vm, source, forwards_copied:false} and the clone has no forwards", &["clone"], clone_forwards),
-    scenario("CLONE.name-taken", Must, Tier::Pure, "json-v3#error-codes", "name_taken a VM by that name already exists",
-        "`clone work work` fails with name_taken", &["clone", "errors"], clone_name_taken),
-    scenario("SSHCMD.argv", Must, Tier::Pure, "json-v3#per-command-data", "ssh-command {\"argv\":[\"ssh\",\"-p\",\"2200\",...]}",
-        "`ssh-command work` answers an argv starting with ssh that names the VM's port", &["ssh-command"], sshcmd_argv),
-    scenario("CODES.not-found-everywhere", Must, Tier::Pure, "json-v3#error-codes", "not_found no such VM",
-        "every command that names a VM fails with not_found for a VM that does not exist", &["errors"], not_found_everywhere),
-    scenario("CODES.broken-refused", Must, Tier::Pure, "json-v3#error-codes", "broken the VM's vm.toml will not parse",
-        "commands that need a readable VM fail with broken on a broken vm.toml", &["errors", "broken"], broken_refused),
-    scenario("CODES.not-running", Must, Tier::Pure, "json-v3#error-codes", "not_running the operation needs a running VM",
-        "down, exec, cp and screenshot on a stopped VM fail with not_running", &["errors", "state"], not_running),
-    v3_only(scenario("APPLY.provision-alias", Must, Tier::Pure, "json-v3#per-command-data", "provision is a hidden alias of apply and reports \"cmd\":\"apply\".",
-        "`provision` answers with cmd apply", &["apply"], provision_alias), "contract 2's provision is a command of its own (cmd provision, {vm, provisioned, skipped_reason})"),
-    scenario("IMAGES.file-bare", Must, Tier::Pure, "json-v3#types", "Image.file is a bare filename under the data root's isos/, never an absolute path.",
-        "`images` answers images: [...] whose file is a bare filename", &["images"], images_file_bare),
-    scenario("PRUNE.dry-run-empty", Must, Tier::Pure, "json-v3#per-command-data", "prune {\"dry_run\":true,\"items\":[PruneItem,...]}",
-        "`prune` on a clean root answers {dry_run: true, items: []}", &["prune", "lists"], prune_empty),
-    v3_only(scenario("RECIPES.schema-lists", Must, Tier::Pure, "json-v3#per-command-data", "A recipe without a health check has health:null; all list fields are [], never null.",
-        "`recipes` answers RecipeSchema rows with list fields and health null or an object", &["recipes", "lists"], recipes_lists), "contract 2's Recipe is {name, description}"),
-    scenario("CHECKRECIPES.applicable-explicit", Must, Tier::Pure, "json-v3#per-command-data", "check-recipes.applicable is emitted explicitly even though it equals issues == [].",
-        "`check-recipes` answers applicable equal to issues == []", &["recipes"], check_recipes),
-    v3_only(scenario("RECIPE.cmd-is-recipe", Must, Tier::Pure, "json-v3#per-command-data", "All recipe subcommands report \"cmd\":\"recipe\"",
-        "`recipe list` answers cmd recipe with roots and recipes lists", &["recipes"], recipe_list), "contract 2's recipe list answers {dir, recipes: [names]}"),
-    scenario("RECIPE.new-path", Must, Tier::Pure, "json-v3#per-command-data", "recipe new {\"path\":\"/home/u/.stoat/recipes/foo/\"}",
-        "`recipe new <name> --os alpine` answers {path}: an absolute path, naming the recipe, that exists once the command has answered (SKIP when the SUT refuses that command line as usage)", &["recipes", "state"], recipe_new_path),
-    v3_only(scenario("GUEST.cmd-is-guest", Must, Tier::Pure, "json-v3#per-command-data", "all guest subcommands report \"cmd\":\"guest\"",
-        "`guest ls` answers cmd guest with a guests list", &["guest"], guest_ls), "contract 2 has no guest command"),
-    v3_only(scenario("GUEST.show", Must, Tier::Pure, "json-v3#per-command-data", "guest show {\"guest\":Guest}",
-        "`guest show <name>` of every guest `guest ls` lists answers cmd guest with {guest} naming it, its fields as `guest ls` gave them; an unknown name is refused (exit 1), never with internal", &["guest"], guest_show), "contract 2 has no guest command"),
-    v3_only(scenario("CAPABILITIES.unavailable", Must, Tier::Pure, "json-v3#capabilities", "runtime.fork and runtime.continuation always appear under unavailable with unsupported/not_implemented.",
-        "`capabilities` answers schema 1 and lists runtime.fork and runtime.continuation as unsupported/not_implemented", &["capabilities"], capabilities), "contract 2 has no capabilities command"),
-    v3_only(scenario("PULL.no-such-image", Must, Tier::Pure, "json-v3#error-codes", "no_such_image the requested image is not in the index",
-        "`pull` of an id the catalog does not know fails with no_such_image", &["pull", "errors"], pull_unknown), "contract 2 has no no_such_image code"),
-    scenario("CREATE.byo-live", Must, Tier::Pure, "json-v3#per-command-data", "create {\"vm\":VM}",
-        "`create` from a bring-your-own ISO answers {vm} and the VM lists as stopped", &["create"], create_byo),
-    scenario("CREATE.name-taken", Must, Tier::Pure, "json-v3#error-codes", "name_taken a VM by that name already exists",
-        "`create work` when work exists fails with name_taken", &["create", "errors"], create_name_taken),
+    CheckDef {
+        id: "LS.empty-is-array",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#types",
+        quote: "Every list-valued field is [] when empty, never null.",
+        title: "`ls` on an empty data root answers vms: []",
+        tags: &["ls", "lists"],
+        ..scenario(ls_empty)
+    },
+    CheckDef {
+        id: "LS.lists-fixture",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "ls {\"vms\":[VM,...]}",
+        title: "`ls` lists a vm.toml fixture as a stopped VM with its recorded fields",
+        tags: &["ls"],
+        ..scenario(ls_fixture)
+    },
+    CheckDef {
+        id: "LS.broken-listed",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#types",
+        quote: "state is one of stopped, running, broken. error appears only on a broken VM.",
+        title: "a vm.toml that will not parse is listed with state broken and an error; good VMs carry no error",
+        tags: &["ls", "broken"],
+        ..scenario(ls_broken)
+    },
+    CheckDef {
+        id: "LS.running-state",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#types",
+        quote: "state is one of stopped, running, broken.",
+        title: "a VM whose pidfile names a live qemu lists as running",
+        tags: &["ls", "state"],
+        ..scenario(ls_running)
+    },
+    CheckDef {
+        id: "GET.not-found",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "not_found no such VM",
+        title: "`get ghost` fails with not_found",
+        tags: &["get", "errors"],
+        ..scenario(get_not_found)
+    },
+    CheckDef {
+        id: "GET.vm-status",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "get {\"vm\":VMStatus}",
+        title: "`get` answers {vm: VMStatus} with health and recipes_detail",
+        tags: &["get"],
+        editions: Editions::V3 { change: "contract 2's get answers {vm: VM}, without health or recipes_detail" },
+        ..scenario(get_vm_status)
+    },
+    CheckDef {
+        id: "GET.broken-ok",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#types",
+        quote: "VM.display is \"window\" or \"vnc\", and \"\" on a broken VM.",
+        title: "`get` on a broken VM succeeds with state broken, an error and display \"\"",
+        tags: &["get", "broken"],
+        ..scenario(get_broken)
+    },
+    CheckDef {
+        id: "GET.allow-exec-absent",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#types",
+        quote: "allow_exec is true for every VM that predates the field",
+        title: "an absent allow_exec reads as allow_exec:true and agent_access manage",
+        tags: &["get", "access"],
+        ..scenario(get_allow_exec_absent)
+    },
+    CheckDef {
+        id: "GET.agent-access-mapping",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#types",
+        quote: "An explicitly stored allow_exec = true maps to exec. An explicit false value or an absent key maps to manage.",
+        title: "stored allow_exec true maps to agent_access exec, false to manage",
+        tags: &["get", "access"],
+        editions: Editions::V3 { change: "contract 2 has no agent_access field" },
+        ..scenario(get_agent_access)
+    },
+    CheckDef {
+        id: "GET.display-vnc-headless",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#types",
+        quote: "Without a graphical session, an uninstalled disk VM uses VNC so that its installer remains accessible.",
+        title: "with STOAT_GRAPHICAL=0 an uninstalled disk VM reports display vnc",
+        tags: &["get", "display"],
+        ..scenario(get_display_vnc)
+    },
+    CheckDef {
+        id: "GET.display-window-graphical",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#types",
+        quote: "STOAT_GRAPHICAL=0 or STOAT_GRAPHICAL=1 overrides that detection.",
+        title: "with STOAT_GRAPHICAL=1 an installed VM without a pinned display reports display window",
+        tags: &["get", "display"],
+        ..scenario(get_display_window)
+    },
+    CheckDef {
+        id: "WAIT.reachable",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#per-command-data",
+        quote: "wait {\"vm\":\"work\",\"until\":\"reachable\",\"reached\":true,\"waited_ms\":4210}",
+        title: "`wait --until reachable` on a running VM whose ssh port answers an SSH banner reaches it",
+        tags: &["wait", "state"],
+        ..scenario(wait_reachable)
+    },
+    CheckDef {
+        id: "GET.forwards-shape",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#types",
+        quote: "\"forwards\":[{\"host_port\":8080,\"guest_port\":80}]",
+        title: "stored [[forwards]] come back as {host_port, guest_port}",
+        tags: &["get", "forward"],
+        ..scenario(get_forwards)
+    },
+    CheckDef {
+        id: "RM.confirmation-required-no-stdin",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#json-implies",
+        quote: "rm without -y fails with confirmation_required rather than prompting.",
+        title: "`rm work` with \"y\\n\" piped in fails with confirmation_required, reads no stdin, and the VM survives",
+        tags: &["rm", "stdin"],
+        ..scenario(rm_confirmation)
+    },
+    CheckDef {
+        id: "RM.deletes",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "rm {\"name\":\"scratch\",\"deleted\":true}",
+        title: "`rm -y` answers {name, deleted:true} and the VM is gone",
+        tags: &["rm"],
+        ..scenario(rm_deletes)
+    },
+    CheckDef {
+        id: "RM.running-refused",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#error-codes",
+        quote: "already_running the operation needs a stopped VM",
+        title: "`rm -y` on a running VM fails with already_running and deletes nothing",
+        tags: &["rm", "state"],
+        ..scenario(rm_running)
+    },
+    CheckDef {
+        id: "WAIT.cannot-reach",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "cannot_reach wait was asked for a state this VM can never reach",
+        title: "`wait --until reachable` on a stopped VM fails with cannot_reach at once",
+        tags: &["wait"],
+        ..scenario(wait_cannot_reach)
+    },
+    CheckDef {
+        id: "WAIT.stopped-immediate",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "wait {\"vm\":\"work\",\"until\":\"reachable\",\"reached\":true,\"waited_ms\":4210}",
+        title: "`wait --until stopped` on a stopped VM answers reached:true with integer waited_ms",
+        tags: &["wait"],
+        ..scenario(wait_stopped)
+    },
+    CheckDef {
+        id: "WAIT.timeout",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#error-codes",
+        quote: "timeout the deadline expired",
+        title: "`wait --until stopped --timeout 300ms` on a running VM fails with timeout",
+        tags: &["wait", "state"],
+        ..scenario(wait_timeout)
+    },
+    CheckDef {
+        id: "WAIT.bad-until",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "usage a bad flag, a missing argument, an unknown subcommand",
+        title: "`wait --until bogus` is a usage error",
+        tags: &["wait", "usage"],
+        ..scenario(wait_bad_until)
+    },
+    CheckDef {
+        id: "SNAPSHOT.no-disk-live",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "no_disk the VM has no qcow2 (a live VM has none)",
+        title: "`snapshot` on a live VM fails with no_disk",
+        tags: &["snapshot"],
+        ..scenario(snapshot_no_disk)
+    },
+    CheckDef {
+        id: "SNAPSHOT.list-empty",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#per-command-data",
+        quote: "snapshot (list) {\"vm\":\"work\",\"snapshots\":[Snapshot,...]}",
+        title: "`snapshot work` on a stopped disk VM without snapshots answers snapshots: []",
+        tags: &["snapshot", "lists"],
+        ..scenario(snapshot_list_empty)
+    },
+    CheckDef {
+        id: "SNAPSHOT.save-list-restore-delete",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#per-command-data",
+        quote: "snapshot (act) {\"vm\":\"work\",\"tag\":\"clean\",\"action\":\"restore\"}",
+        title: "save, list, restore and delete a snapshot of a stopped disk VM (through qemu-img)",
+        tags: &["snapshot"],
+        ..scenario(snapshot_cycle)
+    },
+    CheckDef {
+        id: "FORWARD.show",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "A forward that only displays the current configuration reports active without applies_at.",
+        title: "`forward work` answers {vm, forwards: [], active} without applies_at",
+        tags: &["forward"],
+        ..scenario(forward_show)
+    },
+    CheckDef {
+        id: "FORWARD.set-stopped",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "applies_at is now or next_start, and appears on update and on a forward that changed the configuration.",
+        title: "`forward work 8080:80` on a stopped VM answers applies_at and the forward persists",
+        tags: &["forward"],
+        ..scenario(forward_set_stopped)
+    },
+    CheckDef {
+        id: "FORWARD.set-running",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#per-command-data",
+        quote: "A forward saved on a running VM is not active until the next start.",
+        title: "a forward saved on a running VM answers active:false, applies_at next_start",
+        tags: &["forward", "state"],
+        ..scenario(forward_set_running)
+    },
+    CheckDef {
+        id: "FORWARD.clear",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "forward (set/clear) {\"vm\":\"work\",\"forwards\":[...],\"active\":false,\"applies_at\":\"next_start\"}",
+        title: "`forward work --clear` answers forwards: [] and clears the stored forwards",
+        tags: &["forward", "lists"],
+        ..scenario(forward_clear)
+    },
+    CheckDef {
+        id: "FORWARD.low-port-invalid",
+        level: Should,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "invalid_spec the request itself is malformed",
+        title: "a host port under 1024 is refused with invalid_spec",
+        tags: &["forward", "errors"],
+        ..scenario(forward_low_port)
+    },
+    CheckDef {
+        id: "FORWARD.bad-pair-usage",
+        level: Should,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "usage a bad flag, a missing argument, an unknown subcommand",
+        title: "a forward pair that is not HOST:GUEST is a usage error",
+        tags: &["forward", "usage"],
+        ..scenario(forward_bad_pair)
+    },
+    CheckDef {
+        id: "UPDATE.changed-ram",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "update.changed names the fields that actually changed, in wire naming (ssh_port, not SSHPort).",
+        title: "`update --ram 2048` on a stopped VM answers changed [\"ram\"], applies_at now, and the VM shows it",
+        tags: &["update"],
+        ..scenario(update_changed_ram)
+    },
+    CheckDef {
+        id: "UPDATE.only-actual-changes",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "A flag you did not pass does not appear, and the field it names is untouched.",
+        title: "`update --ram <same> --cpus 2` lists only cpus; ram stays",
+        tags: &["update"],
+        ..scenario(update_only_actual)
+    },
+    CheckDef {
+        id: "UPDATE.running-next-start",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#per-command-data",
+        quote: "applies_at is now or next_start",
+        title: "`update --ram` on a running VM answers applies_at next_start",
+        tags: &["update", "state"],
+        ..scenario(update_running)
+    },
+    CheckDef {
+        id: "UPDATE.disk-shrink",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "disk_shrink a disk can only grow",
+        title: "`update --disk 4G` on an 8G disk VM fails with disk_shrink",
+        tags: &["update", "errors"],
+        ..scenario(update_disk_shrink)
+    },
+    CheckDef {
+        id: "UPDATE.disk-grow",
+        level: Must,
+        tier: Tier::Fake,
+        spec: "json-v3#per-command-data",
+        quote: "update {\"vm\":VM,\"changed\":[\"ram\"],\"applies_at\":\"now\"}",
+        title: "`update --disk 16G` on a stopped disk VM answers changed [\"disk\"] and grows the disk through qemu-img",
+        tags: &["update"],
+        ..scenario(update_disk_grow)
+    },
+    CheckDef {
+        id: "LOGS.vm-empty",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "logs <vm> {\"vm\":\"work\",\"which\":\"console\",\"lines\":[...]}",
+        title: "`logs work` with no console log answers {vm, which: console, lines: []}",
+        tags: &["logs", "lists"],
+        ..scenario(logs_vm_empty)
+    },
+    CheckDef {
+        id: "LOGS.vm-tail",
+        level: Should,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "logs <vm> {\"vm\":\"work\",\"which\":\"console\",\"lines\":[...]}",
+        title: "`logs work -n 2` answers the last two console lines",
+        tags: &["logs"],
+        ..scenario(logs_vm_tail)
+    },
+    CheckDef {
+        id: "LOGS.unknown-which",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "unknown_log bad --which",
+        title: "`logs work --which bogus` fails with unknown_log, exit 1",
+        tags: &["logs", "errors"],
+        ..scenario(logs_unknown_which)
+    },
+    CheckDef {
+        id: "LOGS.global",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "logs (no VM) {\"lines\":[...]} (stoat's own log)",
+        title: "`logs` with no VM answers {lines: [...]} without a vm member",
+        tags: &["logs"],
+        ..scenario(logs_global)
+    },
+    CheckDef {
+        id: "DOCTOR.healthy-field",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "doctor {\"healthy\":false,\"checks\":[Check,...]}",
+        title: "`doctor` answers healthy and checks of {name, ok, detail, fix[], optional}",
+        tags: &["doctor"],
+        ..scenario(doctor_shape)
+    },
+    CheckDef {
+        id: "DOCTOR.unhealthy-exit-0",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#exit-codes",
+        quote: "doctor exits 0 with healthy:false.",
+        title: "`doctor` with no host tools on PATH answers healthy:false and exits 0",
+        tags: &["doctor", "exit"],
+        ..scenario(doctor_unhealthy)
+    },
+    CheckDef {
+        id: "DOCTOR.healthy-consistent",
+        level: Should,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "doctor.healthy reports host readiness.",
+        title: "healthy is false when a non-optional check failed",
+        tags: &["doctor"],
+        ..scenario(doctor_consistent)
+    },
+    CheckDef {
+        id: "CLONE.forwards-not-copied",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "clone {\"vm\":VM,\"source\":\"work\",\"forwards_copied\":false}",
+        title: "`clone work copy` answers {vm, source, forwards_copied:false} and the clone has no forwards",
+        tags: &["clone"],
+        ..scenario(clone_forwards)
+    },
+    CheckDef {
+        id: "CLONE.name-taken",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "name_taken a VM by that name already exists",
+        title: "`clone work work` fails with name_taken",
+        tags: &["clone", "errors"],
+        ..scenario(clone_name_taken)
+    },
+    CheckDef {
+        id: "SSHCMD.argv",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "ssh-command {\"argv\":[\"ssh\",\"-p\",\"2200\",...]}",
+        title: "`ssh-command work` answers an argv starting with ssh that names the VM's port",
+        tags: &["ssh-command"],
+        ..scenario(sshcmd_argv)
+    },
+    CheckDef {
+        id: "CODES.not-found-everywhere",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "not_found no such VM",
+        title: "every command that names a VM fails with not_found for a VM that does not exist",
+        tags: &["errors"],
+        ..scenario(not_found_everywhere)
+    },
+    CheckDef {
+        id: "CODES.broken-refused",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "broken the VM's vm.toml will not parse",
+        title: "commands that need a readable VM fail with broken on a broken vm.toml",
+        tags: &["errors", "broken"],
+        ..scenario(broken_refused)
+    },
+    CheckDef {
+        id: "CODES.not-running",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "not_running the operation needs a running VM",
+        title: "down, exec, cp and screenshot on a stopped VM fail with not_running",
+        tags: &["errors", "state"],
+        ..scenario(not_running)
+    },
+    CheckDef {
+        id: "APPLY.provision-alias",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "provision is a hidden alias of apply and reports \"cmd\":\"apply\".",
+        title: "`provision` answers with cmd apply",
+        tags: &["apply"],
+        editions: Editions::V3 { change: "contract 2's provision is a command of its own (cmd provision, {vm, provisioned, skipped_reason})" },
+        ..scenario(provision_alias)
+    },
+    CheckDef {
+        id: "IMAGES.file-bare",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#types",
+        quote: "Image.file is a bare filename under the data root's isos/, never an absolute path.",
+        title: "`images` answers images: [...] whose file is a bare filename",
+        tags: &["images"],
+        ..scenario(images_file_bare)
+    },
+    CheckDef {
+        id: "PRUNE.dry-run-empty",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "prune {\"dry_run\":true,\"items\":[PruneItem,...]}",
+        title: "`prune` on a clean root answers {dry_run: true, items: []}",
+        tags: &["prune", "lists"],
+        ..scenario(prune_empty)
+    },
+    CheckDef {
+        id: "RECIPES.schema-lists",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "A recipe without a health check has health:null; all list fields are [], never null.",
+        title: "`recipes` answers RecipeSchema rows with list fields and health null or an object",
+        tags: &["recipes", "lists"],
+        editions: Editions::V3 { change: "contract 2's Recipe is {name, description}" },
+        ..scenario(recipes_lists)
+    },
+    CheckDef {
+        id: "CHECKRECIPES.applicable-explicit",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "check-recipes.applicable is emitted explicitly even though it equals issues == [].",
+        title: "`check-recipes` answers applicable equal to issues == []",
+        tags: &["recipes"],
+        ..scenario(check_recipes)
+    },
+    CheckDef {
+        id: "RECIPE.cmd-is-recipe",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "All recipe subcommands report \"cmd\":\"recipe\"",
+        title: "`recipe list` answers cmd recipe with roots and recipes lists",
+        tags: &["recipes"],
+        editions: Editions::V3 { change: "contract 2's recipe list answers {dir, recipes: [names]}" },
+        ..scenario(recipe_list)
+    },
+    CheckDef {
+        id: "RECIPE.new-path",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "recipe new {\"path\":\"/home/u/.stoat/recipes/foo/\"}",
+        title: "`recipe new <name> --os alpine` answers {path}: an absolute path, naming the recipe, that exists once the command has answered (SKIP when the SUT refuses that command line as usage)",
+        tags: &["recipes", "state"],
+        ..scenario(recipe_new_path)
+    },
+    CheckDef {
+        id: "GUEST.cmd-is-guest",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "all guest subcommands report \"cmd\":\"guest\"",
+        title: "`guest ls` answers cmd guest with a guests list",
+        tags: &["guest"],
+        editions: Editions::V3 { change: "contract 2 has no guest command" },
+        ..scenario(guest_ls)
+    },
+    CheckDef {
+        id: "GUEST.show",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "guest show {\"guest\":Guest}",
+        title: "`guest show <name>` of every guest `guest ls` lists answers cmd guest with {guest} naming it, its fields as `guest ls` gave them; an unknown name is refused (exit 1), never with internal",
+        tags: &["guest"],
+        editions: Editions::V3 { change: "contract 2 has no guest command" },
+        ..scenario(guest_show)
+    },
+    CheckDef {
+        id: "CAPABILITIES.unavailable",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#capabilities",
+        quote: "runtime.fork and runtime.continuation always appear under unavailable with unsupported/not_implemented.",
+        title: "`capabilities` answers schema 1 and lists runtime.fork and runtime.continuation as unsupported/not_implemented",
+        tags: &["capabilities"],
+        editions: Editions::V3 { change: "contract 2 has no capabilities command" },
+        ..scenario(capabilities)
+    },
+    CheckDef {
+        id: "PULL.no-such-image",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "no_such_image the requested image is not in the index",
+        title: "`pull` of an id the catalog does not know fails with no_such_image",
+        tags: &["pull", "errors"],
+        editions: Editions::V3 { change: "contract 2 has no no_such_image code" },
+        ..scenario(pull_unknown)
+    },
+    CheckDef {
+        id: "CREATE.byo-live",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#per-command-data",
+        quote: "create {\"vm\":VM}",
+        title: "`create` from a bring-your-own ISO answers {vm} and the VM lists as stopped",
+        tags: &["create"],
+        ..scenario(create_byo)
+    },
+    CheckDef {
+        id: "LEAK.byo-image-path",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#absent",
+        quote: "iso and base. base is an absolute host path. Both are omitted until a caller has a concrete need.",
+        title: "after `create` from a BYO ISO planted under a canary directory, create, ls, get and images never carry its absolute path (the oracle) and get's VM has no iso or base member",
+        tags: &["leaks", "create", "images"],
+        ..scenario(byo_path_absent)
+    },
+    CheckDef {
+        id: "CREATE.name-taken",
+        level: Must,
+        tier: Tier::Pure,
+        spec: "json-v3#error-codes",
+        quote: "name_taken a VM by that name already exists",
+        title: "`create work` when work exists fails with name_taken",
+        tags: &["create", "errors"],
+        ..scenario(create_name_taken)
+    },
 ];
 
 fn ls_empty(case: &mut Case<'_>) -> Result<(), HarnessError> {
@@ -1202,14 +1701,30 @@ fn pull_unknown(case: &mut Case<'_>) -> Result<(), HarnessError> {
     Ok(())
 }
 
-fn create_byo(case: &mut Case<'_>) -> Result<(), HarnessError> {
+/// The smallest file that carries the ISO 9660 signature (`CD001` at byte 32769), so a SUT
+/// that checks what a typed path names before attaching it as a CD still takes it.
+fn iso9660_fixture() -> Vec<u8> {
+    let mut bytes = vec![0u8; 32774];
+    bytes[32768] = 1;
+    bytes[32769..].copy_from_slice(b"CD001");
+    bytes
+}
+
+/// `create vm1 --image <BYO ISO> --mode live` in a fresh sandbox, the ISO planted under a
+/// canary path (the oracle flags its absolute path in any payload).
+fn create_from_byo_iso(case: &mut Case<'_>) -> Result<(Sandbox, Ran), HarnessError> {
     let sandbox = case.sandbox()?;
-    let iso = sandbox.write_work_file("alpine-virt-3.20.3-x86_64.iso", b"fake iso\n")?;
+    let iso = sandbox.write_byo_file("alpine-virt-3.20.3-x86_64.iso", &iso9660_fixture())?;
     let iso = iso.to_string_lossy().into_owned();
     let ran = case.json(
         &sandbox,
         &["create", "vm1", "--image", &iso, "--mode", "live"],
     )?;
+    Ok((sandbox, ran))
+}
+
+fn create_byo(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let (sandbox, ran) = create_from_byo_iso(case)?;
     if let Some(data) = case.expect_ok(&ran).cloned() {
         expect_eq(case, &data, "/vm/name", &json!("vm1"));
         expect_eq(case, &data, "/vm/state", &json!("stopped"));
@@ -1222,6 +1737,28 @@ fn create_byo(case: &mut Case<'_>) -> Result<(), HarnessError> {
             "the created VM is not listed",
         );
     }
+    Ok(())
+}
+
+fn byo_path_absent(case: &mut Case<'_>) -> Result<(), HarnessError> {
+    let (sandbox, ran) = create_from_byo_iso(case)?;
+    if case.expect_ok(&ran).is_none() {
+        return Ok(());
+    }
+    let listed = case.json(&sandbox, &["ls"])?;
+    case.expect_ok(&listed);
+    let got = case.json(&sandbox, &["get", "vm1"])?;
+    if let Some(vm) = case.expect_ok(&got).and_then(|d| d.get("vm")).cloned() {
+        for key in ["iso", "base"] {
+            case.ensure(
+                vm.get(key).is_none(),
+                &format!("/data/vm/{key}"),
+                format!("get carries {key}; the contract omits iso and base"),
+            );
+        }
+    }
+    let images = case.json(&sandbox, &["images"])?;
+    case.expect_ok(&images);
     Ok(())
 }
 

@@ -80,11 +80,11 @@ fn config(verb: &VerbArgs) -> Result<GoldenConfig, HarnessError> {
     let fakes = match &verb.fakes {
         Some(path) if path.exists() => Some(path.clone()),
         Some(path) => return Err(HarnessError::FakesMissing(path.clone())),
-        None => crate::cli::default_fakes(),
+        None => crate::run::sut::default_fakes(),
     };
     Ok(GoldenConfig {
         sut: Sut {
-            program: crate::cli::resolve_program(&sut.program),
+            program: crate::run::sut::resolve_program(&sut.program),
             leading: sut.leading,
         },
         fakes,

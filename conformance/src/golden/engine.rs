@@ -64,6 +64,7 @@ impl GoldenConfig {
             stdin: StdinPlan::Null,
             timeout: self.timeout,
             json: true,
+            signal: None,
         })?;
         let text = String::from_utf8_lossy(&spawned.capture.stdout.0).into_owned();
         let result: Option<Value> = text
@@ -212,7 +213,7 @@ fn is_private_key(relative: &str) -> bool {
 }
 
 /// Reads a directory tree back (redacted): relative path → bytes; empty dirs end in `/`.
-fn snapshot_tree(root: &Path, redactor: &Redactor) -> BTreeMap<String, Bytes> {
+pub fn snapshot_tree(root: &Path, redactor: &Redactor) -> BTreeMap<String, Bytes> {
     let mut out = BTreeMap::new();
     snapshot_into(root, root, redactor, &mut out);
     out
@@ -245,9 +246,55 @@ fn snapshot_into(root: &Path, dir: &Path, redactor: &Redactor, out: &mut BTreeMa
 /// Runs a case's inputs once in a fresh sandbox and judges the invocation.
 pub fn replay(config: &GoldenConfig, case: &GoldenCase) -> Result<Replay, HarnessError> {
     let (sandbox, redactor) = sandbox_for(config, case)?;
-    let args: Vec<String> = case.argv.iter().map(|a| redactor.expand(a)).collect();
+    let mut before_problems = Vec::new();
+    for (index, step) in case.before.iter().enumerate() {
+        let cmd = crate::run::case::expected_cmd(&step.argv);
+        let replay = invoke(
+            config,
+            &sandbox,
+            &redactor,
+            &step.argv,
+            None,
+            cmd,
+            case.contract,
+        )?;
+        let problems = match step.expected(case) {
+            Some(expected) => compare(&expected, &replay),
+            None => replay.oracle_failures,
+        };
+        before_problems.extend(
+            problems
+                .into_iter()
+                .map(|p| format!("before {index} ({}): {p}", step.argv.join(" "))),
+        );
+    }
+    let mut replay = invoke(
+        config,
+        &sandbox,
+        &redactor,
+        &case.argv,
+        case.stdin.as_ref(),
+        Some(case.cmd.clone()),
+        case.contract,
+    )?;
+    before_problems.append(&mut replay.oracle_failures);
+    replay.oracle_failures = before_problems;
+    Ok(replay)
+}
+
+/// Runs one invocation of a case in its sandbox and judges it with the oracle.
+fn invoke(
+    config: &GoldenConfig,
+    sandbox: &Sandbox,
+    redactor: &Redactor,
+    argv: &[String],
+    stdin: Option<&Bytes>,
+    cmd: Option<String>,
+    contract: u32,
+) -> Result<Replay, HarnessError> {
+    let args: Vec<String> = argv.iter().map(|a| redactor.expand(a)).collect();
     let env = sandbox.env();
-    let stdin = match &case.stdin {
+    let stdin = match stdin {
         Some(bytes) => StdinPlan::Watched(redactor.expand_bytes(&bytes.0)),
         None => StdinPlan::Null,
     };
@@ -258,12 +305,13 @@ pub fn replay(config: &GoldenConfig, case: &GoldenCase) -> Result<Replay, Harnes
         stdin,
         timeout: config.timeout,
         json: true,
+        signal: None,
     })?;
     let capture: Capture = spawned.capture;
     let context = Context {
-        expect_cmd: Some(case.cmd.clone()),
+        expect_cmd: cmd,
         canaries: sandbox.canaries(),
-        edition: Edition::from_number(u64::from(case.contract)).unwrap_or_default(),
+        edition: Edition::from_number(u64::from(contract)).unwrap_or_default(),
     };
     let judgement = Oracle::new().judge(&capture, &context);
     let oracle_failures = judgement
@@ -530,6 +578,7 @@ pub fn inputs_from_spec(
         about: spec.about.clone(),
         argv: spec.argv.clone(),
         env: spec.env.clone(),
+        before: Vec::new(),
         stdin: spec.stdin.as_ref().map(|s| Bytes(s.clone().into_bytes())),
         fixture: snapshot_tree(&sandbox.data, &redactor),
         work: text_tree(&spec.work),

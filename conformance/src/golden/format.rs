@@ -31,6 +31,11 @@ pub struct GoldenCase {
     /// Variables added to (or replacing) the sandbox's pinned environment.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// Invocations run first in the same sandbox, in order (a history the case's own
+    /// invocation ends), each judged by the oracle and, when it names them, by its exit
+    /// status and lines.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub before: Vec<GoldenStep>,
     /// Bytes on stdin (`None`: /dev/null).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stdin: Option<Bytes>,
@@ -54,6 +59,36 @@ pub struct GoldenCase {
     /// `"allowed"`: objects may carry keys the transcript does not name (the additive rule).
     #[serde(default = "extra_keys_allowed")]
     pub extra_keys: String,
+}
+
+/// One invocation of a case's `before` history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GoldenStep {
+    /// Arguments after the SUT's program (placeholders expanded).
+    pub argv: Vec<String>,
+    /// The expected exit status (`None`: any the oracle accepts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<i32>,
+    /// The expected lines, result last (empty: not compared).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lines: Vec<Value>,
+}
+
+impl GoldenStep {
+    /// The step as a case of its own to compare against, when it names an answer.
+    pub fn expected(&self, case: &GoldenCase) -> Option<GoldenCase> {
+        let exit = self.exit?;
+        if self.lines.is_empty() {
+            return None;
+        }
+        Some(GoldenCase {
+            argv: self.argv.clone(),
+            before: Vec::new(),
+            exit,
+            lines: self.lines.clone(),
+            ..case.clone()
+        })
+    }
 }
 
 fn extra_keys_allowed() -> String {
@@ -114,6 +149,7 @@ mod tests {
             about: String::new(),
             argv: vec!["--json".into(), "version".into()],
             env: BTreeMap::new(),
+            before: Vec::new(),
             stdin: None,
             fixture: BTreeMap::from([("isos/".to_string(), Bytes::default())]),
             work: BTreeMap::new(),

@@ -4,7 +4,8 @@
 //! `impl/wire` on purpose. Implements json-v3#error-codes and its
 //! contract-2 reading (docs/contract.md).
 
-use super::{at, Sink, Stream};
+use super::sink::{at, Sink, Stream};
+use crate::ids;
 use crate::spec::Edition;
 
 /// Every code of the contract-2 table, sorted. `applied_at_boot` is contract 2's alone:
@@ -87,10 +88,10 @@ pub(crate) fn check(stream: &Stream, edition: Edition, sink: &mut Sink) {
     let Some(code) = result.pointer("/error/code").and_then(|c| c.as_str()) else {
         return;
     };
-    sink.touch("CODES.known");
+    sink.touch(ids::CODES_KNOWN);
     if known_codes(edition).binary_search(&code).is_err() {
         sink.find(
-            "CODES.known",
+            ids::CODES_KNOWN,
             at(*index, "/error/code"),
             format!("error code {code:?} is not in the contract-{edition} code table (a consumer treats it as a generic failure)"),
         );

@@ -4,23 +4,26 @@
 
 use serde_json::Value;
 
-use super::{at, walk, Context, Sink, Stream};
+use super::context::Context;
+use super::sink::{at, walk, Sink, Stream};
+use crate::finding::CheckId;
+use crate::ids;
 use crate::spec::Edition;
 
 const KNOWN_EVENTS: &[&str] = &["progress", "stage", "log"];
 
 pub(crate) fn check(stdout: &[u8], context: &Context, sink: &mut Sink) -> Stream {
-    sink.touch("ENV.no-ansi");
+    sink.touch(ids::ENV_NO_ANSI);
     if let Some(offset) = stdout.iter().position(|b| *b == 0x1b) {
         sink.find(
-            "ENV.no-ansi",
+            ids::ENV_NO_ANSI,
             format!("byte {offset}"),
             "stdout carries an ESC (0x1b) byte: ANSI escapes are never allowed under --json",
         );
     }
     let mut lines = Vec::new();
     let text_lines = split_lines(stdout);
-    sink.touch("ENV.json-lines");
+    sink.touch(ids::ENV_JSON_LINES);
     // Not-JSON lines are held until the result is known: before a project fan-out's
     // ProjectRun the contract tolerates prose (its one stated exception).
     let mut not_json: Vec<(usize, String)> = Vec::new();
@@ -64,11 +67,11 @@ pub(crate) fn check(stdout: &[u8], context: &Context, sink: &mut Sink) -> Stream
         check_decoded_ansi(index, line, sink);
     }
 
-    sink.touch("ENV.result-present");
-    sink.touch("ENV.one-result");
+    sink.touch(ids::ENV_RESULT_PRESENT);
+    sink.touch(ids::ENV_ONE_RESULT);
     if result_indexes.len() > 1 {
         sink.find(
-            "ENV.one-result",
+            ids::ENV_ONE_RESULT,
             at(result_indexes[1], ""),
             format!(
                 "{} result lines (lines {:?}); exactly one is allowed",
@@ -82,7 +85,7 @@ pub(crate) fn check(stdout: &[u8], context: &Context, sink: &mut Sink) -> Stream
         .map(|index| (*index, lines[*index].clone().unwrap_or(Value::Null)));
     match &result {
         None => sink.find(
-            "ENV.result-present",
+            ids::ENV_RESULT_PRESENT,
             "stdout",
             format!(
                 "no result line in {} stdout line(s): the consumer classifies this as crashed",
@@ -90,12 +93,12 @@ pub(crate) fn check(stdout: &[u8], context: &Context, sink: &mut Sink) -> Stream
             ),
         ),
         Some((index, value)) => {
-            sink.touch("ENV.result-last");
+            sink.touch(ids::ENV_RESULT_LAST);
             let last = text_lines.len().saturating_sub(1);
             if result_indexes.first() != Some(&last) {
                 let first = result_indexes.first().copied().unwrap_or(*index);
                 sink.find(
-                    "ENV.result-last",
+                    ids::ENV_RESULT_LAST,
                     at(first, ""),
                     format!(
                         "the result line is line {} of {}; it must be last",
@@ -114,7 +117,7 @@ pub(crate) fn check(stdout: &[u8], context: &Context, sink: &mut Sink) -> Stream
         if fanout {
             sink.find(FANOUT_PURE, at(index, ""), message);
         } else {
-            sink.find("ENV.json-lines", at(index, ""), message);
+            sink.find(ids::ENV_JSON_LINES, at(index, ""), message);
         }
     }
     if fanout {
@@ -126,7 +129,7 @@ pub(crate) fn check(stdout: &[u8], context: &Context, sink: &mut Sink) -> Stream
 
 /// The design rule that keeps a fan-out's stream JSON lines although the contract lets it
 /// write prose.
-pub(crate) const FANOUT_PURE: &str = "PROJECT.fanout-json-lines";
+pub(crate) const FANOUT_PURE: CheckId = ids::PROJECT_FANOUT_JSON_LINES;
 
 /// A project-scope `up`, `down` or `apply` answering a ProjectRun: the one place the contract
 /// tolerates "human progress lines before the final ProjectRun result".
@@ -151,8 +154,8 @@ fn split_lines(stdout: &[u8]) -> Vec<&[u8]> {
 fn check_line_fields(index: usize, line: &Value, edition: Edition, sink: &mut Sink) {
     // Each edition states its own number: one rule id per edition.
     let rule = match edition {
-        Edition::V2 => "ENV.v-is-2",
-        Edition::V3 => "ENV.v-is-3",
+        Edition::V2 => ids::ENV_V_IS_2,
+        Edition::V3 => ids::ENV_V_IS_3,
     };
     sink.touch(rule);
     match line.get("v") {
@@ -164,17 +167,17 @@ fn check_line_fields(index: usize, line: &Value, edition: Edition, sink: &mut Si
         ),
         None => sink.find(rule, at(index, "/v"), "v is missing"),
     }
-    sink.touch("ENV.line-fields");
+    sink.touch(ids::ENV_LINE_FIELDS);
     for field in ["type", "cmd"] {
         match line.get(field) {
             Some(Value::String(_)) => {}
             Some(other) => sink.find(
-                "ENV.line-fields",
+                ids::ENV_LINE_FIELDS,
                 at(index, &format!("/{field}")),
                 format!("{field} must be a string, got {other}"),
             ),
             None => sink.find(
-                "ENV.line-fields",
+                ids::ENV_LINE_FIELDS,
                 at(index, &format!("/{field}")),
                 format!("{field} is missing"),
             ),
@@ -183,26 +186,26 @@ fn check_line_fields(index: usize, line: &Value, edition: Edition, sink: &mut Si
 }
 
 fn check_event(index: usize, kind: &str, line: &Value, sink: &mut Sink) {
-    sink.touch("ENV.ok-only-on-result");
+    sink.touch(ids::ENV_OK_ONLY_ON_RESULT);
     if line.get("ok").is_some() {
         sink.find(
-            "ENV.ok-only-on-result",
+            ids::ENV_OK_ONLY_ON_RESULT,
             at(index, "/ok"),
             format!("a {kind:?} event carries ok; ok is on result lines only"),
         );
     }
     if KNOWN_EVENTS.contains(&kind) {
-        sink.touch("ENV.event-data");
+        sink.touch(ids::ENV_EVENT_DATA);
         if !line.get("data").is_some_and(Value::is_object) {
             sink.find(
-                "ENV.event-data",
+                ids::ENV_EVENT_DATA,
                 at(index, "/data"),
                 format!("a {kind:?} event must carry a data object"),
             );
         }
         if line.get("error").is_some() {
             sink.find(
-                "ENV.event-data",
+                ids::ENV_EVENT_DATA,
                 at(index, "/error"),
                 format!("a {kind:?} event carries error; error is on failed results only"),
             );
@@ -211,93 +214,97 @@ fn check_event(index: usize, kind: &str, line: &Value, sink: &mut Sink) {
 }
 
 fn check_result(index: usize, result: &Value, context: &Context, sink: &mut Sink) {
-    sink.touch("ENV.ok-bool");
+    sink.touch(ids::ENV_OK_BOOL);
     let ok = match result.get("ok") {
         Some(Value::Bool(ok)) => Some(*ok),
         Some(other) => {
             sink.find(
-                "ENV.ok-bool",
+                ids::ENV_OK_BOOL,
                 at(index, "/ok"),
                 format!("ok must be a bool, got {other}"),
             );
             None
         }
         None => {
-            sink.find("ENV.ok-bool", at(index, "/ok"), "the result line has no ok");
+            sink.find(
+                ids::ENV_OK_BOOL,
+                at(index, "/ok"),
+                "the result line has no ok",
+            );
             None
         }
     };
     let data = result.get("data");
     let error = result.get("error");
-    sink.touch("ENV.data-xor-error");
+    sink.touch(ids::ENV_DATA_XOR_ERROR);
     match (data, error) {
         (Some(_), Some(_)) => sink.find(
-            "ENV.data-xor-error",
+            ids::ENV_DATA_XOR_ERROR,
             at(index, ""),
             "the result carries both data and error",
         ),
         (None, None) => sink.find(
-            "ENV.data-xor-error",
+            ids::ENV_DATA_XOR_ERROR,
             at(index, ""),
             "the result carries neither data nor error",
         ),
         _ => {}
     }
     if let Some(ok) = ok {
-        sink.touch("ENV.ok-matches-payload");
+        sink.touch(ids::ENV_OK_MATCHES_PAYLOAD);
         if ok && data.is_none() {
             sink.find(
-                "ENV.ok-matches-payload",
+                ids::ENV_OK_MATCHES_PAYLOAD,
                 at(index, "/data"),
                 "ok:true without data",
             );
         }
         if !ok && error.is_none() {
             sink.find(
-                "ENV.ok-matches-payload",
+                ids::ENV_OK_MATCHES_PAYLOAD,
                 at(index, "/error"),
                 "ok:false without error",
             );
         }
     }
     if let Some(data) = data {
-        sink.touch("ENV.data-object");
+        sink.touch(ids::ENV_DATA_OBJECT);
         if !data.is_object() {
             sink.find(
-                "ENV.data-object",
+                ids::ENV_DATA_OBJECT,
                 at(index, "/data"),
                 format!("data must be an object, got {}", excerpt(&data.to_string())),
             );
         }
     }
     if let Some(error) = error {
-        sink.touch("ENV.error-shape");
+        sink.touch(ids::ENV_ERROR_SHAPE);
         match error {
             Value::Object(map) => {
                 for field in ["code", "message"] {
                     if !map.get(field).is_some_and(Value::is_string) {
                         sink.find(
-                            "ENV.error-shape",
+                            ids::ENV_ERROR_SHAPE,
                             at(index, &format!("/error/{field}")),
                             format!("error.{field} must be a string"),
                         );
                     }
                 }
-                sink.touch("ENV.error-message-nonempty");
+                sink.touch(ids::ENV_ERROR_MESSAGE_NONEMPTY);
                 if map
                     .get("message")
                     .and_then(Value::as_str)
                     .is_some_and(|m| m.trim().is_empty())
                 {
                     sink.find(
-                        "ENV.error-message-nonempty",
+                        ids::ENV_ERROR_MESSAGE_NONEMPTY,
                         at(index, "/error/message"),
                         "error.message is empty",
                     );
                 }
             }
             other => sink.find(
-                "ENV.error-shape",
+                ids::ENV_ERROR_SHAPE,
                 at(index, "/error"),
                 format!(
                     "error must be an object, got {}",
@@ -307,11 +314,11 @@ fn check_result(index: usize, result: &Value, context: &Context, sink: &mut Sink
         }
     }
     if let Some(expected) = &context.expect_cmd {
-        sink.touch("ENV.cmd-matches");
+        sink.touch(ids::ENV_CMD_MATCHES);
         let actual = result.get("cmd").and_then(Value::as_str).unwrap_or("");
         if actual != expected {
             sink.find(
-                "ENV.cmd-matches",
+                ids::ENV_CMD_MATCHES,
                 at(index, "/cmd"),
                 format!("cmd is {actual:?}, expected {expected:?}"),
             );
@@ -326,11 +333,11 @@ fn check_cmd_consistent(lines: &[Option<Value>], result: Option<&(usize, Value)>
     };
     for (index, line) in lines.iter().enumerate() {
         let Some(line) = line else { continue };
-        sink.touch("ENV.cmd-consistent");
+        sink.touch(ids::ENV_CMD_CONSISTENT);
         if let Some(other) = line.get("cmd").and_then(Value::as_str) {
             if other != cmd {
                 sink.find(
-                    "ENV.cmd-consistent",
+                    ids::ENV_CMD_CONSISTENT,
                     at(index, "/cmd"),
                     format!("cmd {other:?} differs from the result's {cmd:?}"),
                 );
@@ -350,7 +357,7 @@ fn check_decoded_ansi(index: usize, line: &Value, sink: &mut Sink) {
     });
     for path in hits {
         sink.find(
-            "ENV.no-ansi",
+            ids::ENV_NO_ANSI,
             at(index, &path),
             "a string value carries an ANSI escape (\\u001b)",
         );

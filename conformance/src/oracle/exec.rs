@@ -6,7 +6,8 @@
 use base64::Engine as _;
 use serde_json::Value;
 
-use super::{at, Sink, Stream};
+use super::sink::{at, Sink, Stream};
+use crate::ids;
 
 pub(crate) fn check(stream: &Stream, sink: &mut Sink) {
     if stream.cmd() != Some("exec") {
@@ -43,48 +44,48 @@ fn check_stream(index: usize, data: &Value, name: &str, sink: &mut Sink) {
     let plain = data.get(&plain_key);
     let encoded = data.get(&b64_key);
     let encoding = data.get(&enc_key);
-    sink.touch("EXEC.stream-exclusive");
+    sink.touch(ids::EXEC_STREAM_EXCLUSIVE);
     if plain.is_some() && encoded.is_some() {
         sink.find(
-            "EXEC.stream-exclusive",
+            ids::EXEC_STREAM_EXCLUSIVE,
             at(index, &format!("/data/{plain_key}")),
             format!("both {plain_key} and {b64_key} are present"),
         );
     }
-    sink.touch("EXEC.empty-is-string");
+    sink.touch(ids::EXEC_EMPTY_IS_STRING);
     if plain.is_none() && encoded.is_none() {
         sink.find(
-            "EXEC.empty-is-string",
+            ids::EXEC_EMPTY_IS_STRING,
             at(index, &format!("/data/{plain_key}")),
             format!("{plain_key} is absent; an empty stream is reported as \"\""),
         );
     }
-    sink.touch("EXEC.encoding-tag");
+    sink.touch(ids::EXEC_ENCODING_TAG);
     match (encoded, encoding.and_then(Value::as_str)) {
         (Some(_), Some("base64")) => {}
         (Some(_), other) => sink.find(
-            "EXEC.encoding-tag",
+            ids::EXEC_ENCODING_TAG,
             at(index, &format!("/data/{enc_key}")),
             format!("{b64_key} present but {enc_key} is {other:?}, expected \"base64\""),
         ),
         (None, Some("base64")) => sink.find(
-            "EXEC.encoding-tag",
+            ids::EXEC_ENCODING_TAG,
             at(index, &format!("/data/{enc_key}")),
             format!("{enc_key} is \"base64\" but {b64_key} is absent"),
         ),
         _ => {}
     }
     if let Some(value) = encoded {
-        sink.touch("EXEC.base64-valid");
+        sink.touch(ids::EXEC_BASE64_VALID);
         match value
             .as_str()
             .map(|s| base64::engine::general_purpose::STANDARD.decode(s))
         {
             Some(Ok(bytes)) => {
-                sink.touch("EXEC.base64-only-non-utf8");
+                sink.touch(ids::EXEC_BASE64_ONLY_NON_UTF8);
                 if std::str::from_utf8(&bytes).is_ok() {
                     sink.find(
-                        "EXEC.base64-only-non-utf8",
+                        ids::EXEC_BASE64_ONLY_NON_UTF8,
                         at(index, &format!("/data/{b64_key}")),
                         format!(
                             "{b64_key} decodes to valid UTF-8; base64 is for streams that are not"
@@ -93,12 +94,12 @@ fn check_stream(index: usize, data: &Value, name: &str, sink: &mut Sink) {
                 }
             }
             Some(Err(error)) => sink.find(
-                "EXEC.base64-valid",
+                ids::EXEC_BASE64_VALID,
                 at(index, &format!("/data/{b64_key}")),
                 format!("{b64_key} is not standard padded base64: {error}"),
             ),
             None => sink.find(
-                "EXEC.base64-valid",
+                ids::EXEC_BASE64_VALID,
                 at(index, &format!("/data/{b64_key}")),
                 format!("{b64_key} is not a string"),
             ),

@@ -4,27 +4,28 @@
 
 use serde_json::Value;
 
-use super::{Sink, Stream};
+use super::sink::{Sink, Stream};
 use crate::capture::Ending;
+use crate::ids;
 
 pub(crate) fn check(stream: &Stream, ending: Ending, sink: &mut Sink) {
     let code = match ending {
         Ending::Exited(code) => code,
         Ending::Signaled(_) | Ending::TimedOut => return,
     };
-    sink.touch("EXIT.status-range");
+    sink.touch(ids::EXIT_STATUS_RANGE);
     if !(0..=2).contains(&code) {
         sink.find(
-            "EXIT.status-range",
+            ids::EXIT_STATUS_RANGE,
             "exit",
             format!("exit status {code}; only 0, 1 and 2 exist"),
         );
     }
     let Some((_, result)) = &stream.result else {
-        sink.touch("EXIT.crash-nonzero");
+        sink.touch(ids::EXIT_CRASH_NONZERO);
         if code == 0 {
             sink.find(
-                "EXIT.crash-nonzero",
+                ids::EXIT_CRASH_NONZERO,
                 "exit",
                 "exit 0 without a result line: a consumer cannot tell this from success",
             );
@@ -36,17 +37,17 @@ pub(crate) fn check(stream: &Stream, ending: Ending, sink: &mut Sink) {
     let cmd = result.get("cmd").and_then(Value::as_str).unwrap_or("");
 
     if error_code == Some("usage") || code == 2 {
-        sink.touch("EXIT.usage-is-2");
+        sink.touch(ids::EXIT_USAGE_IS_2);
         if error_code == Some("usage") && code != 2 {
             sink.find(
-                "EXIT.usage-is-2",
+                ids::EXIT_USAGE_IS_2,
                 "exit",
                 format!("a usage error exited {code}; usage errors exit 2"),
             );
         }
         if code == 2 && error_code != Some("usage") {
             sink.find(
-                "EXIT.usage-is-2",
+                ids::EXIT_USAGE_IS_2,
                 "exit",
                 format!(
                     "exit 2 with error code {:?}; 2 is for usage errors only",
@@ -59,29 +60,29 @@ pub(crate) fn check(stream: &Stream, ending: Ending, sink: &mut Sink) {
         Some(true) => {
             let healthy = result.pointer("/data/healthy").and_then(Value::as_bool);
             let id = if cmd == "exec" {
-                "EXIT.exec-ran-is-0"
+                ids::EXIT_EXEC_RAN_IS_0
             } else if cmd == "doctor" && healthy == Some(false) {
-                "EXIT.doctor-unhealthy-is-0"
+                ids::EXIT_DOCTOR_UNHEALTHY_IS_0
             } else {
-                "EXIT.ok-is-0"
+                ids::EXIT_OK_IS_0
             };
             sink.touch(id);
             if code != 0 {
                 let why = match id {
-                    "EXIT.exec-ran-is-0" => {
+                    ids::EXIT_EXEC_RAN_IS_0 => {
                         let guest = result.pointer("/data/exit_code").map(Value::to_string).unwrap_or_default();
                         format!("exec ran the guest command (guest exit_code {guest}) but stoat exited {code}; under --json it exits 0")
                     }
-                    "EXIT.doctor-unhealthy-is-0" => format!("doctor answered healthy:false but exited {code}; the answer is not a failure"),
+                    ids::EXIT_DOCTOR_UNHEALTHY_IS_0 => format!("doctor answered healthy:false but exited {code}; the answer is not a failure"),
                     _ => format!("ok:true but exit {code}"),
                 };
                 sink.find(id, "exit", why);
             }
         }
         Some(false) => {
-            sink.touch("EXIT.error-nonzero");
+            sink.touch(ids::EXIT_ERROR_NONZERO);
             if code == 0 {
-                sink.find("EXIT.error-nonzero", "exit", "ok:false but exit 0");
+                sink.find(ids::EXIT_ERROR_NONZERO, "exit", "ok:false but exit 0");
             }
         }
         None => {}

@@ -7,7 +7,9 @@
 use crate::spec::Edition;
 use base64::Engine as _;
 
-use super::{at, walk, Sink, Stream};
+use super::sink::{at, walk, Sink, Stream};
+use crate::finding::CheckId;
+use crate::ids;
 
 /// One marker string and what it stands for (`STOAT_HOME`, `HOME`, `console password`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -23,6 +25,9 @@ pub struct Canaries {
     pub paths: Vec<Canary>,
     /// Secrets: allowed nowhere.
     pub secrets: Vec<Canary>,
+    /// The directories of the sandbox's VMs: the contract lets none of a VM's host paths
+    /// reach the wire, so not even an error message may name one.
+    pub vm_dirs: Vec<Canary>,
 }
 
 /// Pointers (under `/data`, `*` = any array index) where a command may carry a host path.
@@ -98,7 +103,7 @@ pub(crate) fn check(
 ) {
     let cmd = stream.cmd().unwrap_or("").to_string();
     if !canaries.secrets.is_empty() {
-        sink.touch("LEAK.console-password");
+        sink.touch(ids::LEAK_CONSOLE_PASSWORD);
         let raw = String::from_utf8_lossy(stdout);
         for secret in &canaries.secrets {
             if secret.value.is_empty() {
@@ -107,7 +112,7 @@ pub(crate) fn check(
             for (form, text) in decoded_forms(&raw) {
                 if text.contains(&secret.value) {
                     sink.find(
-                        "LEAK.console-password",
+                        ids::LEAK_CONSOLE_PASSWORD,
                         "stdout",
                         format!("stdout contains the {} ({form})", secret.label),
                     );
@@ -115,20 +120,26 @@ pub(crate) fn check(
             }
         }
     }
+    if !canaries.secrets.is_empty() {
+        joined_log_events(stream, canaries, sink);
+    }
     if !canaries.paths.is_empty() {
-        sink.touch("LEAK.host-path");
-        sink.touch("LEAK.host-path-in-message");
+        sink.touch(ids::LEAK_HOST_PATH);
+        sink.touch(ids::LEAK_HOST_PATH_IN_MESSAGE);
+    }
+    if !canaries.vm_dirs.is_empty() {
+        vm_path_in_message(stream, canaries, sink);
     }
     for (index, line) in stream.lines.iter().enumerate() {
         let Some(line) = line else {
             continue;
         };
         let mut pointer = String::new();
-        let mut hits: Vec<(&'static str, String, String)> = Vec::new();
+        let mut hits: Vec<(CheckId, String, String)> = Vec::new();
         walk(line, &mut pointer, &mut |path, key, value| {
             if key == Some("console_password") {
                 hits.push((
-                    "LEAK.console-password",
+                    ids::LEAK_CONSOLE_PASSWORD,
                     path.to_string(),
                     "the key console_password appears".to_string(),
                 ));
@@ -144,7 +155,7 @@ pub(crate) fn check(
                     for secret in &canaries.secrets {
                         if !secret.value.is_empty() && candidate.contains(&secret.value) {
                             hits.push((
-                                "LEAK.console-password",
+                                ids::LEAK_CONSOLE_PASSWORD,
                                 path.to_string(),
                                 format!(
                                     "the {} appears in a JSON string {what} ({form})",
@@ -162,13 +173,13 @@ pub(crate) fn check(
                         }
                         if path == "/error/message" {
                             hits.push((
-                                "LEAK.host-path-in-message",
+                                ids::LEAK_HOST_PATH_IN_MESSAGE,
                                 path.to_string(),
                                 format!("error.message names the {} path ({form})", canary.label),
                             ));
                         } else if !path_allowed_in(edition, &cmd, path) {
                             hits.push((
-                                "LEAK.host-path",
+                                ids::LEAK_HOST_PATH,
                                 path.to_string(),
                                 format!(
                                     "the {} path appears where the contract allows no host path ({form})",
@@ -195,13 +206,103 @@ pub(crate) fn check(
         for canary in &canaries.paths {
             if !canary.value.is_empty() && raw.contains(&canary.value) {
                 sink.find(
-                    "LEAK.host-path",
+                    ids::LEAK_HOST_PATH,
                     at(index, ""),
                     format!("a non-JSON line names the {} path", canary.label),
                 );
             }
         }
     }
+}
+
+/// A secret a consumer reassembles: `log` events are one line of output each, so a reader
+/// that joins consecutive ones (with or without the newline they stood for) reads whatever
+/// was split across them. Each run of consecutive log events is searched joined.
+fn joined_log_events(stream: &Stream, canaries: &Canaries, sink: &mut Sink) {
+    let mut runs: Vec<(usize, Vec<String>)> = Vec::new();
+    let mut current: Option<(usize, Vec<String>)> = None;
+    for (index, line) in stream.lines.iter().enumerate() {
+        let text = line
+            .as_ref()
+            .filter(|v| v.get("type").and_then(serde_json::Value::as_str) == Some("log"))
+            .and_then(|v| v.pointer("/data/line"))
+            .and_then(serde_json::Value::as_str);
+        match (text, current.as_mut()) {
+            (Some(text), Some((_, texts))) => texts.push(text.to_string()),
+            (Some(text), None) => current = Some((index, vec![text.to_string()])),
+            (None, _) => runs.extend(current.take()),
+        }
+    }
+    runs.extend(current);
+    for (first, texts) in runs.into_iter().filter(|(_, t)| t.len() > 1) {
+        for secret in canaries.secrets.iter().filter(|s| !s.value.is_empty()) {
+            // Found in one event alone, it is that event's finding already.
+            if texts
+                .iter()
+                .any(|t| secret_form(t, &secret.value).is_some())
+            {
+                continue;
+            }
+            for separator in ["", "\n"] {
+                let joined = texts.join(separator);
+                if let Some(form) = secret_form(&joined, &secret.value) {
+                    sink.find(
+                        ids::LEAK_CONSOLE_PASSWORD,
+                        at(first, "/data/line"),
+                        format!(
+                            "the {} appears when the {} consecutive log events from here are joined ({form})",
+                            secret.label,
+                            texts.len()
+                        ),
+                    );
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// LEAK.vm-path-in-message: error.message names a VM's directory or a file in it.
+fn vm_path_in_message(stream: &Stream, canaries: &Canaries, sink: &mut Sink) {
+    let Some((index, result)) = &stream.result else {
+        return;
+    };
+    let Some(message) = result
+        .pointer("/error/message")
+        .and_then(serde_json::Value::as_str)
+    else {
+        return;
+    };
+    sink.touch(ids::LEAK_VM_PATH_IN_MESSAGE);
+    for canary in canaries.vm_dirs.iter().filter(|c| !c.value.is_empty()) {
+        for (form, text) in decoded_forms(message) {
+            if names_path(&text, &canary.value) {
+                sink.find(
+                    ids::LEAK_VM_PATH_IN_MESSAGE,
+                    at(*index, "/error/message"),
+                    format!(
+                        "error.message names a host path of {} ({form})",
+                        canary.label
+                    ),
+                );
+                break;
+            }
+        }
+    }
+}
+
+/// Whether `text` holds `dir` as a path: the directory itself or something under it (not a
+/// longer name that merely starts with it, `work` in `workshop`).
+fn names_path(text: &str, dir: &str) -> bool {
+    text.match_indices(dir).any(|(at, _)| {
+        let mut rest = text[at + dir.len()..].chars();
+        match rest.next() {
+            None | Some('/') => true,
+            // A full stop ending a sentence, not a longer name (`work.bak`).
+            Some('.') => rest.next().is_none_or(char::is_whitespace),
+            Some(c) => !(c.is_alphanumeric() || matches!(c, '-' | '_')),
+        }
+    })
 }
 
 /// The decoded form of `text` (see [`decoded_forms`]) in which `secret` appears, if any: for
@@ -232,7 +333,46 @@ pub(crate) fn decoded_forms(text: &str) -> Vec<(&'static str, String)> {
             forms.push(("base64-decoded", decoded));
         }
     }
+    for decoded in hex_decodings(text) {
+        forms.push(("hex-decoded", decoded));
+    }
     forms
+}
+
+/// Each maximal run of hex digits long enough to hold a short secret, decoded at both
+/// alignments (a run may start with a digit that belongs to the text before it).
+fn hex_decodings(text: &str) -> Vec<String> {
+    const MIN: usize = 16;
+    let mut out = Vec::new();
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    while start < bytes.len() {
+        if !bytes[start].is_ascii_hexdigit() {
+            start += 1;
+            continue;
+        }
+        let mut end = start;
+        while end < bytes.len() && bytes[end].is_ascii_hexdigit() {
+            end += 1;
+        }
+        if end - start >= MIN {
+            for skip in 0..2 {
+                let run = &text[start + skip..end];
+                let decoded: Vec<u8> = run
+                    .as_bytes()
+                    .chunks_exact(2)
+                    .filter_map(|pair| {
+                        std::str::from_utf8(pair)
+                            .ok()
+                            .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    })
+                    .collect();
+                out.push(String::from_utf8_lossy(&decoded).into_owned());
+            }
+        }
+        start = end;
+    }
+    out
 }
 
 /// Maximal runs of base64 alphabet characters long enough to hold a short secret.
@@ -335,6 +475,10 @@ mod tests {
         assert!(!matches_pattern("/data/local", "/data/local/extra"));
         assert!(path_allowed("cp", "/data/local"));
         assert!(!path_allowed("ls", "/data/local"));
+        assert!(names_path("cannot open /r/work/qmp.sock", "/r/work"));
+        assert!(names_path("under /r/work.", "/r/work"));
+        assert!(!names_path("under /r/workshop", "/r/work"));
+        assert!(!names_path("under /r/work.bak", "/r/work"));
         assert!(path_allowed("ls", "/data/vms/0/share"));
     }
 
@@ -359,6 +503,9 @@ mod tests {
         ));
         assert!(found(&url.encode(format!("\u{ff}\u{fe}{secret}")), secret));
         assert!(found("u=cpw%2D0123456789%61bcdef", secret));
+        let hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
+        assert!(found(&format!("pw={hex}"), secret));
+        assert!(found(&format!("pw=a{}", hex.to_uppercase()), secret));
         assert!(!found(
             "nothing here at all, base64 or otherwise: aGVsbG8gd29ybGQ=",
             secret
@@ -380,11 +527,11 @@ mod tests {
             result: Some((0, value)),
         };
         let canaries = Canaries {
-            paths: Vec::new(),
             secrets: vec![Canary {
                 label: "console password".into(),
                 value: secret.into(),
             }],
+            ..Default::default()
         };
         let mut sink = Sink {
             findings: Vec::new(),
@@ -394,7 +541,7 @@ mod tests {
         assert!(
             sink.findings
                 .iter()
-                .any(|f| f.check_id == "LEAK.console-password"),
+                .any(|f| f.check_id == ids::LEAK_CONSOLE_PASSWORD.name),
             "{:?}",
             sink.findings
         );

@@ -4,7 +4,8 @@
 
 use serde_json::Value;
 
-use super::{at, walk, Sink, Stream};
+use super::sink::{at, walk, Sink, Stream};
+use crate::ids;
 
 /// Keys that hold a list wherever they appear in a v3 payload.
 pub const LIST_KEYS: &[&str] = &[
@@ -66,11 +67,11 @@ pub(crate) fn check(stream: &Stream, sink: &mut Sink) {
             }
         });
         if seen_list {
-            sink.touch("LIST.never-null");
+            sink.touch(ids::LIST_NEVER_NULL);
         }
         for path in hits {
             sink.find(
-                "LIST.never-null",
+                ids::LIST_NEVER_NULL,
                 at(index, &path),
                 "a list-valued field is null; an empty list is []",
             );
@@ -79,7 +80,7 @@ pub(crate) fn check(stream: &Stream, sink: &mut Sink) {
     // An `ok` result whose data is itself null is the same mistake one level up.
     if let Some((index, result)) = &stream.result {
         if result.get("data") == Some(&Value::Null) {
-            sink.find("LIST.never-null", at(*index, "/data"), "data is null");
+            sink.find(ids::LIST_NEVER_NULL, at(*index, "/data"), "data is null");
         }
     }
 }

@@ -6,14 +6,17 @@
 //! Implements json-v3#consumer-contract, json-v3#envelope, json-v3#exit-codes, json-v3#absent, json-v3#types (lists) and "exec and non-UTF-8 output".
 
 mod codes;
+mod context;
 mod envelope;
 mod exec;
 mod exit;
 mod leaks;
 mod lists;
 mod schema;
+mod sink;
 
 pub use codes::{known_codes, KNOWN_CODES, KNOWN_CODES_V2};
+pub use context::Context;
 pub use envelope::excerpt;
 pub use exec::decode_stream;
 pub use leaks::allowed_path_pointers;
@@ -27,17 +30,8 @@ use serde_json::Value;
 
 use crate::capture::Capture;
 use crate::finding::Finding;
-
-/// What the harness knows about an invocation beyond its bytes.
-#[derive(Clone, Debug, Default)]
-pub struct Context {
-    /// The `cmd` every line must carry, when the scenario knows it.
-    pub expect_cmd: Option<String>,
-    /// Strings that must never appear (paths outside allowed pointers; secrets anywhere).
-    pub canaries: Canaries,
-    /// The contract edition the invocation is judged by.
-    pub edition: crate::spec::Edition,
-}
+pub(crate) use sink::escape_segment;
+use sink::Sink;
 
 /// How an invocation ended, as the contract's consumer would classify it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -98,28 +92,6 @@ impl Judgement {
             .flatten()
             .filter(|line| line.get("type").and_then(Value::as_str) != Some("result"))
             .collect()
-    }
-}
-
-/// Collects findings and exercised rule ids while the rules run.
-pub(crate) struct Sink {
-    pub findings: Vec<Finding>,
-    pub exercised: BTreeSet<&'static str>,
-}
-
-impl Sink {
-    pub fn touch(&mut self, id: &'static str) {
-        self.exercised.insert(id);
-    }
-
-    pub fn find(
-        &mut self,
-        id: &'static str,
-        pointer: impl Into<String>,
-        message: impl Into<String>,
-    ) {
-        self.exercised.insert(id);
-        self.findings.push(Finding::new(id, pointer, message));
     }
 }
 
@@ -199,74 +171,6 @@ impl Oracle {
             findings: sink.findings,
             exercised: sink.exercised,
         }
-    }
-}
-
-/// The parsed stream that the rules after `envelope` look at.
-pub(crate) struct Stream {
-    pub lines: Vec<Option<Value>>,
-    /// Index and value of the LAST result line.
-    pub result: Option<(usize, Value)>,
-}
-
-impl Stream {
-    /// The result's `cmd`, if a string.
-    pub fn cmd(&self) -> Option<&str> {
-        self.result
-            .as_ref()
-            .and_then(|(_, r)| r.get("cmd"))
-            .and_then(Value::as_str)
-    }
-
-    /// The result's `data` object when `ok:true`.
-    pub fn ok_data(&self) -> Option<&Value> {
-        let (_, result) = self.result.as_ref()?;
-        if result.get("ok").and_then(Value::as_bool) == Some(true) {
-            result.get("data")
-        } else {
-            None
-        }
-    }
-}
-
-/// Renders a JSON pointer for line `index` (1-based for humans) and a sub-path.
-pub(crate) fn at(index: usize, path: &str) -> String {
-    format!("line {}{}", index + 1, path)
-}
-
-/// Escapes one JSON pointer segment (RFC 6901).
-pub(crate) fn escape_segment(segment: &str) -> String {
-    segment.replace('~', "~0").replace('/', "~1")
-}
-
-/// Calls `visit(pointer, key, value)` for every value under `value`, depth first.
-pub(crate) fn walk<'v>(
-    value: &'v Value,
-    pointer: &mut String,
-    visit: &mut dyn FnMut(&str, Option<&str>, &'v Value),
-) {
-    match value {
-        Value::Object(map) => {
-            for (key, child) in map {
-                let len = pointer.len();
-                pointer.push('/');
-                pointer.push_str(&escape_segment(key));
-                visit(pointer, Some(key), child);
-                walk(child, pointer, visit);
-                pointer.truncate(len);
-            }
-        }
-        Value::Array(items) => {
-            for (index, child) in items.iter().enumerate() {
-                let len = pointer.len();
-                pointer.push('/');
-                pointer.push_str(&index.to_string());
-                visit(pointer, None, child);
-                walk(child, pointer, visit);
-                pointer.truncate(len);
-            }
-        }
-        _ => {}
     }
 }
 

@@ -7,7 +7,8 @@
 
 use serde_json::Value;
 
-use super::{at, Sink, Stream};
+use super::sink::{at, Sink, Stream};
+use crate::ids;
 
 /// Validates one stdout line; returns one message per violation (`pointer: message`).
 pub trait SchemaCheck {
@@ -74,10 +75,10 @@ pub(crate) fn check(checker: &dyn SchemaCheck, stream: &Stream, sink: &mut Sink)
         if line.get("data").is_none() {
             continue;
         }
-        sink.touch("SCHEMA.data");
+        sink.touch(ids::SCHEMA_DATA);
         for (pointer, message) in checker.validate_line(line) {
             sink.find(
-                "SCHEMA.data",
+                ids::SCHEMA_DATA,
                 at(index, &pointer),
                 format!("{}: {message}", checker.name()),
             );

@@ -196,6 +196,7 @@ fn canaries() -> Context {
                 label: "console password".into(),
                 value: "cpw-123".into(),
             }],
+            ..Default::default()
         },
     }
 }

@@ -18,6 +18,12 @@ pub fn compare(before: &Report, after: &Report) -> String {
         .iter()
         .map(|c| (c.id.as_str(), c.status))
         .collect();
+    // What a newly failing check found first: a reviewer reads why without the report.
+    let why: BTreeMap<&str, String> = after
+        .checks
+        .iter()
+        .filter_map(|c| super::first_finding(c).map(|f| (c.id.as_str(), f)))
+        .collect();
     let bad = |s: Status| s.fails_run() || s == Status::Errored;
     let mut newly_failing = Vec::new();
     let mut newly_passing = Vec::new();
@@ -28,9 +34,12 @@ pub fn compare(before: &Report, after: &Report) -> String {
         match old.get(id) {
             None => added.push(format!("`{id}` ({})", status.label())),
             Some(previous) if !bad(*previous) && bad(*status) => newly_failing.push(format!(
-                "`{id}`: {} -> {}",
+                "`{id}`: {} -> {}{}",
                 previous.label(),
-                status.label()
+                status.label(),
+                why.get(id)
+                    .map(|f| format!(": {}", super::markdown::cell(f)))
+                    .unwrap_or_default()
             )),
             Some(previous) if bad(*previous) && !bad(*status) => newly_passing.push(format!(
                 "`{id}`: {} -> {}",
@@ -49,6 +58,14 @@ pub fn compare(before: &Report, after: &Report) -> String {
         }
     }
     let mut out = String::from("## stoat-conformance: comparison\n\n");
+    let edition = |report: &Report| report.info.as_ref().map(|i| i.contract);
+    if let (Some(was), Some(is)) = (edition(before), edition(after)) {
+        if was != is {
+            out.push_str(&format!(
+                "> **Warning:** the two runs judged different editions (contract {was} before, {is} after): a check may change status because its rule changed, not the implementation.\n\n"
+            ));
+        }
+    }
     out.push_str(&format!(
         "| | before | after |\n|---|---|---|\n| summary | {} | {} |\n\n",
         closing_line(&before.summary),

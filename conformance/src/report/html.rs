@@ -25,6 +25,7 @@ th{background:#f3f3f3}.passed{background:#d9f2d9}.failed,.crashed,.stale_baselin
 pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f8f8f8;padding:4px;margin:2px 0;max-height:20em;overflow:auto;max-width:100%}
 code{font-size:.85em;overflow-wrap:anywhere}summary{cursor:pointer}
 .st,th{white-space:nowrap;overflow-wrap:normal}td{overflow-wrap:anywhere}
+table.rows{width:100%}table.rows th.wide,table.rows td.wide{width:1%;overflow-wrap:normal}td.nw{white-space:nowrap}
 td.id{white-space:nowrap;overflow-wrap:normal;position:sticky;left:0;background:#fff}
 @media (max-width:40em){body{padding:.5em;font-size:14px}td,th{padding:2px 4px}.wide{display:none}}";
 
@@ -48,12 +49,13 @@ pub fn render(report: &Report) -> String {
     if let Some(info) = &report.info {
         let _ = writeln!(
             out,
-            "<p>Suite {} judging contract {} against <code>{}</code> (version {}), seed {}, {} jobs, tiers {}{}.</p>",
+            "<p>Suite {} judging contract {} against <code>{}</code> (version {}), seed {} ({}), {} jobs, tiers {}{}.</p>",
             escape(&info.suite_version),
             info.contract,
             escape(&info.sut),
             escape(info.sut_version.as_deref().unwrap_or("unknown")),
             info.seed,
+            escape(info.seed_source.as_str()),
             info.jobs,
             escape(&info.tiers.join(", ")),
             report
@@ -67,28 +69,33 @@ pub fn render(report: &Report) -> String {
     let bad = rows.iter().any(|r| is_bad(r.status));
     let _ = writeln!(
         out,
-        "<p class=\"verdict {}\"><b>{}</b> &mdash; {} invocations, {} ms in the SUT of {} ms.</p>",
+        "<p class=\"verdict {}\"><b>{}</b> &mdash; {}, {} ms in the SUT of {} ms.</p>",
         if bad { "failed" } else { "passed" },
         escape(&closing_line(summary)),
-        summary.invocations,
+        text::count(summary.invocations, "invocation"),
         summary.sut_ms,
         summary.duration_ms
     );
-    if report.smoke_failed {
-        let findings: Vec<String> = report
-            .smoke
+    let details = super::closing_details(summary);
+    if !details.is_empty() {
+        let items: Vec<String> = details
             .iter()
-            .flat_map(|s| &s.findings)
-            .map(|f| format!("<li>{}: {}</li>", escape(&f.pointer), escape(&f.message)))
+            .map(|d| format!("<li>{}</li>", escape(d)))
             .collect();
+        let _ = writeln!(out, "<ul class=\"details\">{}</ul>", items.join(""));
+    }
+    if report.smoke_failed {
+        // The findings are the row's evidence, shown there once.
         let _ = writeln!(
             out,
-            "<div class=\"verdict failed\"><b>Smoke stage failed</b>: the SUT does not answer <code>--json version</code> in contract, so no other check ran. Why:<ul>{}</ul></div>",
-            findings.join("")
+            "<div class=\"verdict failed\"><b>Smoke stage failed</b>: {}. The evidence is in the row <a href=\"#{id}\"><code>{id}</code></a>.</div>",
+            escape(&super::smoke_reason()),
+            id = super::SMOKE_ID
         );
     }
     counts(&mut out, &rows);
     failures(&mut out, &rows);
+    migration(&mut out, &rows);
     matrix(&mut out, &rows);
     checks_table(&mut out, &rows);
     out.push_str("</body></html>\n");
@@ -174,6 +181,36 @@ fn failures(out: &mut String, rows: &[&CheckResult]) {
     out.push_str("</table></div>\n");
 }
 
+/// The migration view's grouping: the violations of both editions first (fix these first),
+/// then what the documented changes between the editions explain, each linking to its row.
+fn migration(out: &mut String, rows: &[&CheckResult]) {
+    let (explained, both) = super::migration_groups(rows);
+    if explained.is_empty() && both.is_empty() {
+        return;
+    }
+    let link = |id: &str| format!("<a href=\"#{0}\"><code>{0}</code></a>", escape(id));
+    let _ = write!(
+        out,
+        "<h2 id=\"migration\">Migration view</h2>\n<p><b>{} violations of both editions</b> (bugs whatever edition you target):</p><ul>",
+        both.len()
+    );
+    if both.is_empty() {
+        out.push_str("<li>none</li>");
+    }
+    for id in &both {
+        let _ = write!(out, "<li>{}</li>", link(id));
+    }
+    let _ = write!(
+        out,
+        "</ul>\n<details><summary>{} explained by the documented differences between the editions</summary><ul>",
+        explained.len()
+    );
+    for (id, change) in &explained {
+        let _ = write!(out, "<li>{}: {}</li>", link(id), escape(change));
+    }
+    out.push_str("</ul></details>\n");
+}
+
 /// Area (the id's prefix) × tier, each cell counting checks by status.
 fn matrix(out: &mut String, checks: &[&CheckResult]) {
     let mut cells: BTreeMap<(&str, &str), BTreeMap<Status, usize>> = BTreeMap::new();
@@ -249,8 +286,8 @@ fn checks_table(out: &mut String, checks: &[&CheckResult]) {
         evidence(out, check);
         let _ = writeln!(
             out,
-            "</td><td class=\"wide\">{}</td><td class=\"wide\">{}</td><td class=\"wide\">{}</td></tr>",
-            check.level.as_str(),
+            "</td><td class=\"wide\">{}</td><td class=\"wide nw\">{}</td><td class=\"wide nw\">{}</td></tr>",
+            escape(&super::level_label(check)),
             escape(&check.tier),
             escape(&check.spec_ref)
         );
@@ -259,6 +296,10 @@ fn checks_table(out: &mut String, checks: &[&CheckResult]) {
 }
 
 fn evidence(out: &mut String, check: &CheckResult) {
+    if let Some(repro) = &check.repro {
+        let lines: Vec<String> = repro.lines().iter().map(|l| escape(l)).collect();
+        let _ = write!(out, "<pre class=\"repro\">{}</pre>", lines.join("\n"));
+    }
     if check.findings.is_empty() && check.invocations.is_empty() {
         return;
     }
@@ -304,32 +345,57 @@ fn evidence(out: &mut String, check: &CheckResult) {
 pub fn matrix_page(reports: &[(String, Report)]) -> String {
     let mut out = String::new();
     head(&mut out, "stoat-conformance: implementations side by side");
+    out.push_str(MATRIX_STYLE);
     out.push_str("<h1>Implementations side by side</h1>\n");
-    let grid = super::matrix::Grid::new(reports);
-    out.push_str("<div class=\"scroll\"><table><tr><th>check</th>");
+    let grid = super::grid::Grid::new(reports);
+    // A checkbox and a sibling rule: no script, and the page still works as a file.
+    out.push_str(
+        "<input type=\"checkbox\" id=\"differ\"><label for=\"differ\"> only the checks whose verdicts differ</label>\n",
+    );
+    out.push_str(
+        "<div class=\"scroll\"><table class=\"matrix\"><thead><tr><th class=\"id\">check</th>",
+    );
     for column in &grid.columns {
         let _ = write!(
             out,
-            "<th>{}<br><small>version {}, contract {}</small><br>{}/{} passed</th>",
-            escape(&column.name),
+            "<th><a href=\"{name}.html\">{name}</a><br><small>version {}, contract {}</small><br>{}/{} passed</th>",
             escape(&column.version),
             escape(&column.edition),
             column.passed,
-            column.total
+            column.total,
+            name = escape(&column.name),
         );
     }
-    out.push_str("</tr>\n");
+    out.push_str("</tr></thead><tbody>\n");
     for (id, cells) in &grid.rows {
+        let labels: Vec<Option<&str>> = cells
+            .iter()
+            .map(|cell| cell.as_ref().map(|(status, _)| status.label()))
+            .collect();
+        let same = labels.windows(2).all(|pair| pair[0] == pair[1]);
         // The id stays whole and in view while a narrow screen scrolls the grid sideways.
-        let _ = write!(out, "<tr><td class=\"id\"><code>{}</code></td>", escape(id));
-        for cell in cells {
+        let _ = write!(
+            out,
+            "<tr{}><td class=\"id\"><code>{}</code></td>",
+            if same { " class=\"same\"" } else { "" },
+            escape(id)
+        );
+        for (column, cell) in grid.columns.iter().zip(cells) {
             match cell {
                 Some((status, finding)) => {
+                    // A failure's reason is on the page, not in a tooltip a phone cannot show.
+                    let why = match finding.as_deref() {
+                        Some(text) if is_bad(*status) => {
+                            format!("<div class=\"why\">{}</div>", escape(&cut(text, 160)))
+                        }
+                        _ => String::new(),
+                    };
                     let _ = write!(
                         out,
-                        "<td class=\"st {}\" title=\"{}\">{}</td>",
+                        "<td class=\"st {}\"><a href=\"{}.html#{}\">{}</a>{why}</td>",
                         status_class(*status),
-                        escape(finding.as_deref().unwrap_or("")),
+                        escape(&column.name),
+                        escape(id),
                         status.label()
                     );
                 }
@@ -338,7 +404,24 @@ pub fn matrix_page(reports: &[(String, Report)]) -> String {
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</table></div>\n</body></html>\n");
+    out.push_str("</tbody></table></div>\n</body></html>\n");
+    out
+}
+
+/// The matrix's own rules: a header that stays in view, reasons under the verdicts, and the
+/// "only rows that differ" switch.
+const MATRIX_STYLE: &str = "<style>table.matrix thead th{position:sticky;top:0;z-index:2}\
+table.matrix th.id{left:0;z-index:3}table.matrix td.st{white-space:normal;min-width:6em}\
+.why{font-size:.8em;color:#333;max-width:18em;overflow-wrap:anywhere}\
+table.matrix a{color:inherit}#differ:checked~.scroll tr.same{display:none}</style>\n";
+
+/// `text` cut to about `max` characters, with an ellipsis when cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max).collect();
+    out.push('\u{2026}');
     out
 }
 

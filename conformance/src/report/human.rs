@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use super::{closing_line, text, Reporter};
+use super::{closing_details, closing_line, text, Reporter};
 use crate::run::events::{Event, Migration, Status};
 
 pub struct Human<W: Write> {
@@ -76,7 +76,7 @@ impl<W: Write> Reporter for Human<W> {
         let _ = match event {
             Event::Started(info) => writeln!(
                 self.out,
-                "stoat-conformance {} (contract {}{}) against {}{}\n{} checks selected, tiers {}, {} jobs, seed {}",
+                "stoat-conformance {} (contract {}{}) against {}{}\n{} checks selected{}, tiers {}, {} jobs, seed {} ({})",
                 info.suite_version,
                 info.contract,
                 match (info.migration, info.sut_contract) {
@@ -86,13 +86,15 @@ impl<W: Write> Reporter for Human<W> {
                 text::one_line(&info.sut),
                 info.sut_version.as_ref().map(|v| format!(" (version {})", text::one_line(v))).unwrap_or_default(),
                 info.selected,
+                info.shard.as_ref().map(|s| format!(" (this run is shard {s} of them)")).unwrap_or_default(),
                 info.tiers.join(","),
                 info.jobs,
-                info.seed
+                info.seed,
+                info.seed_source.as_str()
             ),
             Event::Smoke { passed: true, .. } => Ok(()),
             Event::Smoke { passed: false, findings, .. } => {
-                let mut text = String::from("SMOKE FAILED: the SUT does not answer `--json version` in any contract edition this suite knows; no check was run.\n");
+                let mut text = format!("SMOKE FAILED: {}\n", super::smoke_reason());
                 for finding in findings {
                     text.push_str(&format!("  [{}] {}: {}\n", finding.check_id, text::one_line(&finding.pointer), text::one_line(&finding.message)));
                 }
@@ -105,7 +107,7 @@ impl<W: Write> Reporter for Human<W> {
                 if result.status == Status::Passed && !self.verbose {
                     return;
                 }
-                let mut text = format!("{:<5} {} ({}, {}) {}", result.status.label(), result.id, result.level.as_str(), result.tier, result.title);
+                let mut text = format!("{:<5} {} ({}, {}) {}", result.status.label(), result.id, super::level_label(result), result.tier, result.title);
                 if let Some(reason) = &result.reason {
                     text.push_str(&format!("\n      reason: {}", text::one_line(reason)));
                 }
@@ -120,19 +122,29 @@ impl<W: Write> Reporter for Human<W> {
                 if result.findings.len() > 8 {
                     text.push_str(&format!("\n      ... and {} more", result.findings.len() - 8));
                 }
+                if let Some(repro) = &result.repro {
+                    for line in repro.lines() {
+                        text.push_str(&format!("\n      {}", text::one_line(&line)));
+                    }
+                }
                 let painted = self.paint(result.status, &text);
                 writeln!(self.out, "{painted}")
             }
             Event::Finished { summary, .. } => {
                 let overhead = if summary.duration_ms > 0 {
-                    format!(", {} invocations, {} ms in the SUT of {} ms", summary.invocations, summary.sut_ms, summary.duration_ms)
+                    format!(", {}, {} ms in the SUT of {} ms", text::count(summary.invocations, "invocation"), summary.sut_ms, summary.duration_ms)
                 } else {
                     String::new()
                 };
                 let migration = self.migration_text();
+                let mut details = String::new();
+                for line in closing_details(summary) {
+                    details.push_str(&text::one_line(&line));
+                    details.push('\n');
+                }
                 writeln!(
                     self.out,
-                    "{migration}\n{} crashed, {} warned, {} expected failures, {} stale baseline entries, {} harness errors{}\n{}",
+                    "{migration}\n{details}{} crashed, {} warned, {} expected failures, {} stale baseline entries, {} harness errors{}\n{}",
                     summary.crashed,
                     summary.warned,
                     summary.expected_failures,

@@ -56,6 +56,7 @@ pub fn render(report: &Report) -> String {
             info.sut_version.as_deref().unwrap_or("unknown"),
         );
         property("seed", &info.seed.to_string());
+        property("seed_source", info.seed_source.name());
         property("tiers", &info.tiers.join(","));
         out.push_str("    </properties>\n");
     }
@@ -75,6 +76,9 @@ fn case(out: &mut String, row: &CheckResult) {
         attr(row.id.split('.').next().unwrap_or("")),
         seconds(row.duration_ms)
     );
+    if let Some(req) = &row.requires {
+        let _ = write!(out, " group=\"{}\"", attr(&req.describe()));
+    }
     let element = match row.status {
         Status::Passed => None,
         Status::Warned => None,
@@ -117,6 +121,9 @@ fn details(row: &CheckResult) -> String {
     if let Some(reason) = &row.reason {
         let _ = writeln!(text, "reason: {reason}");
     }
+    if let Some(req) = &row.requires {
+        let _ = writeln!(text, "{}", req.describe());
+    }
     for finding in &row.findings {
         let _ = writeln!(
             text,
@@ -134,6 +141,11 @@ fn details(row: &CheckResult) -> String {
             record.capture.argv_display(),
             record.capture.ending.describe()
         );
+    }
+    if let Some(repro) = &row.repro {
+        for line in repro.lines() {
+            let _ = writeln!(text, "{line}");
+        }
     }
     text
 }

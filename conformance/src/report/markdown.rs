@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{closing_line, first_finding, is_bad, text, Report};
+use super::{closing_details, closing_line, first_finding, is_bad, text, Report};
 use crate::run::events::{CheckResult, Status};
 
 /// Rows whose findings are listed in full; beyond it only the table row (a job summary is
@@ -17,16 +17,24 @@ pub fn render(report: &Report) -> String {
         "## stoat-conformance: {}\n\n",
         closing_line(&report.summary)
     );
+    let details = closing_details(&report.summary);
+    if !details.is_empty() {
+        for line in &details {
+            let _ = writeln!(out, "- {}", cell(line));
+        }
+        out.push('\n');
+    }
     if let Some(info) = &report.info {
         let _ = writeln!(
             out,
-            "Suite {} judging contract {} against `{}` (version {}), tiers {}, seed {}.\n",
+            "Suite {} judging contract {} against {} (version {}), tiers {}, seed {} ({}).\n",
             cell(&info.suite_version),
             info.contract,
-            cell(&info.sut).replace('`', "'"),
+            cell(&info.sut),
             cell(info.sut_version.as_deref().unwrap_or("unknown")),
             info.tiers.join(", "),
-            info.seed
+            info.seed,
+            info.seed_source.as_str()
         );
     }
     let failing: Vec<&CheckResult> = rows
@@ -57,6 +65,10 @@ pub fn render(report: &Report) -> String {
             );
         }
     }
+    migration(
+        &mut out,
+        &rows.iter().map(|r| r.as_ref()).collect::<Vec<_>>(),
+    );
     for (title, status) in [
         ("Warnings", Status::Warned),
         ("Expected failures", Status::ExpectedFailure),
@@ -83,6 +95,35 @@ pub fn render(report: &Report) -> String {
     out
 }
 
+/// The migration view's grouping, as the terminal shows it: what the documented changes
+/// between the editions explain, and the violations of both editions (fix these first).
+fn migration(out: &mut String, rows: &[&CheckResult]) {
+    let (explained, both) = super::migration_groups(rows);
+    if explained.is_empty() && both.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "### Migration view\n\n**{} violations of both editions** (bugs whatever edition you target):\n",
+        both.len()
+    );
+    if both.is_empty() {
+        out.push_str("- none\n");
+    }
+    for id in &both {
+        let _ = writeln!(out, "- `{id}`");
+    }
+    let _ = writeln!(
+        out,
+        "\n<details><summary>{} explained by the documented differences between the editions</summary>\n",
+        explained.len()
+    );
+    for (id, change) in &explained {
+        let _ = writeln!(out, "- `{id}`: {}", cell(change));
+    }
+    out.push_str("\n</details>\n\n");
+}
+
 fn table(out: &mut String, rows: &[&CheckResult]) {
     out.push_str("| check | status | level | tier | first finding |\n|---|---|---|---|---|\n");
     for row in rows {
@@ -91,7 +132,7 @@ fn table(out: &mut String, rows: &[&CheckResult]) {
             "| `{}` | {} | {} | {} | {} |",
             row.id,
             row.status.label(),
-            row.level.as_str(),
+            cell(&super::level_label(row)),
             cell(&row.tier),
             cell(&first_finding(row).unwrap_or_default())
         );
@@ -99,15 +140,19 @@ fn table(out: &mut String, rows: &[&CheckResult]) {
 }
 
 fn evidence(out: &mut String, row: &CheckResult) {
+    // The summary line is an HTML block, where Markdown is not read: HTML escapes only.
     let _ = writeln!(
         out,
         "<details><summary><code>{}</code> {}: {}</summary>\n",
-        row.id,
+        html(&row.id),
         row.status.label(),
-        cell(&row.title)
+        html(&row.title)
     );
     if let Some(reason) = &row.reason {
         let _ = writeln!(out, "- reason: {}", cell(reason));
+    }
+    if let Some(req) = &row.requires {
+        let _ = writeln!(out, "- {}", cell(&req.describe()));
     }
     for finding in &row.findings {
         let _ = writeln!(
@@ -128,15 +173,41 @@ fn evidence(out: &mut String, row: &CheckResult) {
             capture.ending.describe()
         );
     }
+    if let Some(repro) = &row.repro {
+        for line in repro.lines() {
+            let _ = writeln!(out, "- {}", cell(&line));
+        }
+    }
     out.push_str("\n</details>\n\n");
 }
 
-/// Text safe inside a table cell or a list item: one line, control bytes escaped, markup
-/// characters neutralised.
+/// Text shown as itself inside a table cell or a list item on GitHub (cmark-gfm): one line,
+/// control bytes escaped, the characters Markdown or its tables read as markup
+/// backslash-escaped (CommonMark lets any ASCII punctuation be), a leading list or heading
+/// marker too, and `<`, `>`, `&` as entities so no HTML tag or entity forms.
 pub fn cell(raw: &str) -> String {
-    text::one_line(raw)
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('|', "\\|")
+    let mut out = String::new();
+    for (i, c) in text::one_line(raw).chars().enumerate() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '-' | '+' | '=' if i == 0 => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text inside an HTML block of the Markdown (a `<summary>` line), where Markdown is not
+/// read.
+fn html(raw: &str) -> String {
+    super::html::escape(&text::one_line(raw))
 }

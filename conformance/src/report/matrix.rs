@@ -1,94 +1,24 @@
 //! Owns the view of several implementations side by side (`report --matrix a.json b.json`):
-//! the grid of checks × implementations, its markdown table, and one SVG badge per
-//! implementation (`passed/total`). The HTML page is [`super::html::matrix_page`].
+//! the column names (`--name`, else the file names), the markdown table of the grid
+//! ([`super::grid`]), one SVG badge per implementation (`passed/total`), and the directory
+//! they are written to, with each implementation's own report page. The HTML page is
+//! [`super::html::matrix_page`].
 
 use std::fmt::Write as _;
 
+use super::grid::{Column, Grid};
 use super::markdown::cell;
-use super::{first_finding, Report};
-use crate::run::events::Status;
+use super::Report;
 
-/// One implementation's column.
-pub struct Column {
-    /// The report file's name without `.json` (made unique).
-    pub name: String,
-    pub sut: String,
-    pub version: String,
-    /// The contract edition the implementation speaks (else the one it was judged by).
-    pub edition: String,
-    pub passed: usize,
-    pub total: usize,
-}
-
-/// A row's cell: the status and first finding, or nothing when that run had no such check.
-pub type Cell = Option<(Status, Option<String>)>;
-
-pub struct Grid {
-    pub columns: Vec<Column>,
-    /// Check ids in catalog order (the smoke row first), each with one cell per column.
-    pub rows: Vec<(String, Vec<Cell>)>,
-}
-
-impl Grid {
-    pub fn new(reports: &[(String, Report)]) -> Self {
-        let mut columns = Vec::new();
-        let mut ids: Vec<String> = Vec::new();
-        for (name, report) in reports {
-            let (passed, total) = report.passed_of_total();
-            let info = report.info.as_ref();
-            columns.push(Column {
-                name: name.clone(),
-                sut: info.map(|i| i.sut.clone()).unwrap_or_default(),
-                version: info
-                    .and_then(|i| i.sut_version.clone())
-                    .unwrap_or_else(|| "unknown".to_string()),
-                edition: info
-                    .map(|i| i.sut_contract.unwrap_or(i.contract).to_string())
-                    .unwrap_or_else(|| "unknown".to_string()),
-                passed,
-                total,
-            });
-            for row in report.rows() {
-                if !ids.contains(&row.id) {
-                    ids.push(row.id.clone());
-                }
-            }
-        }
-        let all = crate::catalog::all();
-        ids.sort_by_cached_key(|id| {
-            (
-                id != super::SMOKE_ID,
-                all.iter().position(|d| d.id == id).unwrap_or(usize::MAX),
-                id.clone(),
-            )
-        });
-        let rows = ids
-            .into_iter()
-            .map(|id| {
-                let cells = reports
-                    .iter()
-                    .map(|(_, report)| {
-                        report
-                            .rows()
-                            .iter()
-                            .find(|r| r.id == id)
-                            .map(|r| (r.status, first_finding(r)))
-                    })
-                    .collect();
-                (id, cells)
-            })
-            .collect();
-        Grid { columns, rows }
-    }
-}
-
-/// Unique column names from the report paths' file names.
-pub fn names(paths: &[std::path::PathBuf]) -> Vec<String> {
+/// Unique column names: the `--name`s given, in order, then the report paths' file names.
+pub fn names(paths: &[std::path::PathBuf], given: &[String]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
-    for path in paths {
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
+    for (index, path) in paths.iter().enumerate() {
+        let stem = given
+            .get(index)
+            .map(|name| safe_name(name))
+            .filter(|name| !name.is_empty())
+            .or_else(|| path.file_stem().map(|s| safe_name(&s.to_string_lossy())))
             .unwrap_or_else(|| "report".to_string());
         let mut name = stem.clone();
         let mut n = 2;
@@ -101,6 +31,22 @@ pub fn names(paths: &[std::path::PathBuf]) -> Vec<String> {
     names
 }
 
+/// A name that is also a file name (`<name>.svg`, `<name>.html`): no path separators, no
+/// leading dot, no control characters.
+fn safe_name(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if c == '/' || c == '\\' || c.is_control() {
+                '-'
+            } else {
+                c
+            }
+        })
+        .collect();
+    cleaned.trim_start_matches('.').trim().to_string()
+}
+
 /// The markdown table: a header row per implementation, then checks × implementations.
 pub fn markdown(reports: &[(String, Report)]) -> String {
     let grid = Grid::new(reports);
@@ -109,9 +55,9 @@ pub fn markdown(reports: &[(String, Report)]) -> String {
     for column in &grid.columns {
         let _ = writeln!(
             out,
-            "| {} | `{}` | {} | {} | {}/{} |",
+            "| {} | {} | {} | {} | {}/{} |",
             cell(&column.name),
-            cell(&column.sut).replace('`', "'"),
+            cell(&column.sut),
             cell(&column.version),
             cell(&column.edition),
             column.passed,
@@ -168,13 +114,20 @@ pub fn badge(column: &Column) -> String {
     )
 }
 
-/// Writes `matrix.html`, `matrix.md` and one `<name>.svg` badge per implementation into `dir`.
+/// Writes `matrix.html`, `matrix.md`, and per implementation its `<name>.svg` badge and its
+/// own `<name>.html` report (the page the matrix's cells link into) into `dir`.
 pub fn write(dir: &std::path::Path, reports: &[(String, Report)]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     std::fs::write(dir.join("matrix.html"), super::html::matrix_page(reports))?;
     std::fs::write(dir.join("matrix.md"), markdown(reports))?;
     for column in Grid::new(reports).columns {
         std::fs::write(dir.join(format!("{}.svg", column.name)), badge(&column))?;
+    }
+    for (name, report) in reports {
+        std::fs::write(
+            dir.join(format!("{name}.html")),
+            super::html::render(report),
+        )?;
     }
     Ok(())
 }

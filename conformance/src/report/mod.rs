@@ -1,26 +1,28 @@
 //! Owns the reporters: each consumes runner [`Event`]s and nothing else (adding a format
-//! touches one file and one arm of [`render`]). Also the saved-report model ([`Report`])
+//! touches one file and one arm of [`formats::render`]). Also the saved-report model ([`Report`])
 //! that every file format is rendered from, so a live run and `report r.json` print the
 //! same bytes, and the catalog renderer behind `list`.
 
 pub mod catalog_doc;
 pub mod compare;
+pub mod formats;
+pub mod grid;
 pub mod html;
 pub mod human;
 pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod matrix;
+pub mod merge;
 pub mod tap;
 pub mod text;
 
 use std::borrow::Cow;
-use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::run::case::InvocationRecord;
-use crate::run::events::{CheckResult, Event, RunInfo, Status, Summary};
+use crate::run::events::{CheckResult, Event, Migration, RunInfo, Status, Summary};
 
 /// Something that consumes run events.
 pub trait Reporter {
@@ -154,7 +156,7 @@ impl Report {
 
     /// A run that judged nothing it was asked to fails (exit 1); this row says so to every
     /// consumer, which would otherwise read a plan of skips as a pass.
-    fn vacuous_row(&self) -> CheckResult {
+    pub(crate) fn vacuous_row(&self) -> CheckResult {
         CheckResult {
             id: VACUOUS_ID.to_string(),
             title: "the run judged what it was asked to".to_string(),
@@ -172,10 +174,13 @@ impl Report {
             duration_ms: 0,
             editions: Vec::new(),
             migration: None,
+            scenarios: Vec::new(),
+            requires: None,
+            repro: None,
         }
     }
 
-    fn smoke_row(&self) -> CheckResult {
+    pub(crate) fn smoke_row(&self) -> CheckResult {
         let def = crate::catalog::find(SMOKE_ID);
         let smoke = self.smoke.as_ref();
         CheckResult {
@@ -192,7 +197,7 @@ impl Report {
                 .map(|d| d.spec.to_string())
                 .unwrap_or_else(|| "json-v3#per-command-data".to_string()),
             status: Status::Failed,
-            reason: Some(SMOKE_REASON.to_string()),
+            reason: Some(smoke_reason()),
             findings: smoke.map(|s| s.findings.clone()).unwrap_or_default(),
             invocations: smoke
                 .and_then(|s| s.invocation.clone())
@@ -203,6 +208,23 @@ impl Report {
                 .map(|d| d.editions.list().iter().map(|e| e.number()).collect())
                 .unwrap_or_default(),
             migration: None,
+            scenarios: Vec::new(),
+            requires: None,
+            repro: self.info.as_ref().map(|info| {
+                let invocation = smoke.and_then(|s| s.invocation.as_ref());
+                crate::run::repro::Repro::new(
+                    SMOKE_ID,
+                    "pure",
+                    SMOKE_ID,
+                    invocation.map(|record| (0, record)),
+                    &crate::run::repro::RunFacts {
+                        sut_argv: &info.sut_argv,
+                        seed: info.seed,
+                        edition: info.contract,
+                        profile: info.profile.as_deref(),
+                    },
+                )
+            }),
         }
     }
 
@@ -233,8 +255,12 @@ impl Report {
 }
 
 /// Why the smoke row failed, in every format.
-pub const SMOKE_REASON: &str =
-    "smoke stage failed: the SUT does not answer `--json version` in contract; no other check ran";
+pub fn smoke_reason() -> String {
+    format!(
+        "the SUT does not answer `--json version` in any contract edition this suite knows ({}); no other check ran",
+        crate::spec::Edition::ALL.map(|e| e.to_string()).join(", ")
+    )
+}
 
 /// Whether a status is shown as a failure (fails the run, or the harness could not judge).
 pub fn is_bad(status: Status) -> bool {
@@ -261,74 +287,70 @@ pub fn first_finding(row: &CheckResult) -> Option<String> {
         .map(|t| text::one_line(&t))
 }
 
-/// The closing line every human-facing summary ends with (`N passed, N failed, N skipped`).
+/// A row's level as every format prints it: `MUST` or `SHOULD`, and for a check resting on
+/// a knob of the SUT's profile rather than on the contract, which knob and whether the
+/// profile declared it.
+pub fn level_label(row: &CheckResult) -> String {
+    match &row.requires {
+        Some(req) if req.declared => {
+            format!("{}, declared requirement {}", row.level.as_str(), req.key)
+        }
+        Some(req) => format!(
+            "{}, requirement {} not declared",
+            row.level.as_str(),
+            req.key
+        ),
+        None => row.level.as_str().to_string(),
+    }
+}
+
+/// The closing line every human-facing summary ends with, exactly `N passed, N failed, N
+/// skipped` (what CI systems and the docs read); the details go on the lines before it
+/// ([`closing_details`]).
 ///
-/// The summary already counts a failed smoke stage as one failure.
-/// A run that judged nothing it was asked to says so (it fails), and what was not run is
-/// named with its reason.
+/// The summary already counts a failed smoke stage as one failure; a run that judged
+/// nothing it was asked to counts its `RUN.judged-something` row as one too, so the line
+/// never reads `0 failed` for a run that fails.
 pub fn closing_line(summary: &Summary) -> String {
-    let mut tail = String::new();
-    if !summary.vacuous.is_empty() {
-        tail.push_str(&format!(
-            "; FAILED: judged nothing it was asked to: {} (pass --allow-empty to accept)",
-            summary.vacuous.join("; ")
-        ));
-    }
-    if !summary.not_run.is_empty() {
-        tail.push_str(&format!("; not run: {}", summary.not_run.join("; ")));
-    }
     format!(
-        "{} passed, {} failed, {} skipped{tail}",
+        "{} passed, {} failed, {} skipped",
         summary.passed + summary.warned + summary.expected_failures,
-        summary.failed + summary.crashed + summary.stale_baseline + summary.errored,
+        summary.failed
+            + summary.crashed
+            + summary.stale_baseline
+            + summary.errored
+            + usize::from(!summary.vacuous.is_empty()),
         summary.skipped
     )
 }
 
-/// A file format a run can write and `report` can print.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    Json,
-    Junit,
-    Tap(tap::Version),
-    Html,
-    Markdown,
-}
-
-/// Renders a whole report in one format.
-pub fn render(report: &Report, format: Format) -> String {
-    match format {
-        Format::Json => json::render(report),
-        Format::Junit => junit::render(report),
-        Format::Tap(version) => tap::render(report, version),
-        Format::Html => html::render(report),
-        Format::Markdown => markdown::render(report),
+/// The lines before the closing line: a run that judged nothing it was asked to says so (it
+/// fails), then what was not run, one cause a line with how many checks it stopped.
+pub fn closing_details(summary: &Summary) -> Vec<String> {
+    let mut lines = Vec::new();
+    if !summary.vacuous.is_empty() {
+        lines.push(format!(
+            "FAILED: judged nothing it was asked to: {} (pass --allow-empty to accept)",
+            summary.vacuous.join("; ")
+        ));
     }
+    lines.extend(summary.not_run.iter().map(|n| format!("not run: {n}")));
+    lines
 }
 
-/// Writes one format to a file when the run finishes.
-pub struct FileReporter {
-    path: PathBuf,
-    format: Format,
-    report: Report,
-}
-
-impl FileReporter {
-    pub fn new(path: PathBuf, format: Format) -> Self {
-        FileReporter {
-            path,
-            format,
-            report: Report::default(),
+/// The migration view's two groups over a report's rows: the failures the documented
+/// changes between the editions explain (id, change), and the violations of both editions.
+pub fn migration_groups(rows: &[&CheckResult]) -> (Vec<(String, String)>, Vec<String>) {
+    let mut explained = Vec::new();
+    let mut both = Vec::new();
+    for row in rows {
+        match &row.migration {
+            Some(Migration::Explained { change }) => {
+                explained.push((row.id.clone(), change.clone()))
+            }
+            Some(Migration::BothEditions) => both.push(row.id.clone()),
+            None => {}
         }
     }
-}
-
-impl Reporter for FileReporter {
-    fn event(&mut self, event: &Event) {
-        self.report.absorb(event);
-    }
-
-    fn finish(&mut self) -> std::io::Result<()> {
-        std::fs::write(&self.path, render(&self.report, self.format))
-    }
+    (explained, both)
 }

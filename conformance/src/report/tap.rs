@@ -54,6 +54,63 @@ pub fn render(report: &Report, version: Version) -> String {
     out
 }
 
+/// TAP written as the run goes (`--tap -`): the version line first, a point per check as it
+/// finishes, the rows a run adds at its end (a failed smoke stage, a vacuous run), then the
+/// plan, last, as TAP allows.
+pub struct Stream<W: std::io::Write> {
+    out: W,
+    version: Version,
+    points: usize,
+    report: Report,
+}
+
+impl<W: std::io::Write> Stream<W> {
+    pub fn new(out: W, version: Version) -> Self {
+        Stream {
+            out,
+            version,
+            points: 0,
+            report: Report::default(),
+        }
+    }
+
+    fn write(&mut self, row: &CheckResult) {
+        self.points += 1;
+        let mut text = String::new();
+        point(&mut text, self.points, row);
+        let _ = self.out.write_all(text.as_bytes());
+        let _ = self.out.flush();
+    }
+}
+
+impl<W: std::io::Write> super::Reporter for Stream<W> {
+    fn event(&mut self, event: &crate::run::Event) {
+        self.report.absorb(event);
+        match event {
+            crate::run::Event::Started(_) => {
+                let _ = writeln!(self.out, "TAP version {}", self.version.number());
+            }
+            crate::run::Event::Check(result) => self.write(result),
+            crate::run::Event::Finished { .. } => {
+                if self.report.smoke_failed {
+                    let row = self.report.smoke_row();
+                    self.write(&row);
+                }
+                if !self.report.summary.vacuous.is_empty() {
+                    let row = self.report.vacuous_row();
+                    self.write(&row);
+                }
+                let _ = writeln!(self.out, "1..{}", self.points);
+            }
+            crate::run::Event::Smoke { .. } => {}
+        }
+    }
+
+    fn finish(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
 fn point(out: &mut String, number: usize, row: &CheckResult) {
     let reason = row.reason.as_deref().map(description).unwrap_or_default();
     let (word, directive) = match row.status {
@@ -64,11 +121,17 @@ fn point(out: &mut String, number: usize, row: &CheckResult) {
             ("not ok", String::new())
         }
     };
+    let requirement = row
+        .requires
+        .as_ref()
+        .map(|r| format!(" [{}]", r.describe()))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "{word} {number} - {}: {}{}",
+        "{word} {number} - {}: {}{}{}",
         description(&row.id),
         description(&row.title),
+        description(&requirement),
         directive.trim_end()
     );
     if matches!(row.status, Status::Passed | Status::Skipped) {
@@ -79,7 +142,7 @@ fn point(out: &mut String, number: usize, row: &CheckResult) {
         let _ = writeln!(out, "  message: {}", quote(&message));
     }
     let _ = writeln!(out, "  status: {}", quote(row.status.label()));
-    let _ = writeln!(out, "  level: {}", quote(row.level.as_str()));
+    let _ = writeln!(out, "  level: {}", quote(&super::level_label(row)));
     let _ = writeln!(out, "  tier: {}", quote(&row.tier));
     let _ = writeln!(out, "  spec: {}", quote(&row.spec_ref));
     if let Some(reason) = &row.reason {
@@ -124,6 +187,21 @@ fn point(out: &mut String, number: usize, row: &CheckResult) {
                 row.invocations.len() - MAX_INVOCATIONS
             );
         }
+    }
+    if let Some(repro) = &row.repro {
+        out.push_str("  repro:\n");
+        if let Some(argv) = &repro.argv {
+            let _ = writeln!(out, "    argv: {}", quote(argv));
+        }
+        if let Some(ending) = &repro.ending {
+            let _ = writeln!(out, "    ending: {}", quote(ending));
+        }
+        for (name, lines) in [("stdout", &repro.stdout), ("stderr", &repro.stderr)] {
+            if !lines.is_empty() {
+                let _ = writeln!(out, "    {name}: {}", quote(&lines.join("\n")));
+            }
+        }
+        let _ = writeln!(out, "    command: {}", quote(&repro.command));
     }
     out.push_str("  ...\n");
 }

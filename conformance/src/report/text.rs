@@ -63,9 +63,87 @@ pub fn truncate(text: &str, max: usize) -> String {
     format!("{kept}... ({} more characters)", count - max)
 }
 
+/// `1 invocation`, `2 invocations`.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// The text with every path under a temporary directory (the sandboxes' parents, the
+/// system's temp dirs) shown as `<temp>`: a skip reason names a cause, and the same cause
+/// must read the same in every check and every run so the closing lines count it once.
+pub fn without_temp_paths(text: &str) -> String {
+    static PATH: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let path = PATH.get_or_init(|| {
+        regex::Regex::new(r#"(file://)?/[^\s'"`,;()\[\]<>]+"#).expect("a valid pattern")
+    });
+    let roots = temp_roots();
+    path.replace_all(text, |caps: &regex::Captures<'_>| {
+        let found = &caps[0];
+        let bare = found.trim_start_matches("file://");
+        // Sentence punctuation after a path is not part of it.
+        let kept = bare.trim_end_matches(['.', ':']);
+        let tail = &bare[kept.len()..];
+        let under_temp = roots
+            .iter()
+            .any(|root| kept == root || kept.starts_with(&format!("{root}/")))
+            || kept.contains("/stoat-conf-");
+        if under_temp {
+            format!("<temp>{tail}")
+        } else {
+            found.to_string()
+        }
+    })
+    .into_owned()
+}
+
+/// Directories temporary files live under, as given and canonical.
+fn temp_roots() -> Vec<String> {
+    let mut dirs: Vec<std::path::PathBuf> = ["/tmp", "/var/tmp", "/dev/shm"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .collect();
+    dirs.push(std::env::temp_dir());
+    for var in [
+        "STOAT_CONFORMANCE_TMP",
+        "STOAT_CONFORMANCE_REAL_TMP",
+        "TMPDIR",
+    ] {
+        if let Some(dir) = std::env::var_os(var).filter(|d| !d.is_empty()) {
+            dirs.push(dir.into());
+        }
+    }
+    let mut roots: Vec<String> = Vec::new();
+    for dir in dirs {
+        let canonical = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+        for d in [dir, canonical] {
+            let text = d.display().to_string().trim_end_matches('/').to_string();
+            if !text.is_empty() && !roots.contains(&text) {
+                roots.push(text);
+            }
+        }
+    }
+    roots
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn temp_paths_are_one_word() {
+        assert_eq!(
+            without_temp_paths("X=/tmp/.tmpAb12/x is on tmpfs; see /usr/bin/qemu."),
+            "X=<temp> is on tmpfs; see /usr/bin/qemu."
+        );
+        assert_eq!(
+            without_temp_paths("`add file:///var/tmp/stoat-conf-1a-Zq/repo` refused: /dev/shm."),
+            "`add <temp>` refused: <temp>."
+        );
+    }
 
     #[test]
     fn escapes_controls_keeps_text() {

@@ -8,7 +8,8 @@ use serde_json::Value;
 
 use crate::capture::Capture;
 use crate::error::HarnessError;
-use crate::finding::Finding;
+use crate::finding::{CheckId, Finding};
+use crate::ids;
 use crate::oracle::{Context, Judgement, Oracle, Outcome};
 use crate::sandbox::{changes_between, Sandbox, SandboxOptions, TreeSnapshot};
 use crate::spec::Edition;
@@ -33,6 +34,8 @@ pub struct RunEnv {
     pub also_judge: Option<Edition>,
     /// What the implementer declared about the knobs the contract does not name.
     pub profile: std::sync::Arc<super::profile::Profile>,
+    /// `repro`: keep every sandbox and stop the scenario after this invocation.
+    pub stop: Option<super::stop::StopAt>,
 }
 
 /// One invocation to make.
@@ -44,6 +47,8 @@ pub struct Inv {
     pub stdin: Option<Vec<u8>>,
     /// Overrides the run's per-invocation timeout (a real boot needs minutes).
     pub timeout: Option<Duration>,
+    /// A signal sent to the SUT while it runs.
+    pub signal: Option<super::sut::SignalPlan>,
 }
 
 impl Inv {
@@ -60,6 +65,7 @@ impl Inv {
             expect_cmd,
             stdin: None,
             timeout: None,
+            signal: None,
         }
     }
 
@@ -73,6 +79,7 @@ impl Inv {
             expect_cmd,
             stdin: None,
             timeout: None,
+            signal: None,
         }
     }
 
@@ -143,9 +150,23 @@ pub struct Ran {
     pub judgement: Judgement,
     /// For watched stdin: the bytes the SUT did not read.
     pub stdin_unread: Option<Vec<u8>>,
+    /// With [`Inv::signal`]: whether the signal was sent.
+    pub signaled: Option<bool>,
 }
 
 impl Ran {
+    /// What the invocation answered, in words for a finding: `error usage`, `ok:true`, or
+    /// that no result line came (never Rust's debug text).
+    pub fn answer(&self) -> String {
+        match &self.judgement.outcome {
+            Outcome::Ok => "ok:true".to_string(),
+            Outcome::Failed { code: Some(code) } => format!("error {code}"),
+            Outcome::Failed { code: None } => "ok:false without an error code".to_string(),
+            Outcome::Crashed => format!("no result line ({})", self.capture.ending.describe()),
+            Outcome::Human => "human output".to_string(),
+        }
+    }
+
     pub fn data(&self) -> Option<&Value> {
         self.judgement.data()
     }
@@ -168,7 +189,7 @@ pub struct InvocationRecord {
 
 /// The working state of one check.
 pub struct Case<'a> {
-    pub id: &'static str,
+    pub id: CheckId,
     env: &'a RunEnv,
     pub findings: Vec<Finding>,
     /// Oracle findings with the index of the invocation they came from.
@@ -178,14 +199,16 @@ pub struct Case<'a> {
     pub crashed: bool,
     pub skipped: Option<String>,
     /// Per invocation (by index), the oracle rules the `also_judge` edition flagged there.
-    pub also_flagged: Vec<BTreeSet<&'static str>>,
+    pub also_flagged: Vec<BTreeSet<String>>,
     /// Microseconds the SUT ran in invocations a scenario watched itself (`catalog::live`),
     /// which [`Case::run`] does not record: the benchmark counts them as SUT time.
     pub watched_us: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// The invocation (by index) the first finding came after: the failing one.
+    pub first_failing: Option<usize>,
 }
 
 impl<'a> Case<'a> {
-    pub fn new(id: &'static str, env: &'a RunEnv) -> Self {
+    pub fn new(id: CheckId, env: &'a RunEnv) -> Self {
         Case {
             id,
             env,
@@ -197,6 +220,7 @@ impl<'a> Case<'a> {
             skipped: None,
             also_flagged: Vec::new(),
             watched_us: Default::default(),
+            first_failing: None,
         }
     }
 
@@ -272,9 +296,10 @@ impl<'a> Case<'a> {
         })
     }
 
-    /// Marks this check skipped, with the reason reported.
+    /// Marks this check skipped, with the reason reported (temporary paths shown as
+    /// `<temp>`, so one cause reads the same in every check).
     pub fn skip(&mut self, reason: impl Into<String>) {
-        self.skipped = Some(reason.into());
+        self.skipped = Some(crate::report::text::without_temp_paths(&reason.into()));
     }
 
     /// The `stoat-fake` binary, when the run has one.
@@ -311,13 +336,26 @@ impl<'a> Case<'a> {
                 .unwrap_or(self.env.timeout)
                 .max(self.env.timeout),
             json: inv.json,
+            signal: inv.signal.clone(),
         })?;
         let context = Context {
             expect_cmd: edition_cmd(&inv, self.env.edition),
             canaries: sandbox.canaries(),
             edition: self.env.edition,
         };
-        let judgement = self.env.oracle.judge(&spawned.capture, &context);
+        let mut judgement = self.env.oracle.judge(&spawned.capture, &context);
+        // A process the suite itself signalled, ended by that signal, "died" in the consumer
+        // contract's words, which it allows: not a crash. Whether it should have answered
+        // is the signal checks' (a SHOULD), not ENV.result-present's.
+        let died_of_our_signal = spawned.signaled == Some(true)
+            && inv.signal.as_ref().is_some_and(|plan| {
+                spawned.capture.ending == crate::capture::Ending::Signaled(plan.signal)
+            });
+        if died_of_our_signal {
+            judgement
+                .findings
+                .retain(|f| f.check_id != ids::ENV_RESULT_PRESENT.name);
+        }
         let index = self.invocations.len();
         if let Some(edition) = self.env.also_judge {
             let other = Context {
@@ -326,12 +364,8 @@ impl<'a> Case<'a> {
                 ..context.clone()
             };
             let flagged = self.env.oracle.judge(&spawned.capture, &other).findings;
-            self.also_flagged.push(
-                flagged
-                    .iter()
-                    .filter_map(|f| crate::catalog::find(&f.check_id).map(|d| d.id))
-                    .collect(),
-            );
+            self.also_flagged
+                .push(flagged.iter().map(|f| f.check_id.clone()).collect());
         }
         self.oracle_findings
             .extend(judgement.findings.iter().cloned().map(|f| (index, f)));
@@ -342,10 +376,36 @@ impl<'a> Case<'a> {
             capture: truncated(&spawned.capture),
             outcome: judgement.outcome.clone(),
         });
+        if let Some(stop) = &self.env.stop {
+            // `repro`: this sandbox stays for the implementer, and the invocation is the
+            // latest one reached.
+            sandbox.keep();
+            if let Ok(mut reached) = stop.reached.lock() {
+                *reached = Some(super::stop::Reached {
+                    root: sandbox.root.clone(),
+                    cwd: sandbox.work.clone(),
+                    env: env.clone(),
+                    program: self.env.sut.program.clone(),
+                    args: self
+                        .env
+                        .sut
+                        .leading
+                        .iter()
+                        .chain(&inv.args)
+                        .cloned()
+                        .collect(),
+                    capture: spawned.capture.clone(),
+                });
+            }
+            if stop.at == Some(index) {
+                return Err(HarnessError::Stopped);
+            }
+        }
         Ok(Ran {
             capture: spawned.capture,
             judgement,
             stdin_unread: spawned.stdin_unread,
+            signaled: spawned.signaled,
         })
     }
 
@@ -358,8 +418,8 @@ impl<'a> Case<'a> {
         sandbox: &Sandbox,
         granted: &[std::path::PathBuf],
     ) {
-        const ID: &str = "SANDBOX.no-writes-outside";
-        self.exercised.insert(ID);
+        const ID: CheckId = ids::SANDBOX_NO_WRITES_OUTSIDE;
+        self.exercised.insert(ID.name);
         let mut after = sandbox.outside_snapshot();
         let mut before = before.clone();
         // A granted file and the directories created to hold it are the command's job.
@@ -369,7 +429,7 @@ impl<'a> Case<'a> {
         let changes = changes_between(&before, &after);
         if !changes.is_empty() {
             if let Some(flagged) = self.also_flagged.get_mut(index) {
-                flagged.insert(ID);
+                flagged.insert(ID.name.to_string());
             }
             let finding = Finding::new(
                 ID,
@@ -390,6 +450,9 @@ impl<'a> Case<'a> {
 
     /// Records a finding of this check.
     pub fn fail(&mut self, pointer: impl Into<String>, message: impl Into<String>) {
+        if self.findings.is_empty() {
+            self.first_failing = self.invocations.len().checked_sub(1);
+        }
         self.findings.push(Finding::new(self.id, pointer, message));
     }
 

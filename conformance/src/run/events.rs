@@ -77,6 +77,43 @@ pub struct CheckResult {
     /// did not pass is explained.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migration: Option<Migration>,
+    /// An oracle rule's findings came from these scenarios' invocations (catalog order):
+    /// what `--rerun-failed` runs again to judge the rule again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<String>,
+    /// The check rests on a knob the SUT's profile declares, not on the contract.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requires: Option<Declared>,
+    /// A failing row's reproduction: the failing invocation and the command that runs the
+    /// check again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repro: Option<super::repro::Repro>,
+}
+
+/// A check's profile requirement, as a report shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Declared {
+    /// The profile key (`data_root_var`, `[catalog]`).
+    pub key: String,
+    /// Whether this run's profile declared it (then the check is a MUST, else a SHOULD).
+    pub declared: bool,
+}
+
+impl Declared {
+    /// One line for every report format.
+    pub fn describe(&self) -> String {
+        if self.declared {
+            format!(
+                "declared requirement: rests on the profile's {}, not on the contract (declared, so MUST)",
+                self.key
+            )
+        } else {
+            format!(
+                "declared requirement: rests on the profile's {}, not on the contract (not declared, so SHOULD)",
+                self.key
+            )
+        }
+    }
 }
 
 /// The migration view's grouping of a check that did not pass.
@@ -158,12 +195,25 @@ pub struct RunInfo {
     #[serde(default)]
     pub migration: bool,
     pub sut: String,
+    /// The SUT's program and leading arguments, as given after `--` (what `repro` runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sut_argv: Vec<String>,
+    /// The `--profile` file the run read, as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
     #[serde(default)]
     pub sut_version: Option<String>,
     pub seed: u64,
+    /// Where the seed came from: `default` (the suite's fixed seed), `flag`, `random`.
+    #[serde(default)]
+    pub seed_source: super::seed::SeedSource,
     pub jobs: usize,
     pub selected: usize,
     pub tiers: Vec<String>,
+    /// `run --shard K/N`: this report holds the K-th of N parts of the run (`selected` is
+    /// the whole run's); `report --merge` joins the N reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
 }
 
 fn default_contract_source() -> String {

@@ -34,6 +34,9 @@ pub struct Profile {
     /// How to point `recipe search` at the suite's recipe index.
     #[serde(default)]
     pub recipe_index: RecipeIndexKnob,
+    /// The knobs the file named (a default is assumed, not declared).
+    #[serde(skip)]
+    pub declared: Vec<crate::spec::Requirement>,
 }
 
 /// The reference's recipe-index variable (not named by the contract).
@@ -164,6 +167,7 @@ impl Default for Profile {
             env: Default::default(),
             catalog: CatalogKnob::default(),
             recipe_index: RecipeIndexKnob::default(),
+            declared: Vec::new(),
         }
     }
 }
@@ -171,10 +175,25 @@ impl Default for Profile {
 impl Profile {
     pub fn load(path: &Path) -> Result<Self, HarnessError> {
         let text = std::fs::read_to_string(path).map_err(|e| HarnessError::io(path, e))?;
-        toml::from_str(&text).map_err(|e| HarnessError::BadInput {
+        let bad = |e: toml::de::Error| HarnessError::BadInput {
             path: path.to_path_buf(),
             message: e.to_string(),
-        })
+        };
+        let mut profile: Profile = toml::from_str(&text).map_err(bad)?;
+        let table: toml::Table = toml::from_str(&text).map_err(bad)?;
+        use crate::spec::Requirement;
+        for requirement in [Requirement::DataRootVar, Requirement::Catalog] {
+            let key = requirement.key().trim_matches(['[', ']']);
+            if table.contains_key(key) {
+                profile.declared.push(requirement);
+            }
+        }
+        Ok(profile)
+    }
+
+    /// Whether the profile file declared this knob (rather than the reference's assumed).
+    pub fn declares(&self, requirement: crate::spec::Requirement) -> bool {
+        self.declared.contains(&requirement)
     }
 }
 

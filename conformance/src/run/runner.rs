@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::catalog::{self, CheckDef, Kind};
 use crate::error::HarnessError;
 use crate::finding::{Finding, Level};
+use crate::ids;
 use crate::oracle::{Context, Oracle, Outcome};
 use crate::spec::Edition;
 
@@ -24,6 +25,7 @@ use super::baseline::Baseline;
 use super::case::{Case, Inv, InvocationRecord, RunEnv};
 use super::events::{CheckResult, Event, Migration, RunInfo, Status, Summary};
 use super::profile::Profile;
+use super::repro::{Repro, RunFacts};
 use super::selection::Selection;
 use super::sut::Sut;
 
@@ -34,6 +36,8 @@ pub struct RunConfig {
     pub selection: Selection,
     pub jobs: usize,
     pub seed: u64,
+    /// Where `seed` came from (the suite's default, `--seed N`, `--seed random`).
+    pub seed_source: super::seed::SeedSource,
     pub timeout: Duration,
     pub baseline: Option<Baseline>,
     /// Skip the smoke stage (tests of the runner itself).
@@ -48,6 +52,8 @@ pub struct RunConfig {
     pub allow_empty: bool,
     /// The implementer's declarations (`--profile`); default: the reference's knobs.
     pub profile: Profile,
+    /// The `--profile` file as given (reports and reproduction commands name it).
+    pub profile_path: Option<String>,
 }
 
 /// Which edition a run judges by.
@@ -68,7 +74,7 @@ struct Done {
     oracle_findings: Vec<(usize, Finding)>,
     exercised: BTreeSet<&'static str>,
     invocations: Vec<InvocationRecord>,
-    also_flagged: Vec<BTreeSet<&'static str>>,
+    also_flagged: Vec<BTreeSet<String>>,
     crashed: bool,
     skipped: Option<String>,
     duration_ms: u64,
@@ -76,6 +82,8 @@ struct Done {
     watched_sut_ms: u64,
     /// Migration view: the same check judged by the SUT's own edition did not pass.
     fails_in_sut_edition: Option<bool>,
+    /// The invocation the scenario's first finding came after.
+    first_failing: Option<usize>,
 }
 
 /// Runs the suite; returns the summary and whether the smoke stage failed.
@@ -86,20 +94,7 @@ pub fn run(
     let started = Instant::now();
     let defs = catalog::all();
     let tiers = config.selection.tiers();
-    let mut env = RunEnv {
-        sut: config.sut.clone(),
-        oracle: std::sync::Arc::new(config.oracle.take().unwrap_or_default()),
-        fakes: config.fakes.clone(),
-        timeout: config.timeout,
-        seed: config.seed,
-        guest: config.guest.clone(),
-        edition: match config.contract {
-            Contract::Fixed(edition) => edition,
-            Contract::Auto => Edition::default(),
-        },
-        also_judge: None,
-        profile: std::sync::Arc::new(config.profile.clone()),
-    };
+    let mut env = env_of(&mut config);
     let jobs = config.jobs.max(1);
 
     let mut sut_version = None;
@@ -111,9 +106,17 @@ pub fn run(
         sut_version = smoke.version;
         sut_edition = smoke.edition;
         smoke_failed = !smoke.passed;
+        let mut findings = smoke.findings;
+        let judged = match config.contract {
+            Contract::Fixed(edition) => Some(edition),
+            Contract::Auto => smoke.edition,
+        };
+        for finding in &mut findings {
+            cite(finding, judged.unwrap_or(env.edition));
+        }
         smoke_event = Some(Event::Smoke {
             passed: smoke.passed,
-            findings: smoke.findings,
+            findings,
             invocation: smoke.invocation,
         });
     }
@@ -123,6 +126,9 @@ pub fn run(
     let migration = sut_edition.filter(|e| *e != env.edition);
     env.also_judge = migration;
     let edition = env.edition;
+    let sut_argv: Vec<String> = std::iter::once(config.sut.program.display().to_string())
+        .chain(config.sut.leading.iter().cloned())
+        .collect();
     let matched: Vec<&'static CheckDef> = defs
         .iter()
         .filter(|d| config.selection.selects(d))
@@ -135,15 +141,22 @@ pub fn run(
     let wants_oracle = selected.iter().any(|d| d.kind == Kind::Oracle);
     // Oracle rules are judged over the invocations of the selected scenarios; when only
     // oracle rules are selected, every scenario of the selected tiers runs to feed them.
-    let any_scenario_selected = selected.iter().any(|d| d.kind == Kind::Scenario);
+    // A rerun (`--rerun-failed`) feeds a failed rule only with the scenarios that failed it.
+    let any_scenario_selected =
+        selected.iter().any(|d| d.kind == Kind::Scenario) || config.selection.only_ids.is_some();
     let scenarios: Vec<&'static CheckDef> = defs
         .iter()
         .filter(|d| d.kind == Kind::Scenario && d.editions.contains(edition))
         .filter(|d| {
             selected.iter().any(|s| s.id == d.id)
+                || (config.selection.feeds(d.id) && tiers.contains(&d.tier))
                 || (wants_oracle && !any_scenario_selected && tiers.contains(&d.tier))
         })
         .collect();
+    let scenarios = match config.selection.shard {
+        Some(shard) => shard.part(&scenarios),
+        None => scenarios,
+    };
     // The same checks judged by the SUT's own edition, for the migration view's grouping.
     let sut_env = migration.map(|sut_edition| RunEnv {
         edition: sut_edition,
@@ -161,16 +174,35 @@ pub fn run(
         .to_string(),
         migration: migration.is_some(),
         sut: config.sut.display(),
+        sut_argv: sut_argv.clone(),
+        profile: config.profile_path.clone(),
         sut_version,
         seed: config.seed,
+        seed_source: config.seed_source,
         jobs,
         selected: selected.len(),
         tiers: tiers.iter().map(|t| t.as_str().to_string()).collect(),
+        shard: config.selection.shard.map(|s| s.to_string()),
     }));
     if let Some(event) = &smoke_event {
         emit(event);
     }
+    let facts = RunFacts {
+        sut_argv: &sut_argv,
+        seed: config.seed,
+        edition: edition.number(),
+        profile: config.profile_path.as_deref(),
+    };
     let mut summary = Summary::default();
+    // The smoke stage's `--json version` is an invocation of the SUT like any other.
+    if let Some(Event::Smoke {
+        invocation: Some(record),
+        ..
+    }) = &smoke_event
+    {
+        summary.invocations += 1;
+        summary.sut_ms += record.capture.duration_ms;
+    }
     let mut ran: Vec<Ran> = Vec::new();
     if smoke_failed {
         // The failed smoke stage is one failed check in every count (JSON, human, exit).
@@ -187,6 +219,7 @@ pub fn run(
     let (tx, rx) = mpsc::channel::<Done>();
     let mut oracle_hits: BTreeMap<String, Vec<Hit>> = BTreeMap::new();
     let mut exercised: BTreeSet<&'static str> = BTreeSet::new();
+    let mut fed: BTreeMap<&'static str, Fed> = BTreeMap::new();
     std::thread::scope(|scope| {
         for _ in 0..jobs.min(scenarios.len().max(1)) {
             let tx = tx.clone();
@@ -218,6 +251,7 @@ pub fn run(
                 .sum::<u64>()
                 + done.watched_sut_ms;
             exercised.extend(done.exercised.iter().copied());
+            fed.insert(done.def.id, Fed::of(&done));
             for (index, finding) in &done.oracle_findings {
                 if let Some(record) = done.invocations.get(*index) {
                     let also = done
@@ -231,6 +265,8 @@ pub fn run(
                             finding: finding.clone(),
                             record: record.clone(),
                             also_in_sut_edition: also,
+                            scenario: done.def.id,
+                            order: (catalog_position(done.def.id), *index),
                         });
                 }
             }
@@ -239,7 +275,7 @@ pub fn run(
             }
             let def = done.def;
             let fails_in_sut_edition = done.fails_in_sut_edition;
-            let mut result = scenario_result(done);
+            let mut result = scenario_result(done, &config.profile, edition, &facts);
             if let Some(sut_edition) = migration {
                 result.migration = group(def, &result, sut_edition, fails_in_sut_edition);
             }
@@ -251,9 +287,21 @@ pub fn run(
     });
 
     for def in selected.iter().filter(|d| d.kind == Kind::Oracle) {
-        let hits = oracle_hits.remove(def.id).unwrap_or_default();
+        let mut hits = oracle_hits.remove(def.id).unwrap_or_default();
+        // Workers finish in any order; the evidence is listed in catalog order.
+        hits.sort_by_key(|h| h.order);
         let fails_in_sut_edition = hits.iter().any(|h| h.also_in_sut_edition);
-        let mut result = oracle_result(def, hits, exercised.contains(def.id));
+        let mut result = oracle_result(
+            def,
+            hits,
+            exercised.contains(def.id),
+            &config.profile,
+            edition,
+            &facts,
+        );
+        if let Some((_, feeders)) = config.selection.rejudge.iter().find(|(id, _)| id == def.id) {
+            require_rejudged(&mut result, feeders, &fed);
+        }
         if let Some(sut_edition) = migration {
             result.migration = group(def, &result, sut_edition, Some(fails_in_sut_edition));
         }
@@ -284,6 +332,57 @@ pub fn run(
     Ok((summary, smoke_failed))
 }
 
+/// What every case of a run shares, from its configuration.
+fn env_of(config: &mut RunConfig) -> RunEnv {
+    RunEnv {
+        sut: config.sut.clone(),
+        oracle: std::sync::Arc::new(config.oracle.take().unwrap_or_default()),
+        fakes: config.fakes.clone(),
+        timeout: config.timeout,
+        seed: config.seed,
+        guest: config.guest.clone(),
+        edition: match config.contract {
+            Contract::Fixed(edition) => edition,
+            Contract::Auto => Edition::default(),
+        },
+        also_judge: None,
+        profile: std::sync::Arc::new(config.profile.clone()),
+        stop: None,
+    }
+}
+
+/// `repro`: runs `scenario` (a scenario check, or the smoke stage) again as the run did,
+/// up to its invocation `at` (0-based; `None`: to its end), and keeps every sandbox it made.
+/// Returns the last invocation made, with its sandbox, environment and output.
+pub fn reproduce(
+    mut config: RunConfig,
+    scenario: &str,
+    at: Option<usize>,
+) -> Result<Option<super::repro::Reached>, HarnessError> {
+    let stop = std::sync::Arc::new(super::repro::Stop {
+        at,
+        reached: Default::default(),
+    });
+    let mut env = env_of(&mut config);
+    env.stop = Some(stop.clone());
+    let outcome = if scenario == crate::report::SMOKE_ID {
+        smoke(&env).map(|_| ())
+    } else {
+        let def = catalog::find(scenario)
+            .filter(|d| d.scenario.is_some())
+            .ok_or_else(|| {
+                HarnessError::Other(format!("{scenario} is not a scenario check of this suite"))
+            })?;
+        run_one(def, &env).outcome
+    };
+    match outcome {
+        Ok(()) | Err(HarnessError::Stopped) => {}
+        Err(error) => return Err(error),
+    }
+    let reached = stop.reached.lock().ok().and_then(|mut r| r.take());
+    Ok(reached)
+}
+
 /// What the smoke stage learnt.
 struct SmokeOutcome {
     passed: bool,
@@ -298,7 +397,7 @@ struct SmokeOutcome {
 /// (`data.contract`, else its envelope `v`), judged by that edition's rules. Only when no
 /// known edition accepts the answer does the run stop, with one clear finding.
 fn smoke(env: &RunEnv) -> Result<SmokeOutcome, HarnessError> {
-    let mut case = Case::new("SMOKE.version", env);
+    let mut case = Case::new(ids::SMOKE_VERSION, env);
     let sandbox = case.sandbox()?;
     let ran = case.run(&sandbox, Inv::json(&["version"]))?;
     let result = ran.judgement.result.as_ref();
@@ -332,7 +431,7 @@ fn smoke(env: &RunEnv) -> Result<SmokeOutcome, HarnessError> {
             .collect();
         if judgement.outcome != Outcome::Ok {
             findings.push(Finding::new(
-                "SMOKE.version",
+                ids::SMOKE_VERSION,
                 "stdout",
                 format!(
                     "`--json version` did not answer ok:true ({}); stdout: {} stderr: {}",
@@ -349,7 +448,7 @@ fn smoke(env: &RunEnv) -> Result<SmokeOutcome, HarnessError> {
         None => {
             let mut findings = must(env.edition);
             findings.push(Finding::new(
-                "SMOKE.version",
+                ids::SMOKE_VERSION,
                 "line 1/v",
                 format!(
                     "`--json version` names no contract edition this suite knows ({}): v is {}, data.contract is {}",
@@ -361,22 +460,9 @@ fn smoke(env: &RunEnv) -> Result<SmokeOutcome, HarnessError> {
             (None, findings)
         }
     };
+    // The reason every format gives says the SUT answers in no known edition; the findings
+    // are the evidence, each once.
     let passed = findings.is_empty();
-    let findings = if passed {
-        findings
-    } else {
-        // One clear error: the first reason, the rest as evidence.
-        let first = Finding::new(
-            "SMOKE.version",
-            "stdout",
-            format!(
-                "the SUT does not answer `--json version` in any contract edition this suite knows ({}): {}",
-                Edition::ALL.map(|e| e.to_string()).join(", "),
-                findings[0].message
-            ),
-        );
-        std::iter::once(first).chain(findings).collect()
-    };
     Ok(SmokeOutcome {
         passed,
         findings,
@@ -392,6 +478,18 @@ struct Hit {
     finding: Finding,
     record: InvocationRecord,
     also_in_sut_edition: bool,
+    /// The scenario whose invocation it was.
+    scenario: &'static str,
+    /// (catalog position of the scenario, index of the invocation in it): the order the
+    /// evidence is reported in, whatever order the workers finished in.
+    order: (usize, usize),
+}
+
+fn catalog_position(id: &str) -> usize {
+    catalog::all()
+        .iter()
+        .position(|d| d.id == id)
+        .unwrap_or(usize::MAX)
 }
 
 /// Migration view: whether `def` also fails when judged by the SUT's own edition. A check
@@ -437,6 +535,69 @@ fn group(
             ),
         }),
         _ => Some(Migration::BothEditions),
+    }
+}
+
+/// What one scenario did for the oracle rules: whether it judged anything, and which rules
+/// its invocations exercised.
+struct Fed {
+    /// Why it judged nothing (skipped or errored).
+    not_judged: Option<String>,
+    exercised: BTreeSet<&'static str>,
+}
+
+impl Fed {
+    fn of(done: &Done) -> Self {
+        let not_judged = match &done.outcome {
+            Err(error) => Some(format!("errored: {error}")),
+            Ok(()) if done.findings.is_empty() => {
+                done.skipped.as_ref().map(|why| format!("skipped: {why}"))
+            }
+            Ok(()) => None,
+        };
+        Fed {
+            not_judged,
+            exercised: done.exercised.clone(),
+        }
+    }
+}
+
+/// `--rerun-failed` never passes what it did not judge again: a rule that failed before and
+/// does not fail now is SKIP unless every scenario that failed it ran again and made an
+/// invocation the rule applies to.
+fn require_rejudged(result: &mut CheckResult, feeders: &[String], fed: &BTreeMap<&str, Fed>) {
+    if matches!(
+        result.status,
+        Status::Failed | Status::Crashed | Status::Warned | Status::Errored
+    ) {
+        return;
+    }
+    let why = if feeders.is_empty() {
+        Some("the report it reruns names no scenario whose invocations failed this rule (run without --rerun-failed to judge it)".to_string())
+    } else {
+        let missing: Vec<String> = feeders
+            .iter()
+            .filter_map(|scenario| match fed.get(scenario.as_str()) {
+                None => Some(format!(
+                    "{scenario} did not run (not in this suite's catalog, edition or tiers)"
+                )),
+                Some(Fed {
+                    not_judged: Some(why),
+                    ..
+                }) => Some(format!("{scenario} {why}")),
+                Some(f) if !f.exercised.contains(result.id.as_str()) => Some(format!(
+                    "{scenario} made no invocation this rule applies to"
+                )),
+                Some(_) => None,
+            })
+            .collect();
+        (!missing.is_empty()).then(|| missing.join("; "))
+    };
+    if let Some(why) = why {
+        result.status = Status::Skipped;
+        result.reason = Some(format!(
+            "failed in the rerun report, not judged again: {why}"
+        ));
     }
 }
 
@@ -555,7 +716,7 @@ fn checks(count: usize) -> String {
 
 fn run_one(def: &'static CheckDef, env: &RunEnv) -> Done {
     let started = Instant::now();
-    let mut case = Case::new(def.id, env);
+    let mut case = Case::new(def.check_id(), env);
     let outcome = match def.scenario {
         Some(_) if def.tier == catalog::Tier::Fake && !case.has_fakes() => {
             case.skip("needs the stoat-fake tools (pass --fakes PATH)");
@@ -583,17 +744,18 @@ fn run_one(def: &'static CheckDef, env: &RunEnv) -> Done {
         duration_ms: started.elapsed().as_millis() as u64,
         watched_sut_ms: case.watched_us.load(Ordering::Relaxed) / 1000,
         fails_in_sut_edition: None,
+        first_failing: case.first_failing,
     }
 }
 
-fn base_result(def: &CheckDef, status: Status) -> CheckResult {
+fn base_result(def: &CheckDef, status: Status, profile: &Profile, edition: Edition) -> CheckResult {
     CheckResult {
         id: def.id.to_string(),
         title: def.title.to_string(),
-        level: def.level,
+        level: def.level_in(profile),
         tier: def.tier.as_str().to_string(),
         tags: def.tags.iter().map(|t| t.to_string()).collect(),
-        spec_ref: def.spec.to_string(),
+        spec_ref: def.spec_in(edition).to_string(),
         status,
         reason: None,
         findings: Vec::new(),
@@ -601,6 +763,29 @@ fn base_result(def: &CheckDef, status: Status) -> CheckResult {
         duration_ms: 0,
         editions: def.editions.list().iter().map(|e| e.number()).collect(),
         migration: None,
+        scenarios: Vec::new(),
+        requires: def.requires.map(|requirement| super::events::Declared {
+            key: requirement.key().to_string(),
+            declared: profile.declares(requirement),
+        }),
+        repro: None,
+    }
+}
+
+/// Findings carry the check's level in this run (a declared requirement is a MUST only
+/// when the profile declares it) and cite the edition judged.
+fn at_level(mut findings: Vec<Finding>, level: Level, edition: Edition) -> Vec<Finding> {
+    for finding in &mut findings {
+        finding.level = level;
+        cite(finding, edition);
+    }
+    findings
+}
+
+/// A finding cites its check's section in the edition judged.
+fn cite(finding: &mut Finding, edition: Edition) {
+    if let Some(def) = catalog::find(&finding.check_id) {
+        finding.spec_ref = def.spec_in(edition).to_string();
     }
 }
 
@@ -616,29 +801,68 @@ fn status_of(findings: &[Finding], crashed: bool) -> Status {
     }
 }
 
-fn scenario_result(done: Done) -> CheckResult {
-    let mut result = base_result(done.def, Status::Passed);
+fn scenario_result(
+    done: Done,
+    profile: &Profile,
+    edition: Edition,
+    facts: &RunFacts<'_>,
+) -> CheckResult {
+    let mut result = base_result(done.def, Status::Passed, profile, edition);
+    let findings = at_level(done.findings, result.level, edition);
     result.duration_ms = done.duration_ms;
+    // The failing invocation: the one the first finding came after, else the last one.
+    let failing = done
+        .first_failing
+        .or_else(|| done.invocations.len().checked_sub(1));
+    let record = failing.and_then(|i| done.invocations.get(i).map(|r| (i, r)));
+    let repro = Repro::new(
+        done.def.id,
+        done.def.tier.as_str(),
+        done.def.id,
+        record,
+        facts,
+    );
     result.invocations = done.invocations;
     match done.outcome {
         Err(error) => {
             result.status = Status::Errored;
             result.reason = Some(error.to_string());
         }
-        Ok(()) if done.skipped.is_some() && done.findings.is_empty() => {
+        Ok(()) if done.skipped.is_some() && findings.is_empty() => {
             result.status = Status::Skipped;
             result.reason = done.skipped;
         }
         Ok(()) => {
-            result.status = status_of(&done.findings, done.crashed);
-            result.findings = done.findings;
+            result.status = status_of(&findings, done.crashed);
+            result.findings = crate::finding::dedupe(findings);
         }
+    }
+    if crate::report::is_bad(result.status) || result.status == Status::Warned {
+        result.repro = Some(repro);
     }
     result
 }
 
-fn oracle_result(def: &CheckDef, hits: Vec<Hit>, exercised: bool) -> CheckResult {
-    let mut result = base_result(def, Status::Passed);
+fn oracle_result(
+    def: &CheckDef,
+    hits: Vec<Hit>,
+    exercised: bool,
+    profile: &Profile,
+    edition: Edition,
+    facts: &RunFacts<'_>,
+) -> CheckResult {
+    let mut result = base_result(def, Status::Passed, profile, edition);
+    // The first invocation that broke the rule, in catalog order, reproduces it.
+    let repro = hits.first().map(|hit| {
+        let scenario = catalog::find(hit.scenario).map_or(def.tier, |d| d.tier);
+        Repro::new(
+            def.id,
+            scenario.as_str(),
+            hit.scenario,
+            Some((hit.order.1, &hit.record)),
+            facts,
+        )
+    });
     if hits.is_empty() {
         if !exercised {
             result.status = Status::Skipped;
@@ -649,13 +873,21 @@ fn oracle_result(def: &CheckDef, hits: Vec<Hit>, exercised: bool) -> CheckResult
     }
     let mut seen_argv = BTreeSet::new();
     for Hit {
-        finding, record, ..
+        finding,
+        record,
+        scenario,
+        ..
     } in hits
     {
+        if !result.scenarios.iter().any(|s| s == scenario) {
+            result.scenarios.push(scenario.to_string());
+        }
         if seen_argv.insert(record.capture.argv.clone()) && result.invocations.len() < 5 {
             result.invocations.push(record.clone());
         }
         let mut finding = finding;
+        finding.level = result.level;
+        cite(&mut finding, edition);
         finding.pointer = format!("`{}` {}", record.capture.argv_display(), finding.pointer);
         if record.outcome == Outcome::Crashed && def.id == "ENV.result-present" {
             result.status = Status::Crashed;
@@ -665,6 +897,8 @@ fn oracle_result(def: &CheckDef, hits: Vec<Hit>, exercised: bool) -> CheckResult
     if result.status != Status::Crashed {
         result.status = status_of(&result.findings, false);
     }
+    result.findings = crate::finding::dedupe(std::mem::take(&mut result.findings));
+    result.repro = repro;
     result
 }
 

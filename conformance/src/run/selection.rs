@@ -15,6 +15,50 @@ pub struct Selection {
     pub tiers: Vec<Tier>,
     /// Exact ids (from `--rerun-failed`); when set, only these.
     pub only_ids: Option<Vec<String>>,
+    /// `--rerun-failed`: each oracle rule that failed, with the scenarios whose invocations
+    /// failed it. Those scenarios run again (unreported) to feed the rule, and the rule is
+    /// SKIP unless every one of them judged it again.
+    pub rejudge: Vec<(String, Vec<String>)>,
+    /// `--strict-contract`: only checks that rest on the contract alone (no decision of
+    /// ours, no profile requirement).
+    pub strict_contract: bool,
+    /// `--shard K/N`: only the K-th of N contiguous blocks of the scenarios the selection
+    /// runs (oracle rules judge every shard's invocations; `report --merge` joins them).
+    pub shard: Option<Shard>,
+}
+
+/// One of N parts of a run (`--shard K/N`, K from 1 to N).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    /// Reads `K/N` (1 <= K <= N).
+    pub fn parse(text: &str) -> Option<Self> {
+        let (index, count) = text.split_once('/')?;
+        let shard = Shard {
+            index: index.trim().parse().ok()?,
+            count: count.trim().parse().ok()?,
+        };
+        (shard.index >= 1 && shard.index <= shard.count).then_some(shard)
+    }
+
+    /// The scenarios of this shard: the K-th of N contiguous blocks of `all` (catalog order),
+    /// as even in size as the division allows. Contiguous, so the shards' evidence laid end
+    /// to end is in catalog order again.
+    pub fn part<T: Copy>(self, all: &[T]) -> Vec<T> {
+        let start = (self.index - 1) * all.len() / self.count;
+        let end = self.index * all.len() / self.count;
+        all[start..end].to_vec()
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
 }
 
 impl Selection {
@@ -26,7 +70,17 @@ impl Selection {
         }
     }
 
+    /// Whether `id` is a scenario that runs only to feed a rule judged again.
+    pub fn feeds(&self, id: &str) -> bool {
+        self.rejudge
+            .iter()
+            .any(|(_, scenarios)| scenarios.iter().any(|s| s == id))
+    }
+
     pub fn selects(&self, def: &CheckDef) -> bool {
+        if self.strict_contract && !def.contract_only() {
+            return false;
+        }
         if let Some(ids) = &self.only_ids {
             return ids.iter().any(|id| id == def.id);
         }

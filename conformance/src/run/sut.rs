@@ -41,12 +41,36 @@ pub struct SpawnRequest<'a> {
     pub stdin: StdinPlan,
     pub timeout: Duration,
     pub json: bool,
+    /// A signal to send the SUT (its pid alone, as a supervisor or `kill` does) while it runs.
+    pub signal: Option<SignalPlan>,
+}
+
+/// A signal sent to the SUT while it runs, the first time `ready` holds.
+#[derive(Clone)]
+pub struct SignalPlan {
+    pub signal: i32,
+    /// Polled every 10 ms from the spawn on: what the SUT has visibly reached (a fake tool
+    /// called, a pidfile written), never a guess at how long it takes.
+    pub ready: std::sync::Arc<dyn Fn() -> bool + Send + Sync>,
+    /// How long `ready` may take to hold; past it, or once the SUT exited, nothing is sent.
+    pub within: Duration,
+}
+
+impl std::fmt::Debug for SignalPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignalPlan")
+            .field("signal", &self.signal)
+            .field("within", &self.within)
+            .finish()
+    }
 }
 
 /// A finished process: the capture, and for watched stdin the bytes left unread.
 pub struct Spawned {
     pub capture: Capture,
     pub stdin_unread: Option<Vec<u8>>,
+    /// With a [`SignalPlan`]: whether the signal was sent.
+    pub signaled: Option<bool>,
 }
 
 impl Sut {
@@ -106,9 +130,29 @@ impl Sut {
         let stdout_reader = reader(child.stdout.take());
         let stderr_reader = reader(child.stderr.take());
         let (status_tx, status_rx) = mpsc::channel();
+        let exited = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let exited_flag = exited.clone();
         let waiter = std::thread::spawn(move || {
             let status = child.wait();
+            exited_flag.store(true, std::sync::atomic::Ordering::SeqCst);
             let _ = status_tx.send(status);
+        });
+        let signaler = request.signal.clone().map(|plan| {
+            std::thread::spawn(move || {
+                let deadline = Instant::now() + plan.within;
+                while Instant::now() < deadline {
+                    if exited.load(std::sync::atomic::Ordering::SeqCst) {
+                        return false;
+                    }
+                    if (plan.ready)() {
+                        // SAFETY: kill(2) on the child we spawned; the waiter has not reaped
+                        // it (checked just above), so the pid is still its own.
+                        return unsafe { libc::kill(pid, plan.signal) } == 0;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                false
+            })
         });
         let ending = match status_rx.recv_timeout(request.timeout) {
             Ok(Ok(status)) => match (status.code(), status.signal()) {
@@ -126,6 +170,7 @@ impl Sut {
             }
         };
         let _ = waiter.join();
+        let signaled = signaler.map(|s| s.join().unwrap_or(false));
         // Anything still holding our pipes (a stray grandchild) is in the group: stop it.
         let stdout = collect(stdout_reader, pid);
         let stderr = collect(stderr_reader, pid);
@@ -141,6 +186,7 @@ impl Sut {
                 duration_ms: started.elapsed().as_millis() as u64,
             },
             stdin_unread,
+            signaled,
         })
     }
 }
@@ -202,4 +248,23 @@ fn kill_group(pid: i32) {
             libc::kill(-pid, libc::SIGKILL);
         }
     }
+}
+
+/// The stoat-fake binary next to the running executable, if it exists.
+pub fn default_fakes() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let candidate = exe.parent()?.join("stoat-fake");
+    candidate.exists().then_some(candidate)
+}
+
+/// A bare program name is looked up on PATH now, because the SUT runs with a sandbox PATH.
+pub fn resolve_program(program: &Path) -> PathBuf {
+    if program.components().count() > 1 {
+        return std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| program.to_path_buf())
 }

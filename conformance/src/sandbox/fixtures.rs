@@ -171,6 +171,13 @@ impl Sandbox {
     }
 
     /// Writes a file under the work dir (the SUT's cwd) and returns its path.
+    /// Plants a bring-your-own image under the BYO canary directory; returns its path.
+    pub fn write_byo_file(&self, name: &str, bytes: &[u8]) -> Result<PathBuf, HarnessError> {
+        let path = self.byo_dir.join(name);
+        std::fs::write(&path, bytes).map_err(|e| HarnessError::io(&path, e))?;
+        Ok(path)
+    }
+
     pub fn write_work_file(&self, relative: &str, bytes: &[u8]) -> Result<PathBuf, HarnessError> {
         let path = self.work.join(relative);
         if let Some(parent) = path.parent() {

@@ -17,6 +17,7 @@ pub const FAKE_TOOLS: &[&str] = &[
     "qemu-img",
     "qemu-system-x86_64",
     "xorriso",
+    "passt",
 ];
 
 /// Environment every SUT invocation gets, after `env_clear`.
@@ -73,6 +74,9 @@ pub struct Sandbox {
     /// A directory outside every path the SUT is told about, with a planted file: nothing
     /// may touch it (nor HOME, bin or the sandbox root itself).
     pub canary_dir: PathBuf,
+    /// Where bring-your-own images are planted: a canary path too, so a BYO image's
+    /// absolute path in any payload is a host path the oracle finds.
+    pub byo_dir: PathBuf,
     /// The console password planted in every fixture VM.
     pub console_password: String,
     fakes: Option<PathBuf>,
@@ -81,6 +85,8 @@ pub struct Sandbox {
     /// The data-root variable (`""`: none).
     data_root_var: String,
     running: Vec<RunningVm>,
+    /// `repro`: leave the directory for a person to look at (its processes still stop).
+    keep: std::sync::atomic::AtomicBool,
 }
 
 impl Sandbox {
@@ -120,12 +126,16 @@ impl Sandbox {
             fake_log: root.join("fake-log.jsonl"),
             fake_pids: root.join("fake-pids"),
             canary_dir: root.join(format!("canary-{token}")),
+            // No token: the sandbox root already makes it unique, and a BYO path shows in
+            // reproduction argv, which must read the same in two runs.
+            byo_dir: root.join("byo"),
             console_password: format!("cpw-{token}"),
             fakes: options.fakes.clone(),
             real_tools: options.real_tools,
             extra_env: options.profile_env.clone(),
             data_root_var,
             running: Vec::new(),
+            keep: Default::default(),
             root,
             dir,
         };
@@ -136,6 +146,7 @@ impl Sandbox {
             &sandbox.work,
             &sandbox.bin,
             &sandbox.canary_dir,
+            &sandbox.byo_dir,
         ] {
             fs::create_dir_all(path).map_err(HarnessError::Sandbox)?;
         }
@@ -223,12 +234,35 @@ impl Sandbox {
                 path("STOAT_HOME", &self.data),
                 path("HOME", &self.home),
                 path("TMPDIR", &self.tmp),
+                path("BYO image directory", &self.byo_dir),
             ],
             secrets: vec![Canary {
                 label: "console password".into(),
                 value: self.console_password.clone(),
             }],
+            vm_dirs: self.vm_dirs(),
         }
+    }
+
+    /// The directory of every VM under the data root (a directory holding a `vm.toml`).
+    fn vm_dirs(&self) -> Vec<Canary> {
+        let Ok(entries) = fs::read_dir(&self.data) else {
+            return Vec::new();
+        };
+        let mut dirs: Vec<Canary> = entries
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.join("vm.toml").is_file())
+            .map(|path| Canary {
+                label: format!(
+                    "VM {}",
+                    path.file_name().unwrap_or_default().to_string_lossy()
+                ),
+                value: path.to_string_lossy().into_owned(),
+            })
+            .collect();
+        dirs.sort_by(|a, b| a.value.cmp(&b.value));
+        dirs
     }
 
     /// The directory of VM `name`.
@@ -267,6 +301,11 @@ impl Sandbox {
     }
 
     /// The variable naming the data root (`""` when the SUT has none).
+    /// Keeps the directory when the sandbox drops (`repro`).
+    pub fn keep(&self) {
+        self.keep.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     pub fn data_root_var(&self) -> &str {
         &self.data_root_var
     }
@@ -321,6 +360,9 @@ impl Sandbox {
 
 impl Drop for Sandbox {
     fn drop(&mut self) {
+        if *self.keep.get_mut() {
+            self.dir.disable_cleanup(true);
+        }
         self.running.clear();
         self.kill_fake_daemons();
         self.kill_leftover_qemus();

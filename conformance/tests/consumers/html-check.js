@@ -2,7 +2,8 @@
 // 375 px wide with every <details> unfolded, takes a full-page screenshot of each
 // (OUT_DIR/<page name>-<width>.png), and prints one JSON line per page and width: the page's
 // scroll width against the viewport's, whether it has a viewport meta, and the elements
-// sticking out on the right (none when nothing overflows).
+// sticking out on the right (none when nothing overflows), and the cells of the rows' narrow
+// columns whose words were broken across lines (none when the columns keep their width).
 // Usage: node html-check.js NODE_DIR OUT_DIR PAGE.html...
 'use strict';
 const path = require('node:path');
@@ -41,7 +42,19 @@ async function main() {
           }
           if (!clipped && box.right > limit + 1) offenders.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + ' right=' + Math.round(box.right));
         }
+        // A column that keeps its width breaks no word: a visible cell of the rows' narrow
+        // columns (level, tier, section) spans at most one line per word.
+        const crushed = [];
+        for (const cell of document.querySelectorAll('table.rows td.wide')) {
+          if (cell.getBoundingClientRect().width === 0) continue;
+          const range = document.createRange();
+          range.selectNodeContents(cell);
+          const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+          const words = cell.textContent.trim().split(/\s+/).length;
+          if (tops.size > words) crushed.push(cell.textContent.trim());
+        }
         return {
+          crushed: crushed.slice(0, 10),
           scroll_width: root.scrollWidth, client_width: limit,
           viewport_meta: Boolean(document.querySelector('meta[name=viewport]')),
           offenders: offenders.slice(0, 10),

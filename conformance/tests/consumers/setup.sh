@@ -2,7 +2,8 @@
 # Installs the real report consumers tests/report_consumers.rs feeds stoat-conformance's
 # output to, under target/report-consumers (or $STOAT_REPORT_CONSUMERS):
 #   node/  tap-parser from npm, exactly as package-lock.json pins it (npm ci);
-#   venv/  junitparser, xunitparser and the xmlschema validator, pinned in requirements.txt;
+#   venv/  junitparser, xunitparser, the xmlschema validator and cmarkgfm (GitHub's Markdown
+#          renderer), pinned in requirements.txt;
 #   chromium from Debian (headless screenshots of the HTML report), when missing.
 # Perl's prove (TAP::Harness) comes with Debian's perl. Idempotent: a second run only checks
 # that the pinned versions are in place (about a second). A fresh install costs about 10 s

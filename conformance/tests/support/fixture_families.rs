@@ -1,5 +1,5 @@
 //! Command families the small fixture SUT does not implement in either edition (projects,
-//! `up` applying recipes, MCP, remote recipes, the newer error-code scenarios). Their checks
+//! `up` applying recipes, MCP, remote recipes, the newer error-code scenarios, signals). Their checks
 //! still run against it; they are proven against the reference by the mutant kit
 //! (tests/mutants_reference.rs) instead, so here they may fail.
 
@@ -17,6 +17,9 @@ const NOT_IMPLEMENTED_BY_FIXTURE: &[&str] = &[
     "RECIPE.search",
     "ERRORS.",
     "WAIT.until-applied",
+    "APPLY.locked-skipped-reason",
+    "APPLY.health-failed",
+    "SIGNAL.",
 ];
 
 /// Whether the check `id` belongs to a family the fixture does not implement.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmarks of the runtime against raw tools on the real test guest (the runtime speed budget):
 #   1. `stoat up` + `stoat wait --until reachable` vs raw qemu-system-x86_64 (the very argv
-#      stoat used, read back from /proc) + an ssh poll, both on a second boot.  aim: 1.05x
+#      stoat used, read back from /proc, with QEMU's own user network in place of passt's
+#      socket) + an ssh poll, both on a second boot.                          aim: 1.05x
 #   2. `stoat --json exec vm true` (over the VM's reused connection) vs a fresh raw
 #      `ssh ... true`, median of RUNS each.                                   aim: 0.25x
 #   3. `stoat --json exec vm cat <16 MiB>` vs raw `ssh ... cat`, for UTF-8 and binary output,
@@ -55,6 +56,14 @@ t1=$(now)
 stoat_boot=$(secs "$t0" "$t1")
 pid=$(cat "$STOAT_HOME/bench/qemu.pid")
 mapfile -d '' -t qemu_argv < "/proc/$pid/cmdline"
+# A VM whose network is passt (a `-netdev stream` to its socket): the raw run gives QEMU its own
+# user network instead, with the same ssh forward, so the ratio includes what passt costs.
+ssh_port=$("$stoat" --json get bench | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["vm"]["ssh_port"])')
+for i in "${!qemu_argv[@]}"; do
+    case "${qemu_argv[$i]}" in
+        stream,id=n0,*) qemu_argv[$i]="user,id=n0,hostfwd=tcp:127.0.0.1:$ssh_port-:22" ;;
+    esac
+done
 "$stoat" down bench >/dev/null
 
 t0=$(now)

@@ -64,6 +64,11 @@ impl Ctx {
         }
     }
 
+    /// True under --json: the contract's answer, where a person's mode may differ.
+    pub fn is_json(&self) -> bool {
+        self.json
+    }
+
     /// True under `-q` (and under --json, which implies it).
     pub fn is_quiet(&self) -> bool {
         self.quiet

@@ -14,6 +14,8 @@ pub struct ExecArgs {
     pub quiet: bool,
     /// How long to wait for a running VM's ssh to answer (`--timeout D` before the VM name).
     pub timeout: Option<std::time::Duration>,
+    /// `-t`: the command gets a terminal (human mode; stoat becomes the ssh session).
+    pub tty: bool,
 }
 
 const QUIET: &[&str] = &["-q", "--quiet", "--no-interactive"];
@@ -40,9 +42,12 @@ pub(crate) fn parse(args: &[String], raw: &[OsString]) -> Result<Option<Parsed>,
     }
     let mut vm = None;
     let mut timeout = None;
+    let mut tty = false;
     while let Some(token) = rest.next() {
         if QUIET.contains(&token.as_str()) {
             quiet = true;
+        } else if token == "-t" || token == "--tty" {
+            tty = true;
         } else if token == "--timeout" || token.starts_with("--timeout=") {
             let text = match token.strip_prefix("--timeout=") {
                 Some(text) => text.to_owned(),
@@ -78,10 +83,11 @@ pub(crate) fn parse(args: &[String], raw: &[OsString]) -> Result<Option<Parsed>,
         command,
         quiet,
         timeout,
+        tty,
     })))
 }
 
-const HELP: &str = "Run a command in a VM over ssh\n\nUsage: stoat exec [OPTIONS] <VM> [--] <CMD>...\n\nArguments:\n  <VM>      The running VM\n  <CMD>...  The command and its arguments, passed to the guest byte for byte\n\nOptions:\n      --timeout <D>  How long to wait for a booting VM's ssh to answer [default: 2m]\n  -q, --quiet        Suppress progress chatter\n  -h, --help         Print help\n\nEverything after the VM name goes to the guest unchanged, --json included.\nThe guest's stdout and stderr stream to stoat's, and its exit status becomes stoat's.\nUnder --json, stoat exits 0 whenever the command ran; the guest's status is data.exit_code.\n";
+const HELP: &str = "Run a command in a VM over ssh\n\nUsage: stoat exec [OPTIONS] <VM> [--] <CMD>...\n\nArguments:\n  <VM>      The running VM\n  <CMD>...  The command and its arguments, passed to the guest byte for byte\n\nOptions:\n      --timeout <D>  How long to wait for a booting VM's ssh to answer [default: 2m]\n  -t, --tty          Give the command a terminal (not under --json: stoat becomes ssh)\n  -q, --quiet        Suppress progress chatter\n  -h, --help         Print help\n\nEverything after the VM name goes to the guest unchanged, --json included.\nThe guest's stdout and stderr stream to stoat's, and its exit status becomes stoat's.\nUnder --json, stoat exits 0 whenever the command ran; the guest's status is data.exit_code.\n";
 
 #[cfg(test)]
 mod tests {
@@ -110,6 +116,10 @@ mod tests {
             .unwrap();
         assert_eq!(parsed.timeout, Some(std::time::Duration::from_secs(5)));
         assert_eq!(parsed.command, vec!["--timeout", "1s"]);
+        let parsed = exec(&["exec", "-t", "work", "top", "-t"]).unwrap().unwrap();
+        assert!(parsed.tty);
+        assert_eq!(parsed.command, vec!["top", "-t"]);
+        assert!(!exec(&["exec", "work", "-t"]).unwrap().unwrap().tty);
     }
 
     #[test]

@@ -33,76 +33,107 @@ pub struct Cli {
 #[command(defer = true)]
 pub enum Command {
     /// List VMs
+    #[command(after_help = crate::examples::LS, alias = "list")]
     Ls(LsArgs),
     /// Show one VM, with recipe state
+    #[command(after_help = crate::examples::GET)]
     Get(VmArg),
     /// Create a VM from a catalog image, a file in isos/, or an image file's path
+    #[command(after_help = crate::examples::CREATE)]
     Create(CreateArgs),
     /// Change a stopped or running VM's configuration
+    #[command(after_help = crate::examples::UPDATE)]
     Update(UpdateArgs),
     /// Start a VM (and apply its recipes)
+    #[command(after_help = crate::examples::UP, alias = "start")]
     Up(UpArgs),
     /// Stop a VM
+    #[command(after_help = crate::examples::DOWN, alias = "stop")]
     Down(OptVmArg),
     /// Wait until a VM is reachable, stopped, or has its recipes applied
+    #[command(after_help = crate::examples::WAIT)]
     Wait(WaitArgs),
     /// Delete a VM
+    #[command(after_help = crate::examples::RM, alias = "delete")]
     Rm(RmArgs),
-    /// Copy a stopped VM (its disk becomes a qcow2 overlay)
+    /// Copy a stopped VM (the copy and its source share nothing writable)
+    #[command(after_help = crate::examples::CLONE)]
     Clone(CloneArgs),
     /// Run a command in a VM over ssh: stoat exec <vm> [--] <cmd>...
+    #[command(after_help = crate::examples::EXEC)]
     Exec(ExecPlaceholder),
-    /// Open an interactive ssh session (replaces stoat)
-    Ssh(VmArg),
+    /// Open an interactive ssh session, or run CMD with a terminal (replaces stoat)
+    #[command(after_help = crate::examples::SSH, alias = "shell")]
+    Ssh(SshArgs),
     /// Print the ssh argv for a VM
     // The variant names the `ssh-command` subcommand.
     #[allow(clippy::enum_variant_names)]
+    #[command(after_help = crate::examples::SSH_COMMAND)]
     SshCommand(VmArg),
     /// Copy files or trees: stoat cp [-r] <src>... <dst>, one side <vm>:<path>
+    #[command(after_help = crate::examples::CP)]
     Cp(CpArgs),
     /// Show, set or clear a VM's port forwards (HOST:GUEST)
+    #[command(after_help = crate::examples::FORWARD)]
     Forward(ForwardArgs),
     /// List catalog and local images
+    #[command(after_help = crate::examples::IMAGES)]
     Images,
     /// Download a catalog image
+    #[command(after_help = crate::examples::PULL)]
     Pull(PullArgs),
     /// List, save, restore or delete snapshots
+    #[command(after_help = crate::examples::SNAPSHOT)]
     Snapshot(SnapshotArgs),
     /// Save a PNG of a running VM's screen
+    #[command(after_help = crate::examples::SCREENSHOT)]
     Screenshot(ScreenshotArgs),
     /// Delete leftovers (dry run unless --apply)
+    #[command(after_help = crate::examples::PRUNE)]
     Prune(PruneArgs),
     /// Run a VM's recipes
+    #[command(after_help = crate::examples::APPLY)]
     Apply(ApplyArgs),
     #[command(hide = true)]
     Provision(ApplyArgs),
     /// List recipes offered to an OS
+    #[command(after_help = crate::examples::RECIPES)]
     Recipes(RecipesArgs),
     /// Check that recipes can run on an OS
+    #[command(after_help = crate::examples::CHECK_RECIPES)]
     CheckRecipes(CheckRecipesArgs),
     /// Manage recipes: list, show, new, add, lock, sync, update, rm, refresh, search
-    #[command(subcommand)]
+    #[command(after_help = crate::examples::RECIPE, subcommand)]
     Recipe(RecipeCommand),
     /// Inspect guest OS definitions: ls, show
-    #[command(subcommand)]
+    #[command(after_help = crate::examples::GUEST, subcommand)]
     Guest(GuestCommand),
     /// Show a VM's console or apply log, or stoat's own log
+    #[command(after_help = crate::examples::LOGS)]
     Logs(LogsArgs),
     /// Check this host
+    #[command(after_help = crate::examples::DOCTOR)]
     Doctor,
     /// Report what this stoat and host can do
+    #[command(after_help = crate::examples::CAPABILITIES)]
     Capabilities(OptVmArg),
     /// Print the JSON Schemas this binary speaks
+    #[command(after_help = crate::examples::SCHEMA)]
     Schema(SchemaArgs),
     /// Create a stoat.toml project file here
+    #[command(after_help = crate::examples::INIT)]
     Init,
     /// Compare a project's declarations with its VMs
+    #[command(after_help = crate::examples::STATUS)]
     Status,
     /// The MCP server and its client configuration
+    #[command(after_help = crate::examples::MCP)]
     Mcp(McpArgs),
     /// Print a shell completion script: stoat completions bash|zsh|fish
+    #[command(after_help = crate::examples::COMPLETIONS)]
     Completions(CompletionsArgs),
     /// Print a command's man page, or write every page with --dir
+    #[command(after_help = crate::examples::MAN)]
     Man(ManArgs),
     /// Print the version
     Version,
@@ -137,12 +168,29 @@ pub struct ManArgs {
 #[derive(Debug, Args)]
 pub struct VmArg {
     /// The VM's name
+    #[arg(add = crate::complete::vm_names())]
     pub vm: String,
+}
+
+#[derive(Debug, Args)]
+pub struct SshArgs {
+    /// The VM's name
+    #[arg(add = crate::complete::vm_names())]
+    pub vm: String,
+    /// A command for the guest instead of a login shell (after `--`; its words reach the
+    /// guest as they are, with a terminal when stdin is one)
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct ScreenshotArgs {
     /// The VM's name
+    #[arg(add = crate::complete::vm_names())]
     pub vm: String,
     /// Write the PNG here (a file, or a directory to put it in) instead of the VM's
     /// screenshots/ directory
@@ -153,6 +201,7 @@ pub struct ScreenshotArgs {
 #[derive(Debug, Args)]
 pub struct OptVmArg {
     /// The VM's name (none: every VM of the current project, where that applies)
+    #[arg(add = crate::complete::vm_names())]
     pub vm: Option<String>,
 }
 
@@ -169,7 +218,7 @@ pub struct CreateArgs {
     pub name: String,
     /// Catalog id (`stoat images`), a file in isos/, or a path to an image file (absolute, or
     /// relative with a '/', e.g. ./disk.qcow2; stored absolute)
-    #[arg(long)]
+    #[arg(long, add = crate::complete::image_ids())]
     pub image: String,
     /// Guest OS (default: from the image; `stoat guest ls` lists them)
     #[arg(long)]
@@ -180,8 +229,8 @@ pub struct CreateArgs {
     /// live (boot the ISO, keep nothing), disk (install onto a disk) or cloud (a cloud image)
     #[arg(long)]
     pub mode: Option<String>,
-    /// RAM in MB (default 4096)
-    #[arg(long)]
+    /// RAM in MB, or with a unit: 2048, 2048M, 2G (default 4096)
+    #[arg(long, value_parser = parse_ram_mb)]
     pub ram: Option<u32>,
     /// vCPUs (default 4)
     #[arg(long)]
@@ -210,14 +259,19 @@ pub struct CreateArgs {
     /// Display preference: auto, window, vnc
     #[arg(long)]
     pub display: Option<String>,
+    /// Let the guest reach services on the host's 127.0.0.1 through its gateway 10.0.2.2 (off:
+    /// it cannot)
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
+    pub host_loopback: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct UpdateArgs {
     /// The VM's name
+    #[arg(add = crate::complete::vm_names())]
     pub vm: String,
-    /// RAM in MB (a running VM takes it at its next start)
-    #[arg(long)]
+    /// RAM in MB, or with a unit: 2048, 2048M, 2G (a running VM takes it at its next start)
+    #[arg(long, value_parser = parse_ram_mb)]
     pub ram: Option<u32>,
     /// vCPUs (a running VM takes them at its next start)
     #[arg(long)]
@@ -243,6 +297,10 @@ pub struct UpdateArgs {
     /// Display preference: auto, window, vnc
     #[arg(long)]
     pub display: Option<String>,
+    /// Whether the guest reaches the host's 127.0.0.1 through 10.0.2.2 (true or false; a
+    /// running VM takes it at its next start)
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub host_loopback: Option<bool>,
     /// Fields that cannot change are refused: name, os, backend, mode, image
     #[arg(long, hide = true)]
     pub os: Option<String>,
@@ -257,6 +315,7 @@ pub struct UpdateArgs {
 #[derive(Debug, Args)]
 pub struct UpArgs {
     /// The VM to start (none: every VM of the current project)
+    #[arg(add = crate::complete::vm_names())]
     pub vm: Option<String>,
     /// Do not apply recipes after boot
     #[arg(long, alias = "no-provision")]
@@ -272,6 +331,7 @@ pub struct UpArgs {
 #[derive(Debug, Args)]
 pub struct WaitArgs {
     /// The VM's name (none: every VM of the current project)
+    #[arg(add = crate::complete::vm_names())]
     pub vm: Option<String>,
     /// What to wait for: ssh answers, QEMU has exited, or the recipes have been applied
     #[arg(long, default_value = "reachable", value_parser = ["reachable", "stopped", "applied"])]
@@ -284,6 +344,7 @@ pub struct WaitArgs {
 #[derive(Debug, Args)]
 pub struct RmArgs {
     /// The VM's name (none: every VM of the current project)
+    #[arg(add = crate::complete::vm_names())]
     pub vm: Option<String>,
     /// Do not ask
     #[arg(short = 'y', long = "yes")]
@@ -293,6 +354,7 @@ pub struct RmArgs {
 #[derive(Debug, Args)]
 pub struct CloneArgs {
     /// The stopped VM to copy
+    #[arg(add = crate::complete::vm_names())]
     pub source: String,
     /// The new VM's name
     pub name: String,
@@ -302,7 +364,7 @@ pub struct CloneArgs {
 #[derive(Debug, Args)]
 pub struct ExecPlaceholder {
     /// <VM> [--] <CMD>...: the VM, then the command for the guest
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, add = crate::complete::exec_words())]
     pub rest: Vec<String>,
 }
 
@@ -312,13 +374,13 @@ pub struct CpArgs {
     /// local, or all of one VM), DST on the other. `-` as the only source copies stdin into
     /// the guest file, as DST writes the guest file to stdout (not under --json; `./-` is a
     /// file named -)
-    #[arg(value_name = "PATH")]
+    #[arg(value_name = "PATH", add = crate::complete::cp_paths())]
     pub paths: Vec<String>,
     /// Copy directories and everything in them
     #[arg(short = 'r', long)]
     pub recursive: bool,
     /// Flag form: the VM
-    #[arg(long)]
+    #[arg(long, add = crate::complete::vm_names())]
     pub vm: Option<String>,
     /// Flag form: copy to the guest or from it
     #[arg(long, value_parser = ["to", "from"])]
@@ -337,6 +399,7 @@ pub struct CpArgs {
 #[derive(Debug, Args)]
 pub struct ForwardArgs {
     /// The VM's name
+    #[arg(add = crate::complete::vm_names())]
     pub vm: String,
     /// HOST:GUEST pairs that replace the whole list
     pub pairs: Vec<String>,
@@ -361,6 +424,7 @@ pub struct PullArgs {
 #[derive(Debug, Args)]
 pub struct SnapshotArgs {
     /// The VM's name
+    #[arg(add = crate::complete::vm_names())]
     pub vm: String,
     /// The snapshot's tag (none: list the snapshots)
     pub tag: Option<String>,
@@ -370,6 +434,9 @@ pub struct SnapshotArgs {
     /// Delete the snapshot TAG
     #[arg(long)]
     pub delete: bool,
+    /// Replace the snapshot TAG if there is one (a save refuses a tag in use otherwise)
+    #[arg(long, conflicts_with_all = ["restore", "delete"])]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -388,6 +455,7 @@ pub struct PruneArgs {
 #[derive(Debug, Args)]
 pub struct ApplyArgs {
     /// The VM's name (none: every VM of the current project)
+    #[arg(add = crate::complete::vm_names())]
     pub vm: Option<String>,
     /// Only these recipes
     #[arg(long, value_delimiter = ',')]
@@ -519,6 +587,7 @@ pub enum GuestCommand {
 #[derive(Debug, Args)]
 pub struct LogsArgs {
     /// The VM's name (none: stoat's own log)
+    #[arg(add = crate::complete::vm_names())]
     pub vm: Option<String>,
     /// Lines from the end (0: all)
     #[arg(short = 'n', default_value_t = 50, allow_negative_numbers = true)]
@@ -647,5 +716,52 @@ mod tests {
         let mut missing = Vec::new();
         walk(&Cli::command(), "stoat", &mut missing);
         assert!(missing.is_empty(), "no help text: {missing:#?}");
+    }
+}
+
+/// `--ram`: megabytes as a plain number (`2048`), or with a unit people type: `M`/`MB`/`MiB`,
+/// `G`/`GB`/`GiB` (binary: 2G is 2048 MB, as QEMU reads `-m 2G`).
+pub fn parse_ram_mb(text: &str) -> Result<u32, String> {
+    let refuse =
+        || format!("{text:?} is not a RAM size; give megabytes or a unit, e.g. 2048, 2048M or 2G");
+    let trimmed = text.trim();
+    let digits = trimmed
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(digits);
+    let number: u64 = number.parse().map_err(|_| refuse())?;
+    let factor = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "m" | "mb" | "mib" => 1,
+        "g" | "gb" | "gib" => 1024,
+        _ => return Err(refuse()),
+    };
+    number
+        .checked_mul(factor)
+        .and_then(|mb| u32::try_from(mb).ok())
+        .ok_or_else(|| format!("{text:?} is more RAM than any host has"))
+}
+
+#[cfg(test)]
+mod ram_tests {
+    use super::parse_ram_mb;
+
+    #[test]
+    fn ram_takes_megabytes_and_the_units_people_type() {
+        for (text, mb) in [
+            ("2048", 2048),
+            ("2048M", 2048),
+            ("2G", 2048),
+            ("1gib", 1024),
+            (" 512MB ", 512),
+        ] {
+            assert_eq!(parse_ram_mb(text), Ok(mb), "{text}");
+        }
+        for text in ["", "2T", "two", "2.5G", "-1", "G"] {
+            let refused = parse_ram_mb(text).unwrap_err();
+            assert!(
+                refused.contains("e.g. 2048, 2048M or 2G") || refused.contains("more RAM"),
+                "{refused}"
+            );
+        }
     }
 }

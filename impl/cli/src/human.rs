@@ -1,7 +1,50 @@
-//! Small helpers for human output: aligned tables. Never colour: stoat's prose is plain text.
+//! Small helpers for human output: aligned tables, and text from a guest or a recipe made
+//! harmless for a terminal. Never colour: stoat's prose is plain text.
 
-/// Renders rows as left-aligned columns separated by two spaces.
+use std::fmt::Write as _;
+
+/// `text` with every control character but tab shown as visible text (`\x1b`, `\x07`,
+/// `\u{9b}`): a guest's console or a recipe's description cannot move the cursor, set the
+/// window title or start an OSC sequence in the user's terminal. Under --json the bytes stay
+/// as they are (docs/decisions/runtime.md "Guest-fed buffers").
+pub fn visible(text: &str) -> String {
+    if !text.chars().any(is_hidden) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            c if !is_hidden(c) => out.push(c),
+            c if (c as u32) < 0x80 => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+        }
+    }
+    out
+}
+
+/// [`visible`] for each line of `text`: its newlines stay, so lines still read as lines.
+pub fn visible_lines(text: &str) -> String {
+    text.split('\n').map(visible).collect::<Vec<_>>().join("\n")
+}
+
+/// C0 controls but tab, DEL, and the C1 controls (U+0080..U+009F, where a lone U+009B is a
+/// CSI to some terminals).
+fn is_hidden(c: char) -> bool {
+    (c.is_control() && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c)
+}
+
+/// Renders rows as left-aligned columns separated by two spaces; a cell's control
+/// characters are shown as [`visible`] text.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| visible(cell)).collect())
+        .collect();
+    let rows = &rows;
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {

@@ -6,7 +6,9 @@
 //! panics (`internal`) included.
 
 mod commands;
+mod complete;
 mod ctx;
+mod examples;
 mod exec_args;
 mod grammar;
 mod human;
@@ -46,6 +48,7 @@ pub fn hold_signals() {
 
 /// Runs stoat with the process's argv and environment; returns the exit status.
 pub fn main() -> i32 {
+    complete::answer_if_asked();
     // The raw argv is kept for exec: the guest's words reach it byte for byte.
     let raw: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let args: Vec<String> = raw
@@ -147,7 +150,15 @@ fn run(
         },
     };
     ctx.finish_progress();
-    output::Output::new(emitter).finish(cmd, result)
+    let hint = match &result {
+        Err(stoat_core::Error::NotFound { name }) if !json => ctx
+            .root()
+            .ok()
+            .and_then(|root| nearest_vm(root, name))
+            .map(|near| format!("did you mean {near}?")),
+        _ => None,
+    };
+    output::Output::new(emitter).finish_hinted(cmd, result, hint)
 }
 
 /// Names the first argument that is not UTF-8, without echoing it (it may be a password):
@@ -264,3 +275,18 @@ fn install_json_panic_hook(terminator: stoat_wire::Terminator) {
 }
 
 pub(crate) use exec_args::ExecArgs;
+
+/// The VM name closest to a mistyped one (at most two edits away, or one for short names),
+/// for a person's `not found`.
+fn nearest_vm(root: &stoat_core::Root, typed: &str) -> Option<String> {
+    let limit = if typed.chars().count() <= 4 { 1 } else { 2 };
+    stoat_core::vm::list(root)
+        .ok()?
+        .iter()
+        .map(|vm| vm.name().to_owned())
+        .filter(|name| name != typed)
+        .map(|name| (strsim::damerau_levenshtein(typed, &name), name))
+        .filter(|(distance, _)| *distance <= limit)
+        .min()
+        .map(|(_, name)| name)
+}

@@ -72,15 +72,28 @@ impl Output {
 
     /// Writes the answer and returns the exit status.
     pub fn finish(self, cmd: &str, result: Result<Reply, Error>) -> i32 {
-        finish(self, cmd, result)
+        finish(self, cmd, result, None)
+    }
+
+    /// [`Output::finish`] with a `hint:` line for a person after an error (never on the wire).
+    pub fn finish_hinted(
+        self,
+        cmd: &str,
+        result: Result<Reply, Error>,
+        hint: Option<String>,
+    ) -> i32 {
+        finish(self, cmd, result, hint)
     }
 }
 
-fn finish(output: Output, cmd: &str, result: Result<Reply, Error>) -> i32 {
+fn finish(output: Output, cmd: &str, result: Result<Reply, Error>, hint: Option<String>) -> i32 {
     let exit = match (&output, &result) {
         (Output::Json(_), Ok(_)) => 0,
         (Output::Human, Ok(reply)) => reply.human_exit,
         (_, Err(err)) if err.code() == ErrorCode::Usage => 2,
+        // A shell's convention for a command its user interrupted (128 + SIGINT); the
+        // contract's exit statuses (0, 1, 2) bind --json only.
+        (Output::Human, Err(err)) if err.code() == ErrorCode::Canceled => 130,
         (_, Err(_)) => 1,
     };
     match (output, result) {
@@ -113,6 +126,9 @@ fn finish(output: Output, cmd: &str, result: Result<Reply, Error>) -> i32 {
             eprintln!("stoat: {cmd}: {}", err.message());
             if let Error::ImageNotDownloaded { id } = &err {
                 eprintln!("hint: stoat pull {id}");
+            }
+            if let Some(hint) = hint {
+                eprintln!("hint: {hint}");
             }
         }
     }

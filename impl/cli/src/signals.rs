@@ -4,9 +4,10 @@
 //!
 //! The signals are held (blocked, so they stay pending) from before `main` until the
 //! handler is in place, so a signal at any instant still ends a `--json` run with exactly
-//! one result line. Only a second signal, or an operation that does not stop within a long
-//! grace period, makes this thread answer for it and exit: that is a kill, which leaves
-//! each command done or not done.
+//! one result line. Only a second signal, an operation that stays quiet (no tool running, no
+//! undo in progress: it is blocked in stoat itself, on a read say) for [`QUIET`], or one
+//! that does not stop within a long grace period, makes this thread answer for it and exit:
+//! that is a kill, which leaves each command done or not done.
 
 use std::time::Duration;
 
@@ -15,8 +16,14 @@ use signal_hook::iterator::Signals;
 use stoat_core::Cancel;
 use stoat_wire::{ErrorCode, Terminator, WireError};
 
-/// How long an operation gets to stop its tools, clean up and answer by itself.
+/// The most an operation gets to stop its tools, undo what it started and answer by itself.
 const GRACE: Duration = Duration::from_secs(30);
+
+/// How long an operation may stay quiet after the cancel (no tool of its own running, no undo
+/// in progress) before this thread answers for it: an operation that is not blocked answers
+/// far sooner, and a blocked one must not hold a SIGTERM for [`GRACE`]
+/// (docs/decisions/runtime.md "cancellation").
+const QUIET: Duration = Duration::from_millis(1500);
 
 /// Blocks SIGINT and SIGTERM. Runs before `main` (see main.rs), when the process has one
 /// thread; [`install`] unblocks them.
@@ -56,23 +63,33 @@ pub fn install(cancel: Cancel, terminator: Option<Terminator>) {
         };
         // The operation answers by itself (and the process ends) unless a second signal
         // comes or it is still running when the grace period ends.
-        let deadline = std::time::Instant::now() + GRACE;
-        while std::time::Instant::now() < deadline {
+        let start = std::time::Instant::now();
+        let mut last_busy = start;
+        while start.elapsed() < GRACE {
             if signals.pending().next().is_some() {
                 break;
             }
-            std::thread::sleep(Duration::from_millis(50));
+            if stoat_core::child::busy() {
+                last_busy = std::time::Instant::now();
+            } else if last_busy.elapsed() >= QUIET {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
         let error = WireError::new(
             ErrorCode::Canceled,
             format!("canceled by {name} before the command had stopped; like a kill, it is left done or not done"),
         );
+        // --json: the contract's 1; a person's shell reads 130 as "interrupted" (output.rs).
         match &terminator {
             Some(terminator) => {
                 terminator.terminate(&error);
+                std::process::exit(1);
             }
-            None => eprintln!("stoat: {}", error.message),
+            None => {
+                eprintln!("stoat: {}", error.message);
+                std::process::exit(130);
+            }
         }
-        std::process::exit(1);
     });
 }

@@ -9,7 +9,13 @@ use std::path::Path;
 #[derive(Debug)]
 pub enum ReadError {
     Io(std::io::Error),
-    TooBig { limit: u64 },
+    TooBig {
+        limit: u64,
+    },
+    /// A FIFO or a socket: reading it could wait forever for a writer.
+    NotRegular {
+        kind: &'static str,
+    },
 }
 
 impl ReadError {
@@ -19,6 +25,7 @@ impl ReadError {
             ReadError::Io(e) if e.raw_os_error() == Some(libc::EISDIR) => "is a directory".into(),
             ReadError::Io(e) => format!("cannot be read: {e}"),
             ReadError::TooBig { limit } => format!("is larger than {}", human(*limit)),
+            ReadError::NotRegular { kind } => format!("is {kind}, not a regular file"),
         }
     }
 }
@@ -50,9 +57,27 @@ impl std::fmt::Display for TooBig {
 
 impl std::error::Error for TooBig {}
 
-/// Whether `error` is [`read_to_string`]'s refusal of a file over its limit.
+/// The payload of the I/O error [`read_to_string`] gives for a FIFO or a socket; the error
+/// table reads it as bad input (`invalid_spec`), like [`TooBig`].
+#[derive(Debug)]
+pub struct NotRegular {
+    kind: &'static str,
+}
+
+impl std::fmt::Display for NotRegular {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the file is {}, not a regular file", self.kind)
+    }
+}
+
+impl std::error::Error for NotRegular {}
+
+/// Whether `error` is [`read_to_string`]'s refusal of a file over its limit, or of a FIFO or
+/// socket.
 pub fn is_too_big(error: &std::io::Error) -> bool {
-    error.get_ref().is_some_and(|inner| inner.is::<TooBig>())
+    error
+        .get_ref()
+        .is_some_and(|inner| inner.is::<TooBig>() || inner.is::<NotRegular>())
 }
 
 /// `std::fs::read_to_string` capped at [`TEXT_LIMIT`]: a longer file (or an endless device)
@@ -65,12 +90,36 @@ pub fn read_to_string(path: impl AsRef<Path>) -> std::io::Result<String> {
             std::io::ErrorKind::InvalidData,
             TooBig { limit },
         )),
+        Err(ReadError::NotRegular { kind }) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            NotRegular { kind },
+        )),
     }
+}
+
+/// Opens `path` for reading without ever waiting: `O_NONBLOCK`, so the open of a FIFO with
+/// no writer returns at once, and a FIFO or socket is then refused by its type; a device
+/// that has nothing to read fails its read (EAGAIN) instead of blocking.
+pub fn open(path: &Path) -> Result<std::fs::File, ReadError> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(ReadError::Io)?;
+    let kind = file.metadata().map_err(ReadError::Io)?.file_type();
+    if kind.is_fifo() {
+        return Err(ReadError::NotRegular { kind: "a FIFO" });
+    }
+    if kind.is_socket() {
+        return Err(ReadError::NotRegular { kind: "a socket" });
+    }
+    Ok(file)
 }
 
 /// Reads at most `limit` bytes of `path`; a longer file (or endless device) is `TooBig`.
 pub fn read(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
-    let file = std::fs::File::open(path).map_err(ReadError::Io)?;
+    let file = open(path)?;
     // Room for a typical file up front: it is then read by one read(2) and the one that
     // finds the end, not by a series of small growing reads.
     let mut bytes = Vec::with_capacity(limit.saturating_add(1).min(16 * 1024) as usize);
@@ -115,6 +164,20 @@ mod tests {
         let endless = read_to_string("/dev/zero").unwrap_err();
         assert_eq!(endless.to_string(), "the file is larger than 4 MiB");
         assert!(is_too_big(&endless));
+        let fifo = temp.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a NUL-terminated path in our own temporary directory.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!(
+            read(&fifo, 3).unwrap_err().describe(),
+            "is a FIFO, not a regular file"
+        );
+        let refused = read_to_string(&fifo).unwrap_err();
+        assert!(is_too_big(&refused));
+        assert_eq!(
+            refused.to_string(),
+            "the file is a FIFO, not a regular file"
+        );
         assert_eq!(
             read_to_string(temp.path().join("none")).unwrap_err().kind(),
             std::io::ErrorKind::NotFound

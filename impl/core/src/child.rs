@@ -12,7 +12,7 @@
 
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Output};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -20,6 +20,15 @@ use std::time::{Duration, Instant};
 static RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 /// Set once by [`stop_all`]: from then on no new tool starts.
 static STOPPING: AtomicBool = AtomicBool::new(false);
+/// How many [`Finishing`] guards are held: work that must run to its end before the answer.
+static FINISHING: AtomicUsize = AtomicUsize::new(0);
+
+/// The most of one captured stream kept in memory, in bytes (docs/decisions/runtime.md
+/// "Guest-fed buffers"): a captured stream comes back with at most one byte more than this,
+/// and that byte is how a caller tells a stream that went on (and was cut) from one that
+/// filled the limit exactly. The rest is read and dropped, so the tool never blocks on a
+/// full pipe. Every tool but a guest's command prints far less.
+pub const CAPTURE_LIMIT: usize = 8 << 20;
 
 /// How long a tool has between SIGTERM and SIGKILL.
 const TERM_GRACE: Duration = Duration::from_secs(2);
@@ -56,22 +65,28 @@ impl RunError {
 /// Runs `command` to the end and collects its output (stdin is whatever the caller set;
 /// stdout and stderr are captured).
 pub fn output(command: &mut Command, group: Group) -> Result<Output, RunError> {
-    collect(command, group, None)
+    collect(command, group, None, false)
+}
+
+/// [`output`] for a tool that must not outlive `limit` (a login attempt whose guest went
+/// quiet): it is killed then, and stopped by a cancel like any other.
+pub fn output_within(command: &mut Command, limit: Duration) -> Result<Output, RunError> {
+    collect(command, Group::Own, Some(limit), false)
 }
 
 /// [`output`] for a tool that undoes what a cancelled one started (e.g. stopping a guest
 /// command): it runs even after a cancel, its end is never reported as canceled, and it is
 /// killed if it is still running after `limit` (the cancel must still answer).
 pub fn cleanup_output(command: &mut Command, limit: Duration) -> Result<Output, RunError> {
-    collect(command, Group::Own, Some(limit))
+    collect(command, Group::Own, Some(limit), true)
 }
 
 fn collect(
     command: &mut Command,
     group: Group,
     limit: Option<Duration>,
+    cleanup: bool,
 ) -> Result<Output, RunError> {
-    let cleanup = limit.is_some();
     command
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
@@ -105,9 +120,14 @@ fn read_to_end<R: std::io::Read + Send + 'static>(
     pipe: Option<R>,
 ) -> std::thread::JoinHandle<Vec<u8>> {
     std::thread::spawn(move || {
+        use std::io::Read as _;
         let mut bytes = Vec::new();
         if let Some(mut pipe) = pipe {
-            let _ = pipe.read_to_end(&mut bytes);
+            let _ = pipe
+                .by_ref()
+                .take(CAPTURE_LIMIT as u64 + 1)
+                .read_to_end(&mut bytes);
+            let _ = std::io::copy(&mut pipe, &mut std::io::sink());
         }
         bytes
     })
@@ -207,6 +227,33 @@ fn wait_without_reaping(pid: i32) {
             return;
         }
     }
+}
+
+/// Held around work that must run to its end before a cancelled command answers: undoing
+/// what it started without a tool of its own (`up` stopping the QEMU it launched, apply
+/// waiting for its ssh to go), or a step that cannot stop half-way and decides what the
+/// answer is (QEMU's launch, which either starts a VM or not; rm's delete once the VM has
+/// left its name). While one is held, or a tool runs, the binary waits for the command's
+/// own answer (up to its long grace) instead of answering `canceled` for it.
+#[must_use = "the guard marks the work only while it lives"]
+pub struct Finishing(());
+
+impl Drop for Finishing {
+    fn drop(&mut self) {
+        FINISHING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Marks such work in progress until the guard is dropped (see [`Finishing`]).
+pub fn finishing() -> Finishing {
+    FINISHING.fetch_add(1, Ordering::SeqCst);
+    Finishing(())
+}
+
+/// Whether a tool runs or [`Finishing`] work is in progress: a cancelled command that is
+/// neither is blocked in stoat itself (on a read, say) or about to answer.
+pub fn busy() -> bool {
+    FINISHING.load(Ordering::SeqCst) > 0 || !lock().is_empty()
 }
 
 /// Whether a cancel has begun (waits elsewhere, such as for a lock, give up on it).

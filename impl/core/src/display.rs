@@ -45,7 +45,8 @@ impl Facts {
         let surface = display_for(pref, graphical);
         Facts {
             surface,
-            wanted_window: !graphical && pref != "vnc",
+            // Only an explicit `window` is a wish to explain away on a headless host.
+            wanted_window: !graphical && pref == "window",
             viewer: match surface {
                 Display::Vnc => Viewer::find(env),
                 _ => Viewer::None,
@@ -57,6 +58,10 @@ impl Facts {
 /// The `display:` notice `up` prints for a VM whose stored preference is `pref`.
 pub fn human_lines(env: &Env, pref: &str, vnc_socket: &Path) -> Vec<String> {
     let facts = Facts::read(env, pref);
+    if !facts.wanted_window && facts.surface == Display::Vnc {
+        // A headless host where nobody asked for a window: where the screen is, briefly.
+        return compact_lines_for(facts.surface, vnc_socket, facts.viewer);
+    }
     lines_for(facts.surface, facts.wanted_window, vnc_socket, facts.viewer)
 }
 
@@ -224,12 +229,14 @@ mod tests {
         let window = Env::from_pairs([("STOAT_GRAPHICAL", "1"), ("PATH", "")]);
         assert_eq!(human_lines(&window, "", sock), ["display: a qemu window"]);
         let asked_vnc = human_lines(&window, "vnc", sock);
-        assert_eq!(
-            asked_vnc[0],
-            "display: no qemu window; the screen is on /r/w/vnc.sock"
-        );
+        assert_eq!(asked_vnc[0], "display: vnc on /r/w/vnc.sock");
+        // A headless host where nobody asked for a window: the two short lines.
         let headless = Env::from_pairs([("STOAT_GRAPHICAL", "0"), ("PATH", "")]);
         let lines = human_lines(&headless, "", sock);
+        assert_eq!(lines[0], "display: vnc on /r/w/vnc.sock", "{lines:?}");
+        assert_eq!(lines.len(), 2);
+        // Asking for a window there is the one case that explains why there is none.
+        let lines = human_lines(&headless, "window", sock);
         assert!(
             lines[0].starts_with("no usable graphical session"),
             "{lines:?}"

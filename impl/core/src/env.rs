@@ -14,6 +14,10 @@ pub const VARS: &[(&str, &str)] = &[
     ),
     ("STOAT_ACCEL", "kvm (default) or tcg"),
     (
+        "STOAT_COMPLETE",
+        "set by the script of `stoat completions SHELL` when the shell asks for completions",
+    ),
+    (
         "STOAT_GRAPHICAL",
         "1 or 0: overrides graphical-session detection",
     ),

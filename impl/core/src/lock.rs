@@ -60,6 +60,11 @@ fn open(path: &Path) -> Result<File> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).context(|| format!("create {}", parent.display()))?;
     }
+    open_in_place(path)
+}
+
+/// Opens (creating) the lock file in a directory that must already exist.
+fn open_in_place(path: &Path) -> Result<File> {
     OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -114,7 +119,10 @@ fn describe_holder(path: &Path) -> String {
 /// Waits (bounded, see the module comment) for an exclusive lock on `path`; `timeout`
 /// naming the holder when the bound passes, `canceled` when the command is cancelled.
 pub fn exclusive(path: &Path) -> Result<LockGuard> {
-    let file = open(path)?;
+    wait_for(open(path)?, path)
+}
+
+fn wait_for(file: File, path: &Path) -> Result<LockGuard> {
     let wait = settings().wait;
     let deadline = Instant::now() + wait;
     let mut pause = Duration::from_millis(5);
@@ -141,6 +149,25 @@ pub fn exclusive(path: &Path) -> Result<LockGuard> {
     }
     record_holder(&file);
     Ok(LockGuard { _file: file })
+}
+
+/// [`exclusive`] on a lock inside a VM's directory: a directory `rm` took away is never made
+/// again (it would read as a name taken by no VM); its absence is the caller's `not_found`.
+pub fn exclusive_in_vm(vm_dir: &Path) -> Result<LockGuard> {
+    let path = vm_dir.join(".lock");
+    let file = match open_in_place(&path) {
+        Ok(file) => file,
+        Err(_) if !vm_dir.is_dir() => {
+            return Err(Error::NotFound {
+                name: vm_dir
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            })
+        }
+        Err(e) => return Err(e),
+    };
+    wait_for(file, &path)
 }
 
 /// Takes an exclusive lock on `path` if nobody holds it; `None` when somebody does.

@@ -1,6 +1,7 @@
 //! ssh port allocation: the first port in 2200-2299 that no VM claims (its ssh port or a
 //! forward, broken VMs included) and that binds on 127.0.0.1 right now; and the check `up`
-//! makes that every host port a VM needs binds before QEMU is asked to take them.
+//! makes that every host port a VM needs binds before QEMU is asked to take them, moving a
+//! VM's ssh port that stoat picked when another program (another data root's VM) took it.
 //!
 //! Callers hold the data-root lock from choosing a port until vm.toml is saved, which is what
 //! makes concurrent `create`s get distinct ports.
@@ -64,11 +65,56 @@ fn probe_socket(port: u16) -> std::io::Result<Socket> {
 
 /// Picks a free ssh port for a new VM.
 pub fn free_ssh_port(root: &Root) -> Result<u16> {
-    let claimed = claimed_ports(root, None)?;
+    free_ssh_port_except(root, None)
+}
+
+/// Picks a free ssh port, ignoring the ports `except` (a VM about to move) claims.
+fn free_ssh_port_except(root: &Root, except: Option<&str>) -> Result<u16> {
+    let claimed = claimed_ports(root, except)?;
     SSH_PORTS
         .filter(|port| !claimed.contains(port))
         .find(|port| probe(*port).is_ok())
         .ok_or_else(|| Error::Internal("no free port in 2200-2299".into()))
+}
+
+/// A VM's ssh port that `up` moved because something else held it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Moved {
+    pub from: u16,
+    pub to: u16,
+}
+
+/// Before `up`: a stopped VM whose ssh port stoat picked (not pinned by the user) and that
+/// something else holds now (another data root's VM, any server) gets a free one, saved in
+/// vm.toml, so two stoats on one host never fail each other's start. A pinned port is left
+/// as it is ([`ensure_free`] then names it). Takes the data-root lock to choose, as create
+/// does, so two VMs of one root never move onto the same port.
+pub fn settle_ssh_port(root: &Root, name: &str) -> Result<Option<Moved>> {
+    let movable = |vm: &crate::vm::StoredVm| vm.running_pid().is_none() && ssh_port_lost(vm);
+    if !movable(&vm::load_ok(root, name)?) {
+        return Ok(None);
+    }
+    let _root_lock = crate::lock::exclusive(&root.lock_file())?;
+    let mut stored = vm::load_ok(root, name)?;
+    if !movable(&stored) {
+        return Ok(None);
+    }
+    let from = stored.config.sshport;
+    let to = free_ssh_port_except(root, Some(name))?;
+    stored.config.sshport = to;
+    vm::save(&stored)?;
+    crate::log::append(
+        root,
+        "info",
+        &format!("up {name}: ssh port {from} is taken; moved to {to}"),
+    );
+    Ok(Some(Moved { from, to }))
+}
+
+/// True when `up` may move this VM's ssh port and the port is taken now (a start that failed
+/// because something took it in the moment before QEMU bound it).
+pub fn ssh_port_lost(vm: &crate::vm::StoredVm) -> bool {
+    !vm.config.sshport_pinned && probe(vm.config.sshport).is_err()
 }
 
 /// Fails with [`Error::PortBusy`] on the first of the VM's host ports (its ssh port, then its

@@ -124,7 +124,12 @@ fn cloud_guest_boots_answers_qmp_takes_a_png_and_powers_off() {
     let paths = spec.paths();
 
     let started = Instant::now();
-    let pid = launch::start(OsStr::new(qemu::QEMU_BINARY), &spec).expect("QEMU starts");
+    let pid = launch::start(
+        OsStr::new(qemu::QEMU_BINARY),
+        OsStr::new(qemu::PASST_BINARY),
+        &spec,
+    )
+    .expect("QEMU starts");
     let mut guard = KillOnDrop::new(&spec.vm_dir, pid);
     eprintln!("QEMU daemonized as pid {pid} in {:?}", started.elapsed());
     assert_eq!(launch::running(&spec.vm_dir), Some(pid));
@@ -193,7 +198,11 @@ fn qemu_that_cannot_open_its_disk_reports_qemus_stderr() {
     spec.cpus = 1;
     spec.ssh_port = free_port();
     spec.disk = Some(vm_dir.join("missing,disk.qcow2"));
-    match launch::start(OsStr::new(qemu::QEMU_BINARY), &spec) {
+    match launch::start(
+        OsStr::new(qemu::QEMU_BINARY),
+        OsStr::new(qemu::PASST_BINARY),
+        &spec,
+    ) {
         Err(QemuError::QemuStartFailed { stderr, .. }) => {
             // The escaped comma reached QEMU as one file name.
             assert!(stderr.contains("missing,disk.qcow2"), "{stderr}");

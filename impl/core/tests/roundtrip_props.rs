@@ -37,7 +37,12 @@ fn applied() -> impl Strategy<Value = AppliedRecipe> {
 
 fn vm_config() -> impl Strategy<Value = VmConfig> {
     let names = (text(), text(), text(), text(), text(), text());
-    let numbers = (any::<u32>(), any::<u32>(), any::<bool>(), any::<u16>());
+    let numbers = (
+        any::<u32>(),
+        any::<u32>(),
+        (any::<bool>(), any::<bool>()),
+        (any::<u16>(), any::<bool>()),
+    );
     let lists = (
         prop::collection::vec(text(), 0..3),
         prop::collection::vec((any::<u16>(), any::<u16>()), 0..3),
@@ -55,7 +60,7 @@ fn vm_config() -> impl Strategy<Value = VmConfig> {
     (names, numbers, lists, policy).prop_map(
         |(
             (name, mode, os, iso, disk, share),
-            (ram, cpus, installed, sshport),
+            (ram, cpus, (installed, host_loopback), (sshport, sshport_pinned)),
             (recipes, forwards, (display, backend, base, sshuser)),
             (allow_exec, agent_access, (project, key), recipe_params, applied),
         )| VmConfig {
@@ -69,6 +74,7 @@ fn vm_config() -> impl Strategy<Value = VmConfig> {
             installed,
             share,
             sshport,
+            sshport_pinned,
             recipes,
             display,
             forwards: forwards
@@ -78,6 +84,7 @@ fn vm_config() -> impl Strategy<Value = VmConfig> {
                     guestport,
                 })
                 .collect(),
+            host_loopback,
             backend,
             base,
             sshuser,

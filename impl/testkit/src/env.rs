@@ -17,6 +17,7 @@ pub const FAKE_HOST_TOOLS: &[&str] = &[
     "scp",
     "ssh-keygen",
     "xorriso",
+    "passt",
 ];
 
 /// A temporary HOME, STOAT_HOME and bin directory; removed on drop, even when a test fails.
@@ -26,10 +27,17 @@ pub struct TestEnv {
 }
 
 impl TestEnv {
-    /// Puts a placeholder image file into the data root's isos/ (enough for `create`).
+    /// Puts a placeholder image file into the data root's isos/ (enough for `create`, which
+    /// inspects what it was not given by a verified pull): a real, empty qcow2 for a `.qcow2`
+    /// name, a few raw bytes otherwise.
     pub fn plant_image(&self, file: &str) {
         std::fs::create_dir_all(self.root().join("isos")).unwrap();
-        std::fs::write(self.root().join("isos").join(file), b"image").unwrap();
+        let path = self.root().join("isos").join(file);
+        if file.ends_with(".qcow2") {
+            crate::make_qcow2(&path, "64M");
+        } else {
+            std::fs::write(path, b"image").unwrap();
+        }
     }
 
     pub fn new() -> TestEnv {
@@ -100,7 +108,7 @@ impl TestEnv {
             .env("TMPDIR", self.tmp())
             .env("LANG", "C.UTF-8")
             .env("TZ", "UTC")
-            .env("STOAT_FAKE_LOG", self.fake_log())
+            .env(stoat_fakes::LOG_ENV, self.fake_log())
             .current_dir(self.home());
         for (k, v) in &self.extra_env {
             cmd.env(k, v);
@@ -129,8 +137,15 @@ impl TestEnv {
     /// (ssh, scp, ssh-keygen, qemu-img, qemu-system-x86_64, xorriso). A one-line `exec`, not a
     /// symlink: a test that later writes its own `bin/<tool>` must not write through a link
     /// into the shared binary.
+    /// stoat-fake as `tool` on this environment's PATH. Its ssh and scp reach the server first,
+    /// as the real ones do (a guest that never booted is never reachable).
     pub fn fake_tool(&self, tool: &str) {
-        self.fake_tool_with_env(tool, &[]);
+        let connect: &[(&str, &str)] = if tool == "ssh" || tool == "scp" {
+            &[(stoat_fakes::SSH_CONNECT_ENV, "1")]
+        } else {
+            &[]
+        };
+        self.fake_tool_with_env(tool, connect);
     }
 
     /// [`TestEnv::fake_tool`] with `vars` set for that tool alone (the fakes' switches, see
@@ -199,7 +214,7 @@ impl TestEnv {
     pub fn fake_script(&mut self, script: &Value) {
         let path = self.tmp().join("fake-script.json");
         std::fs::write(&path, script.to_string()).unwrap();
-        self.set_env("STOAT_FAKE_SCRIPT", path.to_str().unwrap());
+        self.set_env(stoat_fakes::SCRIPT_ENV, path.to_str().unwrap());
     }
 
     /// Writes `<root>/<name>/vm.toml`.

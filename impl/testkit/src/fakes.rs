@@ -4,19 +4,58 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use crate::TestEnv;
 
 /// The suite's fake host tools, `stoat-fake` (one binary answering as ssh, scp, qemu-img,
-/// qemu-system-x86_64, ...), built beside `stoat` by `cargo build --workspace` and
-/// `cargo test --workspace`; a test asking for it without it fails, naming the fix.
+/// qemu-system-x86_64, ...; the `stoat-fakes` crate), built on first use by the cargo that
+/// runs the tests into the same target directory, so `cargo test -p stoat-cli` needs no
+/// binary built beforehand (and never runs a stale one). Panics naming the failure when it
+/// cannot be built.
 pub fn stoat_fake() -> PathBuf {
-    let path = assert_cmd::cargo::cargo_bin("stoat-fake");
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(build_stoat_fake).clone()
+}
+
+/// `cargo build -p stoat-conformance --bin stoat-fake` in the profile of the running test
+/// (its executable sits in `<target>/<profile>/deps/`); the binary lands beside `stoat`.
+fn build_stoat_fake() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's own path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("a test executable under <target>/<profile>/deps");
+    let profile = profile_dir
+        .file_name()
+        .and_then(|name| name.to_str())
+        .expect("a profile directory name");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+    let mut build = std::process::Command::new(cargo);
+    build.args([
+        "build",
+        "--quiet",
+        "-p",
+        "stoat-conformance",
+        "--bin",
+        "stoat-fake",
+    ]);
+    match profile {
+        "debug" => {}
+        "release" => {
+            build.arg("--release");
+        }
+        other => {
+            build.args(["--profile", other]);
+        }
+    }
+    let status = build.status().expect("running cargo to build stoat-fake");
     assert!(
-        path.exists(),
-        "no {}: build it with `cargo build -p stoat-conformance --bin stoat-fake` (cargo test --workspace does)",
-        path.display()
+        status.success(),
+        "`cargo build -p stoat-conformance --bin stoat-fake` failed ({status})"
     );
+    let path = profile_dir.join("stoat-fake");
+    assert!(path.exists(), "cargo built no {}", path.display());
     path
 }
 
@@ -71,6 +110,9 @@ impl Drop for FakeRunningVm {
 
 /// Writes an executable script into the test's bin directory.
 pub fn stub(env: &TestEnv, name: &str, body: &str) -> PathBuf {
+    if name == "qemu-system-x86_64" {
+        fake_network(env);
+    }
     let path = env.bin().join(name);
     std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -87,20 +129,34 @@ pub fn fake_qemu(env: &TestEnv) {
 }
 
 /// [`fake_qemu`] whose guest boots: while it runs, it answers an SSH banner on the host port
-/// forwarded to guest port 22 (give the VM a [`crate::free_port`]).
+/// forwarded to guest port 22 (give the VM a [`crate::free_port`]), and stoat can log in to
+/// it: stoat-fake's `ssh` goes on PATH unless the test put an ssh there already (stoat learns
+/// a guest is up by logging in, so a banner alone is not a booted guest).
 pub fn fake_booted_qemu(env: &TestEnv) {
     write_fake_qemu(env, false);
+    if !env.bin().join("ssh").exists() {
+        env.fake_tool("ssh");
+    }
 }
 
 fn write_fake_qemu(env: &TestEnv, no_ssh: bool) {
     let mut switches = vec![
-        ("STOAT_FAKE_QEMU_ARGV", "qemu.argv"),
-        ("STOAT_FAKE_QEMU_NO_MONITOR", "1"),
+        (stoat_fakes::QEMU_ARGV_ENV, "qemu.argv"),
+        (stoat_fakes::QEMU_NO_MONITOR_ENV, "1"),
     ];
     if no_ssh {
-        switches.push(("STOAT_FAKE_QEMU_NO_SSH", "1"));
+        switches.push((stoat_fakes::QEMU_NO_SSH_ENV, "1"));
     }
     env.fake_tool_with_env("qemu-system-x86_64", &switches);
+    fake_network(env);
+}
+
+/// Puts stoat-fake's `passt` on PATH unless the test put one there: a fake or stub QEMU never
+/// talks to the host's real passt, which would hold real ports for a guest that is not there.
+fn fake_network(env: &TestEnv) {
+    if !env.bin().join("passt").exists() {
+        env.fake_tool("passt");
+    }
 }
 
 /// Stops every fake QEMU of this test environment by the PID in its pidfile.
@@ -118,7 +174,13 @@ impl Reaper {
 
 impl Drop for Reaper {
     fn drop(&mut self) {
-        for pidfile in &self.0 {
+        // Each VM's network process (passt.pid beside qemu.pid) goes with it.
+        let networks: Vec<PathBuf> = self
+            .0
+            .iter()
+            .map(|pidfile| pidfile.with_file_name("passt.pid"))
+            .collect();
+        for pidfile in self.0.iter().chain(&networks) {
             if let Some(pid) = std::fs::read_to_string(pidfile)
                 .ok()
                 .and_then(|t| t.trim().parse::<i32>().ok())

@@ -30,4 +30,13 @@ pub const ALPINE_VIRT: &str = "alpine-virt-3.24.1-x86_64.iso";
 pub const DEBIAN_CLOUD: &str = "debian-13-genericcloud-amd64.qcow2";
 
 /// A console password planted in fixtures; it must never appear in any output.
+/// The smallest file `create` takes as an installer ISO from a path: the ISO 9660 standard
+/// identifier `CD001` at byte 32769, zeros elsewhere.
+pub fn iso9660_placeholder() -> Vec<u8> {
+    let mut bytes = vec![0u8; 32774];
+    bytes[32768] = 1;
+    bytes[32769..32774].copy_from_slice(b"CD001");
+    bytes
+}
+
 pub const PLANTED_PASSWORD: &str = "planted-hunter2-c0ffee";

@@ -34,23 +34,30 @@ pub fn real_guest() -> RealGuest {
     RealGuest { image, _turn: turn }
 }
 
-/// Stops a real QEMU by the PID in `<vm dir>/qemu.pid` on drop, once `/proc` shows that PID
-/// is this VM's (its cmdline names the VM directory).
+/// Stops a real QEMU by the PID in `<vm dir>/qemu.pid` on drop, and its network process by
+/// the PID in `<vm dir>/passt.pid`, once `/proc` shows that PID is this VM's (its cmdline
+/// names the VM directory).
 pub struct RealGuard(pub PathBuf);
 
 impl Drop for RealGuard {
     fn drop(&mut self) {
-        let pidfile = self.0.join("qemu.pid");
-        if let Some(pid) = std::fs::read_to_string(&pidfile)
-            .ok()
-            .and_then(|t| t.trim().parse::<i32>().ok())
-            .filter(|pid| *pid > 1)
-        {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            if String::from_utf8_lossy(&cmdline).contains(&format!("{}/", self.0.display())) {
-                // SAFETY: kill(2) on a PID proven to be this VM's QEMU.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
+        for pidfile in ["qemu.pid", "passt.pid"] {
+            kill_pidfile_of(&self.0, pidfile);
+        }
+    }
+}
+
+/// SIGKILL to the PID in `<dir>/<pidfile>` when its cmdline names `<dir>/`.
+pub fn kill_pidfile_of(dir: &std::path::Path, pidfile: &str) {
+    if let Some(pid) = std::fs::read_to_string(dir.join(pidfile))
+        .ok()
+        .and_then(|t| t.trim().parse::<i32>().ok())
+        .filter(|pid| *pid > 1)
+    {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(&format!("{}/", dir.display())) {
+            // SAFETY: kill(2) on a PID proven to be this VM's process.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
         }
     }
 }

@@ -242,12 +242,16 @@ proptest! {
         exit_code in -1i32..256,
         out in prop::collection::vec(any::<u8>(), 0..32),
         err in prop::collection::vec(any::<u8>(), 0..32),
+        stdout_truncated in any::<bool>(),
+        stderr_truncated in any::<bool>(),
     ) {
         let data = ExecData {
             vm,
             exit_code,
             stdout: StreamBytes::from_bytes(out),
             stderr: StreamBytes::from_bytes(err),
+            stdout_truncated,
+            stderr_truncated,
         };
         assert_schema("data/exec.json", &data)?;
     }

@@ -1,5 +1,5 @@
 //! Owns the files made from the grammar itself: shell completion scripts (`completions`,
-//! clap_complete) and man pages (`man`, clap_mangen), so what a shell completes and what
+//! registration for clap_complete's dynamic engine) and man pages (`man`, clap_mangen), so what a shell completes and what
 //! man(1) shows are always the flags this binary parses. Human mode only: both write text
 //! for another program, never JSON lines (refused under --json by `refused_under_json`).
 
@@ -18,26 +18,10 @@ fn grammar() -> clap::Command {
     command
 }
 
-/// `completions <shell>`: the script on stdout.
+/// `completions <shell>`: the registration script on stdout; the shell then asks this
+/// binary for each completion (`crate::complete`).
 pub fn completions(shell: CompletionShell) -> Reply {
-    let mut command = Cli::command();
-    let mut script = Vec::new();
-    let name = "stoat";
-    match shell {
-        CompletionShell::Bash => {
-            clap_complete::generate(clap_complete::Shell::Bash, &mut command, name, &mut script)
-        }
-        CompletionShell::Zsh => {
-            clap_complete::generate(clap_complete::Shell::Zsh, &mut command, name, &mut script)
-        }
-        CompletionShell::Fish => {
-            clap_complete::generate(clap_complete::Shell::Fish, &mut command, name, &mut script)
-        }
-    }
-    Reply::new(
-        &serde_json::json!({}),
-        String::from_utf8_lossy(&script).into_owned(),
-    )
+    Reply::new(&serde_json::json!({}), crate::complete::registration(shell))
 }
 
 /// `man [--dir DIR] [command...]`: one page on stdout, or every page written into DIR.
@@ -78,10 +62,88 @@ fn page(command: &clap::Command) -> clap_mangen::Man {
         .manual("stoat manual")
 }
 
+/// The page: clap_mangen's sections, then the command's examples (its `--help`'s
+/// `Examples:` block) and, on stoat.1, ENVIRONMENT and FILES.
 fn render(command: &clap::Command) -> std::io::Result<String> {
+    let man = page(command);
     let mut out = Vec::new();
-    page(command).render(&mut out)?;
+    man.render_title(&mut out)?;
+    man.render_name_section(&mut out)?;
+    man.render_synopsis_section(&mut out)?;
+    man.render_description_section(&mut out)?;
+    if command.get_arguments().any(|arg| !arg.is_hide_set()) {
+        man.render_options_section(&mut out)?;
+    }
+    if command.get_subcommands().any(|sub| !sub.is_hide_set()) {
+        man.render_subcommands_section(&mut out)?;
+    }
+    let mut roff = roff::Roff::new();
+    if let Some(after) = command.get_after_help() {
+        let after = after.to_string();
+        match after.strip_prefix("Examples:\n") {
+            Some(examples) => preformatted(&mut roff, "EXAMPLES", examples),
+            None => preformatted(&mut roff, "NOTES", &after),
+        }
+    }
+    if command.get_name() == "stoat" {
+        environment(&mut roff);
+        files(&mut roff);
+    }
+    roff.to_writer(&mut out)?;
     Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+fn preformatted(roff: &mut roff::Roff, heading: &str, text: &str) {
+    roff.control("SH", [heading]);
+    roff.control("nf", []);
+    for line in text.lines() {
+        roff.text([roff::roman(line.trim_start())]);
+    }
+    roff.control("fi", []);
+}
+
+/// Every variable stoat reads, as core lists them.
+fn environment(roff: &mut roff::Roff) {
+    roff.control("SH", ["ENVIRONMENT"]);
+    for (name, meaning) in stoat_core::env::VARS {
+        roff.control("TP", []);
+        roff.text([roff::bold(*name)]);
+        roff.text([roff::roman(*meaning)]);
+    }
+}
+
+/// The data root's layout (docs/usage.md has the whole of it).
+fn files(roff: &mut roff::Roff) {
+    const FILES: &[(&str, &str)] = &[
+        (
+            "$STOAT_HOME (default ~/.stoat)",
+            "the data root, owner-only (0700)",
+        ),
+        (
+            "$STOAT_HOME/<vm>/vm.toml",
+            "a VM's settings; its disk, seed, sockets and console.log sit beside it",
+        ),
+        (
+            "$STOAT_HOME/isos/",
+            "downloaded catalog images and your own image files",
+        ),
+        (
+            "$STOAT_HOME/recipes/",
+            "local and remote recipes (recipe new, recipe add)",
+        ),
+        ("$STOAT_HOME/guests/", "your own guest OS definitions"),
+        ("$STOAT_HOME/logs/", "stoat's own log (stoat logs)"),
+        (
+            "stoat.toml, stoat.lock",
+            "a project: its declared VMs and its pinned remote recipes",
+        ),
+    ];
+    roff.control("SH", ["FILES"]);
+    for (path, meaning) in FILES {
+        roff.control("TP", []);
+        roff.text([roff::italic(*path)]);
+        roff.text([roff::roman(*meaning)]);
+    }
 }
 
 /// Writes the page of `command` and of every visible command under it; returns how many.

@@ -33,13 +33,27 @@ fn shell_quoted(word: &str) -> String {
     }
 }
 
-/// `ssh <vm>` (human mode only): replaces stoat with ssh. Returns only on failure.
-pub fn ssh(ctx: &Ctx, name: &str) -> Result<Reply> {
-    let session = app_host::ssh(ctx, name)?;
-    let err = std::process::Command::new(session.program)
-        .arg0("ssh")
-        .args(session.args)
-        .exec();
+/// `ssh <vm> [-- CMD...]` and `exec -t` (human mode only): replaces stoat with ssh, so the
+/// guest command's exit status is stoat's. Returns only on failure.
+pub fn ssh(
+    ctx: &Ctx,
+    name: &str,
+    command: &[std::ffi::OsString],
+    force_tty: bool,
+) -> Result<Reply> {
+    use std::io::IsTerminal;
+    let request = app_host::SshRequest {
+        command,
+        force_tty,
+        stdin_is_tty: std::io::stdin().is_terminal(),
+    };
+    let session = app_host::ssh(ctx, name, &request)?;
+    let mut command = std::process::Command::new(session.program);
+    command.arg0("ssh").args(session.args);
+    if let Some(dir) = session.cwd {
+        command.current_dir(dir);
+    }
+    let err = command.exec();
     Err(Error::io("run ssh", err))
 }
 
@@ -49,7 +63,13 @@ pub fn logs(ctx: &Ctx, args: &LogsArgs) -> Result<Reply> {
         return logs_follow(ctx, args);
     }
     let data = app_host::logs(ctx, args.vm.as_deref(), &args.which, args.lines)?;
-    let human = data.lines.join("\n");
+    // The guest wrote these lines: a terminal escape in them is shown, not obeyed.
+    let human = data
+        .lines
+        .iter()
+        .map(|line| human::visible(line))
+        .collect::<Vec<_>>()
+        .join("\n");
     Ok(Reply::new(&data, human))
 }
 
@@ -60,7 +80,7 @@ fn logs_follow(ctx: &Ctx, args: &LogsArgs) -> Result<Reply> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut print = |line: &str| -> std::io::Result<()> {
-        writeln!(out, "{line}")?;
+        writeln!(out, "{}", human::visible(line))?;
         out.flush()
     };
     app_host::logs_follow(ctx, args.vm.as_deref(), &args.which, args.lines, &mut print)?;
@@ -175,9 +195,10 @@ fn prune_human(data: &PruneData) -> String {
 
 /// `snapshot <vm> [tag] [--restore|--delete]`.
 pub fn snapshot(ctx: &Ctx, args: &SnapshotArgs) -> Result<Reply> {
-    let action = match (args.restore, args.delete) {
-        (true, _) => Some(SnapshotAction::Restore),
-        (_, true) => Some(SnapshotAction::Delete),
+    let action = match (args.restore, args.delete, args.force) {
+        (true, _, _) => Some(SnapshotAction::Restore),
+        (_, true, _) => Some(SnapshotAction::Delete),
+        (_, _, true) => Some(SnapshotAction::Replace),
         _ => None,
     };
     ctx.root()?;
@@ -187,17 +208,23 @@ pub fn snapshot(ctx: &Ctx, args: &SnapshotArgs) -> Result<Reply> {
             let human = snapshot_list_human(&data);
             Ok(Reply::new(&data, human))
         }
-        (None, Some(action)) => Err(Error::Usage(format!(
-            "snapshot --{} needs a tag: stoat snapshot {} <tag> --{}",
-            action.as_str(),
-            args.vm,
-            action.as_str()
-        ))),
+        (None, Some(action)) => {
+            let flag = match action {
+                SnapshotAction::Replace => "force",
+                other => other.as_str(),
+            };
+            Err(Error::Usage(format!(
+                "snapshot --{flag} needs a tag: stoat snapshot {} <tag> --{flag}",
+                args.vm
+            )))
+        }
         (Some(tag), action) => {
             let action = action.unwrap_or(SnapshotAction::Save);
             let data = app_host::snapshot_act(ctx, &args.vm, tag, action)?;
             let human = match action {
-                SnapshotAction::Save => format!("saved snapshot {} of {}", data.tag, data.vm),
+                SnapshotAction::Save | SnapshotAction::Replace => {
+                    format!("saved snapshot {} of {}", data.tag, data.vm)
+                }
                 SnapshotAction::Restore => {
                     format!("restored {} to snapshot {}", data.vm, data.tag)
                 }

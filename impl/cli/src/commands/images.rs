@@ -3,6 +3,7 @@
 //! (json-v3#streaming; docs/decisions/images.md).
 
 use stoat_core::app::images;
+use stoat_core::images::store::Usage;
 use stoat_core::Result;
 use stoat_wire::dto::{Image, PullData};
 
@@ -13,11 +14,11 @@ use crate::Reply;
 /// `images`.
 pub fn images(ctx: &Ctx) -> Result<Reply> {
     let data = images::images(ctx)?;
-    let text = images_human(&data.images);
+    let text = ctx.prose(|| Ok(images_human(&data.images, &images::usage(ctx)?)))?;
     Ok(Reply::new(&data, text))
 }
 
-fn images_human(images: &[Image]) -> String {
+fn images_human(images: &[Image], usage: &Usage) -> String {
     let rows: Vec<Vec<String>> = images
         .iter()
         .map(|image| {
@@ -43,18 +44,47 @@ fn images_human(images: &[Image]) -> String {
                 size,
                 state.into(),
                 image.file.clone(),
+                used_by(usage.by_file.get(&image.file)),
             ]
         })
         .collect();
     let table = human::table(
-        &["ID", "OS", "VARIANT", "BACKEND", "SIZE", "STATE", "FILE"],
+        &[
+            "ID", "OS", "VARIANT", "BACKEND", "SIZE", "STATE", "FILE", "USED BY",
+        ],
         &rows,
     );
     // A catalog row without a file would otherwise end in padding.
-    table
+    let mut text: String = table
         .lines()
         .map(|line| format!("{}\n", line.trim_end()))
-        .collect()
+        .collect();
+    if !usage.kept.is_empty() {
+        text.push_str("\nkept from earlier downloads (a pull replaced them in isos/):\n");
+        for (file, bytes, users) in &usage.kept {
+            text.push_str(&format!(
+                "  {file}  {}  used by {}\n",
+                human::bytes(*bytes),
+                used_by(Some(users))
+            ));
+        }
+    }
+    if usage.freeable > 0 {
+        text.push_str(&format!(
+            "\n{} in images no VM uses: `stoat prune --images --apply` frees it\n",
+            human::bytes(usage.freeable)
+        ));
+    }
+    text
+}
+
+/// The VMs using a file, `-` for none; empty for a catalog image not on disk.
+fn used_by(users: Option<&Vec<String>>) -> String {
+    match users {
+        None => String::new(),
+        Some(users) if users.is_empty() => "-".into(),
+        Some(users) => users.join(", "),
+    }
 }
 
 /// `pull <id>`.
@@ -65,12 +95,16 @@ pub fn pull(ctx: &Ctx, id: &str) -> Result<Reply> {
 }
 
 fn pull_human(data: &PullData) -> String {
-    if data.checksum_available {
-        format!("{}: downloaded and verified", data.id)
+    let check = if data.verified {
+        "verified"
+    } else if data.checksum_available {
+        "not verified"
     } else {
-        format!(
-            "{}: downloaded, UNVERIFIED (no published checksum)",
-            data.id
-        )
+        "UNVERIFIED (no published checksum)"
+    };
+    if data.fetched {
+        format!("{}: downloaded, {check}", data.id)
+    } else {
+        format!("{}: already downloaded, nothing fetched; {check}", data.id)
     }
 }

@@ -74,7 +74,10 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> Result<Reply> {
         Command::Forward(args) => vmops::forward(ctx, args),
         Command::Images => images::images(ctx),
         Command::Pull(args) => images::pull(ctx, &args.id),
-        Command::Ssh(args) => host::ssh(ctx, &args.vm),
+        Command::Ssh(args) => {
+            let command: Vec<std::ffi::OsString> = args.command.iter().map(Into::into).collect();
+            host::ssh(ctx, &args.vm, &command, false)
+        }
         Command::SshCommand(args) => host::ssh_command(ctx, &args.vm),
         Command::Logs(args) => host::logs(ctx, &args),
         Command::Doctor => host::doctor(ctx),

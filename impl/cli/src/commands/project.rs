@@ -185,10 +185,14 @@ fn run_human(run: &ProjectRun) -> String {
         .vms
         .iter()
         .map(|v| {
+            let status = match v.done {
+                Some(done) => format!("{} ({done})", v.status),
+                None => v.status.clone(),
+            };
             vec![
                 v.key.clone(),
                 v.name.clone(),
-                v.status.clone(),
+                status,
                 v.error.clone().unwrap_or_default(),
             ]
         })

@@ -149,7 +149,11 @@ fn list(ctx: &Ctx) -> Result<Reply> {
 fn list_human(data: &RecipeListData, invalid: &[String]) -> String {
     let mut out = String::from("search order:\n");
     for root in &data.roots {
-        out.push_str(&format!("  {:<8} {}\n", root.scope, root.path));
+        out.push_str(&format!(
+            "  {:<8} {}\n",
+            root.scope,
+            human::visible(&root.path)
+        ));
     }
     out.push('\n');
     let rows: Vec<Vec<String>> = data
@@ -169,14 +173,15 @@ fn list_human(data: &RecipeListData, invalid: &[String]) -> String {
         &rows,
     ));
     for line in invalid {
-        out.push_str(&format!("{line}\n"));
+        out.push_str(&format!("{}\n", human::visible(line)));
     }
     out
 }
 
 fn show(ctx: &Ctx, name: &str) -> Result<Reply> {
     let data = app::show(ctx, name)?;
-    let human = show_human(&data.recipe);
+    // Every field is the recipe's own text: its control characters are shown, not sent.
+    let human = human::visible_lines(&show_human(&data.recipe));
     Ok(Reply::new(&data, human))
 }
 

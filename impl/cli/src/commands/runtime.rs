@@ -5,6 +5,7 @@
 use stoat_core::app::{runtime, vms};
 use stoat_core::runtime::{cp, exec, wait};
 use stoat_core::{Error, Result};
+use stoat_wire::dto::VmData;
 
 use crate::ctx::Ctx;
 use crate::grammar::{ScreenshotArgs, UpArgs, WaitArgs};
@@ -19,6 +20,13 @@ pub fn up(ctx: &Ctx, args: &UpArgs) -> Result<Reply> {
     let reach_wait = (!args.no_wait).then_some(args.timeout);
     // Notes only for a VM that exists: a missing or broken one gets its error alone.
     if let Ok(stored) = stoat_core::vm::load_ok(ctx.root()?, name) {
+        // A person asking for a running VM gets what they want: it converges (exit 0). A
+        // program reads `already_running` from --json (docs/decisions/cli.md).
+        if !ctx.is_json() && stored.running_pid().is_some() {
+            let vm = stored.to_wire(&ctx.env);
+            let human = format!("{name} is already running (ssh :{})", vm.ssh_port);
+            return Ok(Reply::new(&VmData { vm }, human));
+        }
         ctx.note(&format!("starting {name}..."));
         if reach_wait.is_some() {
             ctx.note(&format!(
@@ -72,6 +80,17 @@ fn display_lines(ctx: &Ctx, name: &str) -> Result<String> {
 /// `down <vm>`.
 pub fn down(ctx: &Ctx, vm: Option<&str>) -> Result<Reply> {
     let name = required_vm("down", vm)?;
+    if !ctx.is_json() {
+        if let Ok(stored) = stoat_core::vm::load_ok(ctx.root()?, name) {
+            if stored.running_pid().is_none() {
+                let vm = stored.to_wire(&ctx.env);
+                return Ok(Reply::new(
+                    &VmData { vm },
+                    format!("{name} is already stopped"),
+                ));
+            }
+        }
+    }
     let data = runtime::down(ctx, name)?;
     let vm = &data.vm;
     let human = if vm.state == stoat_wire::dto::VmState::Running {
@@ -103,16 +122,19 @@ pub fn wait(ctx: &Ctx, args: &WaitArgs) -> Result<Reply> {
 /// `exec <vm> <cmd>...`: under --json exit 0 whenever the command ran; in human mode the
 /// guest's bytes go to our stdout/stderr and its status becomes ours.
 pub fn exec(ctx: &Ctx, args: ExecArgs) -> Result<Reply> {
+    if args.tty {
+        if ctx.is_json() {
+            return Err(Error::Usage(
+                "exec -t gives the command a terminal, which a JSON answer cannot carry; drop -t, or --json".into(),
+            ));
+        }
+        return super::host::ssh(ctx, &args.vm, &args.command, true);
+    }
     let streams = if ctx.hands_stdin_to_guest() {
         exec::Streams::Inherit
     } else {
         exec::Streams::Capture
     };
-    if let Ok(stored) = stoat_core::vm::load_ok(ctx.root()?, &args.vm) {
-        if stored.running_pid().is_some() && !exec::answers_now(ctx.root()?, &ctx.env, &stored) {
-            ctx.note(&format!("waiting for ssh on {}...", stored.name));
-        }
-    }
     let reach_wait = args.timeout.unwrap_or(exec::REACH_WAIT);
     let out = runtime::exec(ctx, &args.vm, &args.command, streams, reach_wait)?;
     // Captured bytes (--json) ride in the reply; inherited streams already reached the user.
@@ -132,7 +154,14 @@ pub fn screenshot(ctx: &Ctx, args: &ScreenshotArgs) -> Result<Reply> {
         Some(path) => {
             let cwd =
                 std::env::current_dir().map_err(|e| Error::io("read the current directory", e))?;
-            Some(cp::absolute_local(&ctx.env, &cwd, path)?)
+            let absolute = cp::absolute_local(&ctx.env, &cwd, path)?;
+            // `-o shots/` names a directory: never a file called `shots`.
+            if path.ends_with('/') && !absolute.is_dir() {
+                return Err(Error::InvalidSpec(format!(
+                    "screenshot -o {path}: no such directory (make it first: mkdir -p {path})"
+                )));
+            }
+            Some(absolute)
         }
         None => None,
     };

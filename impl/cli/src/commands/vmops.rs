@@ -35,6 +35,7 @@ pub fn create(ctx: &Ctx, args: CreateArgs) -> Result<Reply> {
         allow_exec: args.allow_exec,
         agent_access: args.agent_access,
         display: args.display,
+        host_loopback: args.host_loopback,
         ..CreateSpec::default()
     };
     let data = vmops::create(ctx, &spec)?;
@@ -113,6 +114,7 @@ pub fn update(ctx: &Ctx, args: UpdateArgs) -> Result<Reply> {
         agent_access: args.agent_access,
         allow_exec: args.allow_exec,
         display: args.display,
+        host_loopback: args.host_loopback,
         immutable,
     };
     let data = vmops::update(ctx, &args.vm, &spec)?;

@@ -150,11 +150,34 @@ fn get_human(status: &VmStatus, facts: Option<&vms::GetFacts>) -> String {
     line("agent access", v.agent_access.as_str().into());
     for detail in &status.recipes_detail {
         let state = if detail.applied {
-            format!("applied {}", detail.version)
+            let version = if detail.version.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", detail.version)
+            };
+            let at = if detail.at.is_empty() {
+                String::new()
+            } else {
+                format!(" at {}", detail.at)
+            };
+            format!(
+                "applied{version}{at}, health {}",
+                health_word(detail.health)
+            )
         } else {
             "not applied".into()
         };
         line(&format!("recipe {}", detail.name), state);
+        // A recipe's params and outputs (the guest wrote the outputs: shown, not obeyed).
+        for (kind, values) in [("param", &detail.params), ("output", &detail.outputs)] {
+            for (key, value) in values {
+                let text = match value {
+                    serde_json::Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
+                line(&format!("  {kind} {key}"), crate::human::visible(&text));
+            }
+        }
     }
     out
 }

@@ -38,6 +38,13 @@ fn at_least(have: &str, wanted: &str) -> bool {
     }
 }
 
+/// Whether a revision has `structuredContent` (2025-06-18 added it, with `outputSchema`).
+/// Offering an outputSchema where no structured content can follow would make a client
+/// that checks results against it refuse every call, so the two go together.
+fn has_structured_content(revision: &str) -> bool {
+    at_least(revision, "2025-06-18")
+}
+
 /// JSON-RPC batches: 2025-03-26 added them and 2025-06-18 removed them again.
 fn allows_batches(revision: &str) -> bool {
     !at_least(revision, "2025-06-18")
@@ -50,6 +57,27 @@ const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
+
+/// The longest error message sent, in bytes: a message echoes what the client sent (a VM
+/// name, a tool or method name), and an echo of a 15 MB name must not come back whole
+/// (docs/decisions/runtime.md "Guest-fed buffers").
+const MAX_ECHO: usize = 1024;
+
+/// `message` cut to [`MAX_ECHO`] bytes (on a character boundary), saying how much was cut.
+fn cut_echo(message: &str) -> String {
+    if message.len() <= MAX_ECHO {
+        return message.to_owned();
+    }
+    let mut end = MAX_ECHO;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\u{2026} [cut: {} more bytes]",
+        &message[..end],
+        message.len() - end
+    )
+}
 
 /// A JSON-RPC error.
 #[derive(Debug)]
@@ -182,9 +210,22 @@ impl Server {
         match method {
             "initialize" => self.initialize(params),
             "ping" => Ok(json!({})),
-            "tools/list" => Ok(json!({
-                "tools": tools::TOOLS.iter().map(Tool::describe).collect::<Vec<_>>()
-            })),
+            "tools/list" => {
+                let structured = has_structured_content(self.protocol);
+                let described: Vec<Value> = tools::TOOLS
+                    .iter()
+                    .map(|tool| {
+                        let mut entry = tool.describe();
+                        if !structured {
+                            if let Some(entry) = entry.as_object_mut() {
+                                entry.remove("outputSchema");
+                            }
+                        }
+                        entry
+                    })
+                    .collect();
+                Ok(json!({ "tools": described }))
+            }
             "tools/call" => self.call(params),
             other => Err(rpc_error(
                 METHOD_NOT_FOUND,
@@ -245,7 +286,8 @@ impl Server {
         Ok(match outcome {
             Ok(data) => self.tool_result(data, false),
             Err((err, extra)) => {
-                let mut object = json!({"code": err.code().as_str(), "message": err.message()});
+                let mut object =
+                    json!({"code": err.code().as_str(), "message": cut_echo(&err.message())});
                 if let Some((key, value)) = extra {
                     object[key] = Value::from(value);
                 }
@@ -292,7 +334,7 @@ impl Server {
         // structuredContent arrived with 2025-06-18; older clients get the text alone. It
         // must match the tool's outputSchema (clients check it, some even on errors), which
         // describes success: a failure's `{code, message}` is the text alone.
-        if !is_error && at_least(self.protocol, "2025-06-18") {
+        if !is_error && has_structured_content(self.protocol) {
             result["structuredContent"] = data;
         }
         result
@@ -307,7 +349,7 @@ fn error_response(id: Value, error: RpcError) -> Value {
     json!({
         "jsonrpc": "2.0",
         "id": id,
-        "error": {"code": error.code, "message": error.message},
+        "error": {"code": error.code, "message": cut_echo(&error.message)},
     })
 }
 
@@ -563,5 +605,44 @@ mod tests {
         );
         assert_eq!(reply["result"]["isError"], false);
         assert_eq!(reply["result"]["structuredContent"], json!({"vms": []}));
+    }
+
+    #[test]
+    fn output_schemas_are_offered_only_where_structured_content_follows() {
+        for (revision, structured) in [
+            ("2024-11-05", false),
+            ("2025-03-26", false),
+            ("2025-06-18", true),
+            ("2025-11-25", true),
+        ] {
+            let (_t, mut s) = server();
+            ask(
+                &mut s,
+                &format!(
+                    r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{revision}","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+                ),
+            );
+            let listed = ask(&mut s, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+            let tools = listed["result"]["tools"].as_array().unwrap();
+            assert!(!tools.is_empty());
+            for tool in tools {
+                assert_eq!(
+                    tool.get("outputSchema").is_some(),
+                    structured,
+                    "{revision}: {}",
+                    tool["name"]
+                );
+                assert!(tool["inputSchema"].is_object(), "{revision}");
+            }
+            let called = ask(
+                &mut s,
+                r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_vms"}}"#,
+            );
+            assert_eq!(
+                called["result"].get("structuredContent").is_some(),
+                structured,
+                "{revision}"
+            );
+        }
     }
 }

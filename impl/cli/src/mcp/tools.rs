@@ -474,7 +474,7 @@ pub static TOOLS: &[Tool] = &[
     Tool {
         name: "clone",
         title: "Clone a VM",
-        description: "Copy a stopped VM under a new name (its disk becomes an overlay).",
+        description: "Copy a stopped VM under a new name (its disk is an independent copy; the two share nothing writable).",
         class: Class::Mutating,
         input: input::<CloneArgs>,
         answer: Answer::Data("data/clone.json"),

@@ -142,6 +142,22 @@ fn apply_streams_stage_then_lines_records_and_logs() {
     assert_eq!(app["outputs"]["addr"], "10.0.0.7");
     assert!(app["at"].as_str().unwrap().ends_with('Z'));
     get.assert_absent("s3cr3t-value");
+    // A person reads the same in `get`: version, health, params and outputs, no secret.
+    let human = env.run(&["get", "w"]);
+    let human = String::from_utf8_lossy(&human.stdout);
+    let at = app["at"].as_str().unwrap();
+    assert!(
+        human.contains(&format!("recipe app: applied 1.0 at {at}, health ok\n")),
+        "{human}"
+    );
+    for row in [
+        "  param greeting: hi\n",
+        "  param token: <set>\n",
+        "  output addr: 10.0.0.7\n",
+    ] {
+        assert!(human.contains(row), "{row}{human}");
+    }
+    assert!(!human.contains("s3cr3t-value"), "{human}");
 
     // wait --until applied sees `done`.
     let waited = env.json(&["wait", "w", "--until", "applied", "--timeout", "5s"]);
@@ -325,7 +341,7 @@ fn create_validates_params_against_the_manifest() {
         "true\n",
     );
     let iso = env.tmp().join("alpine-test.iso");
-    std::fs::write(&iso, "x").unwrap();
+    std::fs::write(&iso, crate::common::iso9660_placeholder()).unwrap();
     let iso = iso.display().to_string();
     let create = |extra: &[&str]| {
         env.json(
@@ -481,8 +497,10 @@ fn up_applies_after_boot_with_cmd_up_and_the_vm_last() {
     // --no-apply boots and nothing else; a once recipe already applied would not run anyway.
     let again = env.json(&["up", "w", "--no-apply"]);
     assert_eq!(again.lines.len(), 1, "{}", again.stdout);
-    // Each boot opens the console log with a dated line of its own.
-    let console = std::fs::read_to_string(env.root().join("w/console.log")).unwrap();
+    // Each boot opens its console log with a dated line of its own; the previous boot's
+    // log is kept as console.log.1.
+    let console = std::fs::read_to_string(env.root().join("w/console.log.1")).unwrap()
+        + &std::fs::read_to_string(env.root().join("w/console.log")).unwrap();
     let separators: Vec<&str> = console
         .lines()
         .filter(|l| l.starts_with("===== stoat: boot at "))
@@ -606,6 +624,86 @@ fn after_first_boot() -> (TestEnv, FakeRunningVm) {
         "echo \"ran for $STOAT_PARAM_WHO\"\necho \"greeting=hello $STOAT_PARAM_WHO\" >> \"$STOAT_OUTPUTS\"\n",
     );
     (env, vm)
+}
+
+/// Puts in front of the installed ssh a refusal of its first `failures` interpreter runs (the
+/// remote command ends in `sh -s`), worded as OpenSSH words a connection that a restarting
+/// sshd dropped, exit 255; the login checks go through. Returns the file counting refusals.
+fn refuse_first_runs(env: &TestEnv, failures: u32) -> std::path::PathBuf {
+    let ssh = env.bin().join("ssh");
+    let installed = std::fs::read_to_string(&ssh).unwrap();
+    let refusals = env.tmp().join("refusals");
+    let preamble = format!(
+        "for a in \"$@\"; do last=\"$a\"; done\nif [ \"$last\" = -s ] && [ \"$(cat '{file}' 2>/dev/null | wc -l)\" -lt {failures} ]; then echo refused >> '{file}'; echo 'kex_exchange_identification: read: Connection reset by peer' >&2; exit 255; fi\n",
+        file = refusals.display()
+    );
+    let body = installed.strip_prefix("#!/bin/sh\n").unwrap();
+    std::fs::write(&ssh, format!("#!/bin/sh\n{preamble}{body}")).unwrap();
+    refusals
+}
+
+fn lines_in(file: &std::path::Path) -> usize {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+#[test]
+fn first_boot_is_read_again_when_ssh_fails_before_a_session() {
+    let (env, _vm) = after_first_boot();
+    let refusals = refuse_first_runs(&env, 2);
+    let run = env.json(&["apply", "w"]);
+    assert_eq!(lines_in(&refusals), 2, "both refusals happened");
+    assert_eq!(
+        run.data()["applied"],
+        serde_json::json!([]),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.data()["skipped_reason"],
+        "applied at first boot by cloud-init"
+    );
+    assert!(
+        !run.stdout.contains("ran for"),
+        "the recipe first boot ran is not run again: {}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_recipe_whose_ssh_fails_before_a_session_runs_once_when_it_connects() {
+    let (env, _vm) = setup(&["r"], "");
+    let ran = env.tmp().join("ran");
+    recipe(
+        &env,
+        "r",
+        "",
+        &format!("echo once >> '{}'\necho hello from r\n", ran.display()),
+    );
+    let refusals = refuse_first_runs(&env, 2);
+    let run = env.json(&["apply", "w"]);
+    assert_eq!(
+        run.data()["applied"],
+        serde_json::json!(["r"]),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(lines_in(&refusals), 2);
+    assert_eq!(lines_in(&ran), 1, "the script ran exactly once");
+    let said: Vec<(String, String)> = events(&run);
+    assert!(
+        said.contains(&("log".into(), "hello from r".into())),
+        "{said:?}"
+    );
+    assert!(
+        !run.stdout.contains("kex_exchange_identification")
+            && !run.stdout.contains("stoat-session"),
+        "neither the refusals nor the session mark reach the log: {}",
+        run.stdout
+    );
+    assert!(!log_text(&env).contains("Connection reset"));
 }
 
 fn plan_row(run: &crate::common::JsonRun) -> (String, String) {
@@ -1028,11 +1126,33 @@ fn real_apply_after_first_boot_reports_cloud_init() {
         "{log}"
     );
     assert!(!env.vm_toml("fb").contains("[applied.slow]"));
-    let ps = env.json_raw(&["--json", "exec", "fb", "ps", "-o", "args"]);
-    let ps = ps.data()["stdout"].as_str().unwrap().to_owned();
-    assert!(
-        !ps.contains("sleep 60") && !ps.contains("sh -s"),
-        "the script was stopped in the guest too: {ps}"
+    // The script, and then the guest side that ran it (its watchdog looks once a second),
+    // are gone in the guest too.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let ps = env.json_raw(&["--json", "exec", "fb", "ps", "-o", "args"]);
+        let ps = ps.data()["stdout"].as_str().unwrap().to_owned();
+        if !ps.contains("sleep 60") && !ps.contains("sh -s") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the script was stopped in the guest too: {ps}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let left = env.json_raw(&[
+        "--json",
+        "exec",
+        "fb",
+        "sh",
+        "-c",
+        "ls /tmp/.stoat-apply.* 2>/dev/null | wc -l",
+    ]);
+    assert_eq!(
+        left.data()["stdout"],
+        "0\n",
+        "the body's temporary file is gone"
     );
     // Nothing will finish the interrupted apply by itself: wait says so at once.
     let why = env
@@ -1101,4 +1221,85 @@ fn interrupt_apply(env: &TestEnv, vm: &str, recipe: &str) -> crate::common::Json
         stdout: seen.into_bytes(),
         stderr,
     })
+}
+
+#[test]
+fn a_recipe_script_that_is_a_symlink_out_of_its_directory_never_reaches_the_guest() {
+    let (env, vm) = setup(&["leak"], "");
+    recipe(&env, "leak", "", "echo placeholder\n");
+    let secret = env.tmp().join("host-secret.txt");
+    std::fs::write(&secret, "echo host-secret-4711\n").unwrap();
+    let script = env.root().join("recipes/leak/install.sh");
+    std::fs::remove_file(&script).unwrap();
+    std::os::unix::fs::symlink(&secret, &script).unwrap();
+    env.clear_fake_calls();
+    let message = env.json(&["apply", "w"]).error("recipe_not_applicable");
+    assert!(
+        message.contains("outside the recipe directory"),
+        "{message}"
+    );
+    assert!(
+        env.fake_calls().is_empty(),
+        "nothing ran in the guest: {:?}",
+        env.fake_calls()
+    );
+    assert!(!env.vm_toml("w").contains("[applied"), "nothing recorded");
+    env.json(&["apply", "w", "--dry-run"])
+        .error("recipe_not_applicable");
+    // A FIFO is no script either (and reading one must not hang).
+    std::fs::remove_file(&script).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&script)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let message = env.json(&["apply", "w"]).error("recipe_not_applicable");
+    assert!(message.contains("install.sh"), "{message}");
+    drop(vm);
+    // A link inside the recipe's own directory is fine.
+    std::fs::remove_file(&script).unwrap();
+    std::fs::write(env.root().join("recipes/leak/real.sh"), "echo own\n").unwrap();
+    std::os::unix::fs::symlink("real.sh", &script).unwrap();
+    let plan = env.json(&["apply", "w", "--dry-run"]);
+    assert_eq!(plan.data()["plan"][0]["name"], "leak", "{}", plan.stdout);
+}
+
+#[test]
+fn outputs_over_16_kib_fail_the_recipe_and_leave_the_vm_readable() {
+    let (env, _vm) = setup(&["big", "fine"], "");
+    // 2 MiB of outputs: over the vm.toml limit itself, as a hostile guest could write.
+    recipe(
+        &env,
+        "big",
+        "[outputs.blob]\n",
+        "printf 'blob=' >> \"$STOAT_OUTPUTS\"\nhead -c 2097152 /dev/zero | tr '\\0' x >> \"$STOAT_OUTPUTS\"\necho >> \"$STOAT_OUTPUTS\"\n",
+    );
+    recipe(
+        &env,
+        "fine",
+        "[outputs.addr]\n",
+        "echo addr=10.0.0.9 >> \"$STOAT_OUTPUTS\"\n",
+    );
+    let run = env.json(&["apply", "w", "--only", "big"]);
+    let message = run.error("recipe_not_applicable");
+    assert!(
+        message.contains("outputs are larger than 16 KiB")
+            && message.contains("nothing was recorded"),
+        "{message}"
+    );
+    let toml = env.vm_toml("w");
+    assert!(
+        toml.len() < 4096 && !toml.contains("[applied.big]"),
+        "{} bytes",
+        toml.len()
+    );
+    // The VM still reads as itself, and a recipe with small outputs records them.
+    let get = env.json(&["get", "w"]);
+    assert_eq!(get.data()["vm"]["name"], "w");
+    assert_ne!(get.data()["vm"]["state"], "broken");
+    env.json(&["apply", "w", "--only", "fine"]);
+    assert_eq!(
+        detail(env.json(&["get", "w"]).data(), "fine")["outputs"]["addr"],
+        "10.0.0.9"
+    );
 }

@@ -104,7 +104,7 @@ fn usage_errors_say_what_clap_knows_in_both_modes() {
     insta::assert_snapshot!(human_usage(&env, &["lss"]), @r"
     error: unrecognized subcommand 'lss'
 
-      tip: some similar subcommands exist: 'logs', 'ls'
+      tip: some similar subcommands exist: 'list', 'logs', 'ls'
 
     Usage: stoat [OPTIONS] [COMMAND]
 
@@ -113,7 +113,7 @@ fn usage_errors_say_what_clap_knows_in_both_modes() {
     // Under --json the same content, on one line.
     insta::assert_snapshot!(env.json(&["create", "x"]).error("usage"), @"the following required arguments were not provided: --image <IMAGE>; usage: stoat create --image <IMAGE> <NAME>");
     insta::assert_snapshot!(env.json(&["wait", "w", "--until", "sideways"]).error("usage"), @"invalid value 'sideways' for '--until <UNTIL>' [possible values: reachable, stopped, applied]");
-    insta::assert_snapshot!(env.json(&["lss"]).error("usage"), @"unrecognized subcommand 'lss'; tip: some similar subcommands exist: 'logs', 'ls'; usage: stoat [OPTIONS] [COMMAND]");
+    insta::assert_snapshot!(env.json(&["lss"]).error("usage"), @"unrecognized subcommand 'lss'; tip: some similar subcommands exist: 'list', 'logs', 'ls'; usage: stoat [OPTIONS] [COMMAND]");
     insta::assert_snapshot!(env.json(&["clone"]).error("usage"), @"the following required arguments were not provided: <SOURCE>, <NAME>; usage: stoat clone <SOURCE> <NAME>");
 }
 

@@ -28,10 +28,16 @@ fn real_qemu_img() -> PathBuf {
 /// `on_term` is the shell's reaction to SIGTERM ("" for the default: die). An inline wrapper,
 /// not `stoat-fake`: every other subcommand must reach the real qemu-img.
 fn slow_qemu_img(env: &TestEnv, subcommand: &str, on_term: &str) -> PathBuf {
+    slow_qemu_img_when(env, &format!("[ \"$1\" = {subcommand} ]"), on_term)
+}
+
+/// [`slow_qemu_img`] for the runs for which the shell test `when` holds.
+fn slow_qemu_img_when(env: &TestEnv, when: &str, on_term: &str) -> PathBuf {
     let pid_file = env.tmp().join("qemu-img.pid");
+    let _ = std::fs::remove_file(&pid_file);
     let real = real_qemu_img();
     let script = format!(
-        "#!/bin/sh\nif [ \"$1\" = {subcommand} ]; then\n{on_term}\necho $$ > '{pid}.new' && mv '{pid}.new' '{pid}'\nsleep 60 &\nwait $!\nfi\nexec '{real}' \"$@\"\n",
+        "#!/bin/sh\nif {when}; then\n{on_term}\necho $$ > '{pid}.new' && mv '{pid}.new' '{pid}'\nsleep 60 &\nwait $!\nfi\nexec '{real}' \"$@\"\n",
         pid = pid_file.display(),
         real = real.display(),
     );
@@ -286,7 +292,7 @@ fn canceling_exec_stops_ssh_then_the_guest_command_and_answers_canceled() {
         &env,
         "ssh",
         &format!(
-            "for last; do :; done\ncase \"$last\" in\n*'kill -TERM'*) sleep 1; echo \"$last\" > '{stopped}'; exit 0;;\nesac\necho $$ > '{started}.new' && mv '{started}.new' '{started}'\nsleep 60 &\nwait $!\n",
+            "for last; do :; done\ncase \"$last\" in\n'p=$(cat '*) sleep 1; echo \"$last\" > '{stopped}'; exit 0;;\nesac\necho $$ > '{started}.new' && mv '{started}.new' '{started}'\nsleep 60 &\nwait $!\n",
             stopped = stopped.display(),
             started = started.display()
         ),
@@ -300,6 +306,61 @@ fn canceling_exec_stops_ssh_then_the_guest_command_and_answers_canceled() {
     assert!(!alive(ssh), "ssh still runs after stoat answered");
     let stop = std::fs::read_to_string(&stopped).expect("the guest command was stopped");
     assert!(stop.contains("/tmp/.stoat-exec."), "{stop}");
+}
+
+#[test]
+fn canceling_up_while_it_waits_stops_the_qemu_it_started_in_both_modes() {
+    for json in [true, false] {
+        let env = TestEnv::new();
+        // A guest that never answers ssh: `up` starts QEMU, then waits.
+        crate::common::fake_qemu(&env);
+        crate::test_runtime::write_live_vm(&env, "w", crate::common::free_port(), "");
+        let _reaper = crate::common::Reaper::watch(&env, &["w"]);
+        let args: &[&str] = if json {
+            &["--json", "up", "w"]
+        } else {
+            &["up", "w"]
+        };
+        let mut child = env
+            .std_cmd(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid_file = env.root().join("w/qemu.pid");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let qemu: i32 = loop {
+            if let Some(pid) = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|text| text.trim().parse().ok())
+            {
+                break pid;
+            }
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "up ended before QEMU ran"
+            );
+            assert!(Instant::now() < deadline, "QEMU never started");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // Ctrl-C at the terminal: the whole group.
+        // SAFETY: kill(2) on the group our child leads.
+        assert_eq!(unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) }, 0);
+        let out = child.wait_with_output().unwrap();
+        assert!(!out.status.success(), "json={json}: {out:?}");
+        if json {
+            JsonRun::check(out).error("canceled");
+        } else {
+            assert_eq!(
+                out.status.code(),
+                Some(130),
+                "a shell's Ctrl-C status: {out:?}"
+            );
+        }
+        assert!(!alive(qemu), "json={json}: the QEMU up started still runs");
+        assert_eq!(env.json(&["get", "w"]).data()["vm"]["state"], "stopped");
+    }
 }
 
 // ---- REAL tier ----------------------------------------------------------------------------
@@ -389,4 +450,270 @@ fn ctrl_c_during_key_generation_answers_canceled_and_leaves_no_half_key() {
     std::fs::remove_file(env.bin().join("ssh-keygen")).unwrap();
     env.json(&["ssh-command", "w"]).data();
     assert!(env.root().join("id_stoat").is_file() && env.root().join("id_stoat.pub").is_file());
+}
+
+/// A command blocked in stoat itself (here: reading a recipe index from a server that took
+/// the request and never answers) answers a SIGTERM with `canceled` within 2 s, not after
+/// the 30 s the signal handling allows an operation that is still undoing what it started.
+#[test]
+fn sigterm_of_a_command_blocked_on_a_read_answers_within_two_seconds() {
+    use std::io::Read as _;
+    let env = TestEnv::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let index = format!("http://127.0.0.1:{port}/index.toml");
+    let mut run = Running::start_with(
+        &env,
+        &["recipe", "search"],
+        &[("STOAT_RECIPE_INDEX", index.as_str())],
+    );
+    let (mut conn, _) = listener.accept().unwrap();
+    // The whole request has arrived: stoat now waits for an answer that never comes.
+    let mut request = Vec::new();
+    let mut byte = [0u8; 1];
+    while !request.ends_with(b"\r\n\r\n") {
+        assert_eq!(conn.read(&mut byte).unwrap(), 1, "the request ended early");
+        request.push(byte[0]);
+    }
+    assert!(run.child.try_wait().unwrap().is_none());
+    let signalled = Instant::now();
+    run.signal(libc::SIGTERM);
+    let answer = run.finish();
+    let took = signalled.elapsed();
+    answer.error("canceled");
+    assert!(took < Duration::from_secs(2), "answered after {took:?}");
+    drop(conn);
+}
+
+/// A qemu-img reaction to SIGTERM that does the work anyway and then dies of the signal: the
+/// change is on disk although the tool's status says it was killed.
+fn finish_then_die() -> String {
+    format!(
+        "trap '\"{}\" \"$@\"; exit 143' TERM",
+        real_qemu_img().display()
+    )
+}
+
+fn qemu_io(disk: &Path, command: &str) -> bool {
+    let out = std::process::Command::new("qemu-io")
+        .args(["-f", "qcow2", "-c", command])
+        .arg(disk)
+        .output()
+        .expect("qemu-io runs (apt install qemu-utils)");
+    out.status.success() && !String::from_utf8_lossy(&out.stdout).contains("failed")
+}
+
+fn tags(env: &TestEnv) -> Vec<String> {
+    env.json(&["snapshot", "n"]).data()["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["tag"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Runs `stoat --json <args>`, SIGTERMs it once the slow qemu-img for `when` has started,
+/// and returns the answer.
+fn cancel_during(env: &TestEnv, args: &[&str], when: &str, on_term: &str) -> JsonRun {
+    let pid_file = slow_qemu_img_when(env, when, on_term);
+    let mut run = Running::start(env, args);
+    let tool = run.wait_for_tool(&pid_file);
+    run.signal(libc::SIGTERM);
+    let answer = run.finish();
+    assert!(!alive(tool), "qemu-img still runs after stoat answered");
+    answer
+}
+
+/// `canceled` is true of every stopped-VM snapshot step: after a qemu-img stopped by the
+/// cancel, stoat reads the disk. Not written: `canceled`, and the disk is as before. Written
+/// (the tool did its work and then died of the signal): the command's own answer.
+#[test]
+fn a_canceled_cold_snapshot_answers_what_the_disk_says() {
+    let env = TestEnv::new();
+    env.plant_image(ALPINE_VIRT);
+    env.json(&create_disk_args("n")).data();
+    let disk = env.root().join("n/disk.qcow2");
+    let save = r#"[ "$2" = -c ]"#;
+    let delete = r#"[ "$2" = -d ]"#;
+    let restore = r#"[ "$2" = -a ]"#;
+
+    // save
+    cancel_during(&env, &["snapshot", "n", "clean"], save, "").error("canceled");
+    assert!(tags(&env).is_empty());
+    let done = cancel_during(&env, &["snapshot", "n", "clean"], save, &finish_then_die());
+    assert_eq!(done.data()["action"], "save");
+    assert_eq!(tags(&env), ["clean"]);
+
+    // restore: data written after the snapshot stays unless the restore took
+    assert!(qemu_io(&disk, "write -P 0x55 0 64k"));
+    cancel_during(&env, &["snapshot", "n", "clean", "--restore"], restore, "").error("canceled");
+    assert!(
+        qemu_io(&disk, "read -P 0x55 0 64k"),
+        "the disk is as before"
+    );
+    let done = cancel_during(
+        &env,
+        &["snapshot", "n", "clean", "--restore"],
+        restore,
+        &finish_then_die(),
+    );
+    assert_eq!(done.data()["action"], "restore");
+    assert!(
+        qemu_io(&disk, "read -P 0 0 64k"),
+        "the disk is the snapshot's"
+    );
+
+    // a forced save over the tag: the new one is written, so the old one goes too
+    let done = cancel_during(
+        &env,
+        &["snapshot", "n", "clean", "--force"],
+        save,
+        &finish_then_die(),
+    );
+    assert_eq!(done.data()["action"], "save");
+    assert_eq!(tags(&env), ["clean"]);
+
+    // delete
+    cancel_during(&env, &["snapshot", "n", "clean", "--delete"], delete, "").error("canceled");
+    assert_eq!(tags(&env), ["clean"]);
+    let done = cancel_during(
+        &env,
+        &["snapshot", "n", "clean", "--delete"],
+        delete,
+        &finish_then_die(),
+    );
+    assert_eq!(done.data()["action"], "delete");
+    assert!(tags(&env).is_empty());
+}
+
+/// `update --disk` whose qemu-img resized the disk and then died of the cancel: the resize
+/// took, so the answer is the update's and vm.toml records the new size.
+#[test]
+fn a_resize_that_took_before_its_tool_died_is_reported_done() {
+    let env = TestEnv::new();
+    env.plant_image(ALPINE_VIRT);
+    env.json(&create_disk_args("n")).data();
+    let disk = env.root().join("n/disk.qcow2");
+    let done = cancel_during(
+        &env,
+        &["update", "n", "--disk", "128M"],
+        r#"[ "$1" = resize ]"#,
+        &finish_then_die(),
+    );
+    assert_eq!(done.data()["changed"], serde_json::json!(["disk"]));
+    assert_eq!(virtual_size(&disk), 128 << 20);
+    assert_eq!(env.json(&["get", "n"]).data()["vm"]["disk"], "128M");
+}
+
+/// Waits until the guest's process list has none of `words` (a guest command stopped by its
+/// watchdog takes a moment: the watchdog polls once a second, then SIGTERM, SIGKILL 2 s on).
+fn wait_gone(env: &TestEnv, vm: &str, words: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ps = guest_ps(env, vm);
+        if words.iter().all(|w| !ps.contains(w)) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running in the guest after stoat was killed: {ps}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// How many of the guest's files match a shell glob.
+fn guest_count(env: &TestEnv, vm: &str, glob: &str) -> String {
+    let ls = env.json_raw(&[
+        "--json",
+        "exec",
+        vm,
+        "sh",
+        "-c",
+        &format!("ls -d {glob} 2>/dev/null | wc -l"),
+    ]);
+    ls.data()["stdout"].as_str().unwrap().trim().to_owned()
+}
+
+/// A SIGKILLed stoat (no handler runs) still takes the guest command along, and the
+/// children it double-forked: exec's watchdog sees its stdin end, apply's sees its
+/// connection's ssh server go; neither leaves its temporary file in the guest.
+#[test]
+#[ignore = "needs STOAT_REAL_GUEST"]
+fn real_sigkilled_exec_and_apply_take_the_guest_command_and_its_children_along() {
+    use crate::common::{real_guest, RealGuard};
+    let guest = real_guest();
+    let env = TestEnv::new();
+    let dir = env.root().join("recipes/slow");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("recipe.toml"),
+        "schema = 3\nname = \"slow\"\nversion = \"1.0\"\nscript = \"install.sh\"\nrun = \"manual\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("install.sh"),
+        "( sleep 317 & )\necho slow start\nsleep 319\necho slow never\n",
+    )
+    .unwrap();
+    let image = guest.image.display().to_string();
+    env.json(&[
+        "create",
+        "x",
+        "--image",
+        &image,
+        "--os",
+        "debian",
+        "--ram",
+        "256",
+        "--cpus",
+        "1",
+        "--disk",
+        "256M",
+        "--recipes",
+        "slow",
+    ])
+    .data();
+    let _guard = RealGuard(env.root().join("x"));
+    env.json(&["up", "x", "--no-apply"]).data();
+
+    // exec: the command and a grandchild that left it (double fork)
+    let mut run = Running::start(
+        &env,
+        &[
+            "exec",
+            "x",
+            "sh",
+            "-c",
+            "( sleep 311 & ); sleep 313; echo never",
+        ],
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !(guest_ps(&env, "x").contains("sleep 311") && guest_ps(&env, "x").contains("sleep 313"))
+    {
+        assert!(Instant::now() < deadline, "the guest command never started");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    run.signal(libc::SIGKILL);
+    let _ = run.child.wait();
+    wait_gone(&env, "x", &["sleep 311", "sleep 313"]);
+    assert_eq!(
+        guest_count(&env, "x", "/tmp/.stoat-exec.*"),
+        "1",
+        "only the listing's own"
+    );
+
+    // apply
+    let mut run = Running::start(&env, &["apply", "x", "--only", "slow"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !guest_ps(&env, "x").contains("sleep 319") {
+        assert!(Instant::now() < deadline, "the recipe never started");
+        assert!(run.child.try_wait().unwrap().is_none(), "apply ended early");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    run.signal(libc::SIGKILL);
+    let _ = run.child.wait();
+    wait_gone(&env, "x", &["sleep 317", "sleep 319"]);
+    assert_eq!(guest_count(&env, "x", "/tmp/.stoat-apply.*"), "0");
+    env.json(&["down", "x"]).data();
 }

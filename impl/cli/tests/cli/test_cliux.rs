@@ -22,7 +22,11 @@ fn a_relative_image_path_is_found_from_the_working_directory_and_stored_absolute
     // stoat runs in HOME (see TestEnv).
     let dir = env.home().join("images");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("my-fedora-server.iso"), b"iso").unwrap();
+    std::fs::write(
+        dir.join("my-fedora-server.iso"),
+        crate::common::iso9660_placeholder(),
+    )
+    .unwrap();
     let vm = env
         .json(&[
             "create",
@@ -111,35 +115,145 @@ fn a_random_console_password_is_shown_once_to_a_human_and_never_under_json_or_in
     assert!(!chosen.contains("mine-0123"), "{chosen}");
 }
 
-#[test]
-fn completions_load_in_bash_and_name_the_commands() {
-    let env = TestEnv::new();
-    let bash = stdout(&env.run(&["completions", "bash"]));
+/// Asks the completion registered by `stoat completions bash` for the words of a command
+/// line whose last word is being completed, as bash's `complete -F` calls it.
+fn bash_completes(env: &TestEnv, words: &[&str]) -> Vec<String> {
     let script = env.tmp().join("stoat.bash");
-    std::fs::write(&script, &bash).unwrap();
-    // A real bash sources it and asks its completion function for `stoat cr<TAB>`.
-    let probe = std::process::Command::new("bash")
-        .arg("-c")
-        .arg(format!(
-            "source {}; complete -p stoat; COMP_WORDS=(stoat cr); COMP_CWORD=1; _stoat stoat cr stoat; echo \"${{COMPREPLY[@]}}\"",
-            script.display()
+    std::fs::write(&script, stdout(&env.run(&["completions", "bash"]))).unwrap();
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let probe = env
+        .shell(&format!(
+            "source {}; COMP_WORDS=({}); COMP_CWORD={}; COMP_TYPE=9; \
+             _stoat_complete stoat {} {}; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display(),
+            quoted.join(" "),
+            words.len() - 1,
+            quoted[words.len() - 1],
+            quoted[words.len() - 2],
         ))
         .output()
         .unwrap();
-    let said = stdout(&probe);
-    assert!(said.contains("-F _stoat stoat"), "{said}");
-    assert_eq!(said.lines().last(), Some("create"), "{said}");
+    stdout(&probe)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn completions_offer_commands_vm_names_and_image_ids_as_they_are_now() {
+    let env = TestEnv::new();
+    assert_eq!(bash_completes(&env, &["stoat", "cr"]), ["create"]);
+    // No VM yet: only flags to offer; then the names of the VMs that exist at this Tab.
+    let offered = bash_completes(&env, &["stoat", "up", ""]);
+    assert!(offered.iter().all(|w| w.starts_with('-')), "{offered:?}");
+    env.write_basic_vm("work", 2200);
+    env.write_basic_vm("web", 2201);
+    assert_eq!(bash_completes(&env, &["stoat", "up", "w"]), ["web", "work"]);
+    assert_eq!(bash_completes(&env, &["stoat", "exec", "wo"]), ["work"]);
+    assert_eq!(
+        bash_completes(&env, &["stoat", "exec", "work", "u"]),
+        Vec::<String>::new()
+    );
+    assert_eq!(bash_completes(&env, &["stoat", "cp", "wor"]), ["work:"]);
+    let images = bash_completes(&env, &["stoat", "create", "x", "--image", "debian-1"]);
+    assert!(images.contains(&"debian-13".to_owned()), "{images:?}");
     for shell in ["zsh", "fish"] {
         let text = stdout(&env.run(&["completions", shell]));
-        assert!(
-            text.contains("ssh-command") && text.contains("console-password"),
-            "{shell}"
-        );
+        assert!(text.contains("STOAT_COMPLETE"), "{shell}: {text}");
     }
     let bad = env.run(&["completions", "tcsh"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("bash, zsh, fish"));
     env.json(&["completions", "bash"]).error("usage");
+}
+
+/// A tmux server of its own (its socket in the sandbox), killed when the test ends.
+struct Tmux {
+    socket: std::path::PathBuf,
+}
+
+impl Tmux {
+    /// Starts `bash --norc` in a detached 160x20 pane, with the sandbox's environment.
+    fn start(env: &TestEnv) -> Tmux {
+        let socket = env.tmp().join("tmux.sock");
+        let started = env
+            .shell(&format!(
+                "tmux -f /dev/null -S {} new-session -d -x 160 -y 20 'bash --norc --noprofile'",
+                socket.display()
+            ))
+            .output()
+            .unwrap();
+        assert!(
+            started.status.success(),
+            "tmux (make host-deps installs it): {started:?}"
+        );
+        Tmux { socket }
+    }
+
+    fn tmux(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "0"];
+        args.extend_from_slice(keys);
+        assert!(self.tmux(&args).status.success());
+    }
+
+    /// The pane's text, polled until `done` holds for it (or 20 s: the assertion shows it).
+    fn screen_when(&self, done: impl Fn(&str) -> bool) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let shown =
+                String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "0"]).stdout)
+                    .into_owned();
+            if done(&shown) || std::time::Instant::now() > deadline {
+                return shown;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+#[test]
+fn completion_in_a_terminal_completes_a_vm_name_and_a_file_name_with_a_space() {
+    let env = TestEnv::new();
+    env.write_basic_vm("workbench", 2200);
+    std::fs::write(env.home().join("my notes.txt"), "x").unwrap();
+    let script = env.tmp().join("stoat.bash");
+    std::fs::write(&script, stdout(&env.run(&["completions", "bash"]))).unwrap();
+    let term = Tmux::start(&env);
+    term.keys(&[
+        &format!("source {}; PS1='$ '; clear", script.display()),
+        "Enter",
+    ]);
+    let shown = term.screen_when(|s| s.trim() == "$");
+    assert_eq!(shown.trim(), "$");
+    term.keys(&["stoat up work", "Tab"]);
+    let shown = term.screen_when(|s| s.contains("stoat up workbench"));
+    assert!(shown.contains("$ stoat up workbench"), "{shown}");
+    term.keys(&["C-u", "stoat cp my", "Tab"]);
+    let shown = term.screen_when(|s| s.contains("notes.txt"));
+    assert!(shown.contains("$ stoat cp my\\ notes.txt"), "{shown}");
+    // Typed half quoted, it completes the same file.
+    term.keys(&["C-u", "clear", "Enter"]);
+    let shown = term.screen_when(|s| s.trim() == "$");
+    assert_eq!(shown.trim(), "$");
+    term.keys(&["stoat cp my\\ n", "Tab"]);
+    let shown = term.screen_when(|s| s.contains("notes.txt"));
+    assert!(shown.contains("$ stoat cp my\\ notes.txt"), "{shown}");
 }
 
 #[test]
@@ -302,4 +416,17 @@ fn ssh_command_in_human_mode_is_one_line_a_shell_reads_back_as_the_argv() {
         .unwrap();
     let read_back: Vec<String> = stdout(&words).lines().map(str::to_owned).collect();
     assert_eq!(read_back, argv, "{line}");
+}
+
+/// A clone is an independent copy (docs/decisions/vmops.md): its help, its man page and the
+/// MCP tool's description must not call its disk an overlay of the source's.
+#[test]
+fn clone_is_described_as_an_independent_copy_everywhere() {
+    let env = TestEnv::new();
+    let help = stdout(&env.run(&["clone", "--help"]));
+    let page = stdout(&env.run(&["man", "clone"]));
+    for text in [&help, &page] {
+        assert!(!text.to_lowercase().contains("overlay"), "{text}");
+        assert!(text.contains("share nothing writable"), "{text}");
+    }
 }

@@ -41,7 +41,7 @@ fn local_tree(env: &TestEnv) {
 }
 
 #[test]
-fn several_sources_and_r_run_one_scp() {
+fn several_sources_run_one_scp_to_the_guest_and_one_per_guest_source() {
     let (env, _reaper) = vm_with_fake_tools();
     local_tree(&env);
     let guest_dir = env.tmp().join("guest-dst");
@@ -76,13 +76,22 @@ fn several_sources_and_r_run_one_scp() {
             true
         )
     );
+    // One scp per guest source, in order (a dropbear guest drops a session that opens
+    // while the one before is still closing, which one scp of several sources does).
     let scp = env.fake_argvs("scp");
+    assert_eq!(scp.len(), 3, "{scp:?}");
     assert_eq!(
         scp_operands(&scp[1]),
         vec![
             "root@127.0.0.1:/etc/hostname".to_owned(),
+            format!("{home}/back")
+        ]
+    );
+    assert_eq!(
+        scp_operands(&scp[2]),
+        vec![
             "root@127.0.0.1:/etc/hosts".to_owned(),
-            format!("{home}/back"),
+            format!("{home}/back")
         ]
     );
 
@@ -104,8 +113,8 @@ fn several_sources_and_r_run_one_scp() {
         })
     );
     let scp = env.fake_argvs("scp");
-    assert_eq!(scp.len(), 3, "the refused run ran nothing");
-    assert!(scp[2].contains(&"-r".to_owned()), "{:?}", scp[2]);
+    assert_eq!(scp.len(), 4, "the refused run ran nothing");
+    assert!(scp[3].contains(&"-r".to_owned()), "{:?}", scp[3]);
     let from = env.json(&["cp", "--recursive", "w:/etc", "etc-copy"]);
     assert_eq!(from.data()["local"], format!("{home}/etc-copy"));
     assert_eq!(from.data()["remote"], "/etc");

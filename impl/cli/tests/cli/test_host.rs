@@ -93,21 +93,59 @@ fn ssh_refuses_json_and_checks_before_exec() {
 }
 
 #[test]
-fn ssh_replaces_stoat_with_ssh_and_the_same_argv() {
+fn ssh_waits_for_a_login_then_replaces_stoat_with_ssh_and_the_same_argv() {
     let mut env = TestEnv::new();
-    env.write_basic_vm("work", 2206);
+    // A guest whose sshd answers: ssh reaches it, then the scripted status is the session's.
+    env.write_basic_vm("work", stoat_testkit::banner_port());
     env.fake_tool("ssh");
     env.fake_script(&json!({"tools": {"ssh": [{"exit": 7}]}}));
     let expected = strings(&env.json(&["ssh-command", "work"]).data()["argv"]);
     let _qemu = FakeRunningVm::start(&env.root().join("work"));
     let out = env.run(&["ssh", "work"]);
     assert_eq!(out.status.code(), Some(7), "ssh's own status: {out:?}");
-    // One call, of the ssh on PATH, with ssh-command's argv after the program name.
+    // Two calls of the ssh on PATH: stoat's login check (it waits like exec), then the
+    // session, with ssh-command's argv after the program name (no master in the fake tier).
     let calls = env.fake_calls();
-    assert_eq!(calls.len(), 1, "{calls:?}");
-    assert_eq!(calls[0]["tool"], "ssh");
-    assert_eq!(strings(&calls[0]["argv"]), expected[1..]);
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(calls.iter().all(|call| call["tool"] == "ssh"), "{calls:?}");
+    assert_eq!(calls[0]["remote_command"], "true", "{calls:?}");
+    assert_eq!(strings(&calls[1]["argv"]), expected[1..]);
     assert!(expected[0].ends_with("ssh"), "{expected:?}");
+}
+
+#[test]
+fn ssh_with_a_command_and_exec_t_hand_the_guest_its_argv_with_a_terminal() {
+    let mut env = TestEnv::new();
+    env.write_basic_vm("work", stoat_testkit::banner_port());
+    env.fake_tool("ssh");
+    env.fake_script(&json!({"tools": {"ssh": [{"exit": 3}]}}));
+    let expected = strings(&env.json(&["ssh-command", "work"]).data()["argv"]);
+    let _qemu = FakeRunningVm::start(&env.root().join("work"));
+    // The guest's words, quoted so its shell splits them back the same: a space stays inside.
+    let session = |args: &[&str]| {
+        env.clear_fake_calls();
+        let out = env.run(args);
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "the guest command's status: {out:?}"
+        );
+        let calls = env.fake_calls();
+        strings(&calls.last().unwrap()["argv"])
+    };
+    let argv = session(&["ssh", "work", "--", "echo", "a b"]);
+    // Off a terminal no terminal is asked for, as plain ssh does.
+    assert_eq!(argv[..expected.len() - 1], expected[1..], "{argv:?}");
+    assert_eq!(argv[expected.len() - 1..], ["'echo' 'a b'"], "{argv:?}");
+    let argv = session(&["exec", "-t", "work", "--", "echo", "a b"]);
+    assert_eq!(argv[0], "-tt", "{argv:?}");
+    assert_eq!(argv[1..expected.len()], expected[1..], "{argv:?}");
+    assert_eq!(argv[expected.len()..], ["'echo' 'a b'"], "{argv:?}");
+    // A terminal cannot ride in a JSON answer.
+    let message = env
+        .json_raw(&["--json", "exec", "-t", "work", "--", "true"])
+        .error("usage");
+    assert!(message.contains("-t"), "{message}");
 }
 
 // ---- logs ----
@@ -232,6 +270,7 @@ fn doctor_on_an_empty_path_is_unhealthy_but_answers() {
             "scp",
             "ssh-keygen",
             "xorriso",
+            "passt",
             "/dev/kvm",
             "git",
             "xattr"
@@ -240,12 +279,12 @@ fn doctor_on_an_empty_path_is_unhealthy_but_answers() {
     let qemu_img = &data["checks"][1];
     assert_eq!(qemu_img["ok"], false);
     assert_eq!(qemu_img["optional"], false);
-    let git = &data["checks"][7];
+    let git = &data["checks"][8];
     assert_eq!(
         (git["ok"].clone(), git["optional"].clone()),
         (json!(false), json!(true))
     );
-    let kvm = &data["checks"][6];
+    let kvm = &data["checks"][7];
     assert_eq!(
         kvm["optional"], true,
         "STOAT_ACCEL=tcg makes /dev/kvm optional"
@@ -261,7 +300,7 @@ fn doctor_on_an_empty_path_is_unhealthy_but_answers() {
     );
     assert!(
         text.ends_with(
-            "not healthy: qemu-system-x86_64, qemu-img, ssh, scp, ssh-keygen, xorriso failed\n"
+            "not healthy: qemu-system-x86_64, qemu-img, ssh, scp, ssh-keygen, xorriso, passt failed\n"
         ),
         "{text}"
     );
@@ -433,7 +472,23 @@ fn snapshot_save_list_restore_delete_on_a_real_qcow2() {
         save.data(),
         &json!({"vm": "work", "tag": "clean", "action": "save"})
     );
-    env.json(&["snapshot", "work", "clean"]).data(); // a tag names one snapshot: replaced, not doubled
+    // A tag in use is refused, naming --force, and the snapshot stays; --force replaces it
+    // (a tag names one snapshot: replaced, not doubled).
+    let again = env.json(&["snapshot", "work", "clean"]);
+    assert!(again.error("invalid_spec").contains("--force"));
+    assert_eq!(
+        env.json(&["snapshot", "work"]).data()["snapshots"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let human = env.run(&["snapshot", "work", "clean"]);
+    assert_eq!(human.status.code(), Some(1));
+    let said = String::from_utf8(human.stderr).unwrap();
+    assert_eq!(said.lines().count(), 1, "{said}");
+    let forced = env.json(&["snapshot", "work", "clean", "--force"]);
+    assert_eq!(forced.data()["action"], "save");
     let list = env.json(&["snapshot", "work"]);
     let snaps = list.data()["snapshots"].as_array().unwrap();
     assert_eq!(snaps.len(), 1, "{}", list.stdout);
@@ -823,4 +878,101 @@ fn logs_follow_under_json_is_a_usage_error() {
     assert!(message.contains("logs -f"), "{message}");
     // Refused before anything runs: stoat's own log is not followed either.
     env.json(&["logs", "--follow"]).error("usage");
+}
+
+#[test]
+fn logs_of_a_40_mb_line_answer_fast_cut_and_escapes_show_only_to_a_human() {
+    let env = TestEnv::new();
+    env.write_basic_vm("w", 2254);
+    let console = env.root().join("w/console.log");
+    let mut text = b"\x1b]0;pwned\x07title \x1b[2Jcleared\tkept\n".to_vec();
+    text.extend(std::iter::repeat_n(b'y', 40 << 20));
+    text.extend_from_slice(b"\nafter\n");
+    std::fs::write(&console, &text).unwrap();
+    for tail in ["0", "2", "3"] {
+        let started = std::time::Instant::now();
+        let run = env.json(&["logs", "w", "-n", tail]);
+        let took = started.elapsed();
+        assert!(took.as_millis() < 1000, "-n {tail} took {took:?}");
+        let lines = strings(&run.data()["lines"]);
+        let long = &lines[lines.len() - 2];
+        assert!(
+            long.len() < 70 * 1024,
+            "the line is cut: {} bytes",
+            long.len()
+        );
+        assert!(
+            long.starts_with("yyyy")
+                && long.ends_with(&format!(
+                    " [stoat: line cut, {} more bytes]",
+                    (40 << 20) - 65536
+                )),
+            "{}",
+            &long[long.len() - 60..]
+        );
+        assert_eq!(lines.last().unwrap(), "after");
+    }
+    // --json keeps the guest's bytes; a human sees them as text, tab kept.
+    let json = env.json(&["logs", "w", "-n", "0"]);
+    assert_eq!(
+        strings(&json.data()["lines"])[0],
+        "\u{1b}]0;pwned\u{7}title \u{1b}[2Jcleared\tkept"
+    );
+    let human = String::from_utf8(env.run(&["logs", "w", "-n", "3"]).stdout).unwrap();
+    assert!(
+        human.starts_with("\\x1b]0;pwned\\x07title \\x1b[2Jcleared\tkept\n"),
+        "{}",
+        &human[..80]
+    );
+    assert!(!human.contains('\u{1b}') && !human.contains('\u{7}'));
+    let follow = String::from_utf8(env.run(&["logs", "w", "-f", "-n", "3"]).stdout).unwrap();
+    assert!(follow.starts_with("\\x1b]0;pwned") && !follow.contains('\u{1b}'));
+    assert!(follow.ends_with(" more bytes]\nafter\n"));
+}
+
+/// What killed commands leave is prune's to list and remove (docs/decisions/vmops.md): a
+/// clone killed with its copy staged leaves `.staging/<name>.<pid>.<random>`, and a
+/// `shared/<name>` whose VM is gone is an orphan. Live VMs' shares stay.
+#[test]
+fn prune_lists_and_removes_staging_leftovers_and_orphaned_shares() {
+    let env = TestEnv::new();
+    crate::common::create_disk(&env, "src");
+    let killed = env
+        .cmd(&["clone", "src", "copy", "--json"])
+        .env("STOAT_FAULT", "filled")
+        .output()
+        .unwrap();
+    assert_eq!(killed.status.code(), None, "the clone was killed");
+    let staged: Vec<_> = std::fs::read_dir(env.root().join(".staging"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(staged.len(), 1, "{staged:?}");
+    let ghost = env.root().join("shared/ghost");
+    std::fs::create_dir_all(&ghost).unwrap();
+    std::fs::write(ghost.join("left.txt"), "x").unwrap();
+
+    // The killed clone had made its share already.
+    let copy_share = env.root().join("shared/copy");
+    let expect = json!([
+        {"class": "orphaned_share", "path": copy_share.display().to_string()},
+        {"class": "orphaned_share", "path": ghost.display().to_string()},
+        {"class": "staging_leftover", "path": staged[0].display().to_string()},
+    ]);
+    let dry = env.json(&["prune"]);
+    assert_eq!(dry.data()["items"], expect);
+    assert!(staged[0].exists() && ghost.exists());
+    let human = String::from_utf8(env.run(&["prune"]).stdout).unwrap();
+    assert!(human.contains("staging leftover: "), "{human}");
+    assert!(human.contains("orphaned share: "), "{human}");
+
+    let applied = env.json(&["prune", "--apply"]);
+    assert_eq!(applied.data()["items"], expect);
+    assert!(!staged[0].exists() && !ghost.exists() && !copy_share.exists());
+    assert!(
+        env.root().join("shared/src").is_dir(),
+        "a live VM's share stays"
+    );
+    env.json(&["get", "src"]).data();
+    assert_eq!(env.json(&["prune"]).data()["items"], json!([]));
 }

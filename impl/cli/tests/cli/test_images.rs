@@ -35,7 +35,7 @@ fn sha512_hex(bytes: &[u8]) -> String {
 }
 
 /// A test environment whose catalog is `catalog` (TOML, `{base}` replaced by the server URL).
-fn env_with_catalog(server: &Server, catalog: &str) -> TestEnv {
+pub(crate) fn env_with_catalog(server: &Server, catalog: &str) -> TestEnv {
     let mut env = TestEnv::new();
     let path = env.tmp().join("catalog.toml");
     std::fs::write(&path, catalog.replace("{base}", &server.base())).unwrap();
@@ -43,14 +43,14 @@ fn env_with_catalog(server: &Server, catalog: &str) -> TestEnv {
     env
 }
 
-fn entry(id: &str, file: &str, checksum_line: &str) -> String {
+pub(crate) fn entry(id: &str, file: &str, checksum_line: &str) -> String {
     format!(
         "[[image]]\nid = \"{id}\"\nos = \"debian\"\nvariant = \"test\"\nbackend = \"cloudinit\"\nurl = \"{{base}}/{file}\"\n{checksum_line}\nbytes = 1048576\n\n"
     )
 }
 
 /// The names in `isos/`, sorted.
-fn isos(env: &TestEnv) -> Vec<String> {
+pub(crate) fn isos(env: &TestEnv) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(env.root().join("isos"))
         .map(|rd| {
             rd.map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -704,11 +704,13 @@ fn images_lists_catalog_rows_then_byo_files() {
     let human = env.run(&["images"]);
     let text = String::from_utf8(human.stdout).unwrap();
     insta::assert_snapshot!(text, @r"
-    ID    OS      VARIANT  BACKEND    SIZE     STATE           FILE
-    tiny  debian  test     cloudinit  4.9KiB   downloaded      tiny.qcow2
+    ID    OS      VARIANT  BACKEND    SIZE     STATE           FILE               USED BY
+    tiny  debian  test     cloudinit  4.9KiB   downloaded      tiny.qcow2         -
     alp   alpine           apkovl     ~2.0KiB  not downloaded
-    -     ubuntu           cloudinit  7B       byo             beta-ubuntu.qcow2
-    -                      ssh        3B       byo             zeta-freebsd.iso
+    -     ubuntu           cloudinit  7B       byo             beta-ubuntu.qcow2  -
+    -                      ssh        3B       byo             zeta-freebsd.iso   -
+
+    4.9KiB in images no VM uses: `stoat prune --images --apply` frees it
     ");
 }
 
@@ -736,19 +738,24 @@ fn a_malformed_catalog_names_the_file_and_the_line() {
     assert!(message.contains("/nonexistent/catalog.toml"), "{message}");
 }
 
-#[test]
-fn human_pull_off_a_terminal_prints_a_line_per_ten_percent() {
-    let body = payload(1_000_000);
+/// A catalog of one verified image `h` served on loopback with `body` (keep the server).
+fn served_verified_h(body: &[u8]) -> (Server, TestEnv) {
     let server = Server::start();
-    server.route("/h.qcow2", body.clone(), Behaviour::Normal);
+    server.route("/h.qcow2", body.to_vec(), Behaviour::Normal);
     let env = env_with_catalog(
         &server,
         &entry(
             "h",
             "h.qcow2",
-            &format!("sha256 = \"{}\"", sha256_hex(&body)),
+            &format!("sha256 = \"{}\"", sha256_hex(body)),
         ),
     );
+    (server, env)
+}
+
+#[test]
+fn human_pull_off_a_terminal_prints_a_line_per_ten_percent() {
+    let (_server, env) = served_verified_h(&payload(1_000_000));
     let output = env.run(&["pull", "h"]);
     assert!(output.status.success());
     let stderr = String::from_utf8(output.stderr).unwrap();
@@ -760,5 +767,25 @@ fn human_pull_off_a_terminal_prints_a_line_per_ten_percent() {
     assert_eq!(percents.last(), Some(&"100%"), "{stderr}");
     assert!(!stderr.contains('\r'), "{stderr:?}");
     let stdout = String::from_utf8(output.stdout).unwrap();
-    assert!(stdout.contains("h: downloaded and verified"), "{stdout}");
+    assert!(stdout.contains("h: downloaded, verified"), "{stdout}");
+}
+
+#[test]
+fn a_second_human_pull_says_nothing_was_fetched() {
+    let (_server, env) = served_verified_h(&payload(10_000));
+    let first = env.run(&["pull", "h"]);
+    assert_eq!(
+        String::from_utf8_lossy(&first.stdout).trim_end(),
+        "h: downloaded, verified"
+    );
+    let second = env.run(&["pull", "h"]);
+    assert!(second.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&second.stdout).trim_end(),
+        "h: already downloaded, nothing fetched; verified"
+    );
+    // The wire keeps the contract's meaning: the image is on disk.
+    let data = env.json(&["pull", "h"]).data().clone();
+    assert_eq!(data["downloaded"], true);
+    assert_eq!(data["verified"], true);
 }

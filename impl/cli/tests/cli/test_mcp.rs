@@ -972,3 +972,49 @@ fn project_tools_take_a_dir_and_respect_each_vms_access() {
         "project_up created nothing"
     );
 }
+
+#[test]
+fn an_over_long_name_is_echoed_back_only_cut() {
+    let env = TestEnv::new();
+    let name = "a".repeat(15 << 20);
+    let lines = [
+        initialize(),
+        initialized(),
+        call(1, "stop", json!({"vm": name})),
+        call(2, "create", json!({"name": name, "image": "debian-13"})),
+        call(3, &name, json!({})),
+        json!({"jsonrpc":"2.0","id":4,"method":name}).to_string(),
+    ];
+    let answers = session(&env, &[], &lines);
+    assert_eq!(answers.len(), 5, "{answers:#?}");
+    for answer in &answers[1..] {
+        let text = answer.to_string();
+        assert!(text.len() < 2048, "{} bytes: {}", text.len(), &text[..200]);
+        assert!(text.contains("aaaa"), "the name is still echoed: {text}");
+        assert!(text.contains(" more bytes]"), "{text}");
+    }
+}
+
+#[test]
+fn the_clone_tool_says_a_clone_is_an_independent_copy() {
+    let env = TestEnv::new();
+    let answers = session(
+        &env,
+        &[],
+        &[
+            initialize(),
+            initialized(),
+            json!({"jsonrpc":"2.0","id":"tools","method":"tools/list"}).to_string(),
+        ],
+    );
+    let clone = answers[1]["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == "clone")
+        .expect("a clone tool")
+        .clone();
+    let description = clone["description"].as_str().unwrap();
+    assert!(!description.contains("overlay"), "{description}");
+    assert!(description.contains("independent copy"), "{description}");
+}

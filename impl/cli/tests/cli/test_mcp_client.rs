@@ -1,8 +1,10 @@
 //! A real MCP client no one here wrote, the official Python SDK's stdio client
 //! (tests/mcp_client/drive.py, installed by tests/mcp_client/setup.sh into target/mcp-venv),
 //! drives `stoat mcp` end to end: initialize, tools/list, read-only and mutating calls,
-//! access_denied, a path escape and rate_limited. Ignored unless asked for
-//! (`make test` includes it); asked for without the venv, it fails.
+//! access_denied, a path escape and rate_limited, once with the SDK's own newest revision and
+//! once pinned to each revision the server accepts (every call succeeds: no outputSchema is
+//! offered where no structuredContent follows). Ignored unless asked for (`make test`
+//! includes it); asked for without the venv, it fails.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -24,9 +26,25 @@ fn venv_python() -> PathBuf {
     python
 }
 
+/// The protocol revisions `stoat mcp` accepts, oldest first.
+const REVISIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
 #[test]
 #[ignore = "needs the MCP SDK venv (make mcp-client)"]
 fn the_python_mcp_sdk_drives_stoat_mcp() {
+    drive(None);
+}
+
+#[test]
+#[ignore = "needs the MCP SDK venv (make mcp-client)"]
+fn the_python_mcp_sdk_pinned_to_each_accepted_revision_calls_every_tool() {
+    for revision in REVISIONS {
+        drive(Some(revision));
+    }
+}
+
+/// One run of drive.py against a fresh data root, asking for `revision` when given.
+fn drive(revision: Option<&str>) {
     let python = venv_python();
     let env = TestEnv::new();
     for (name, port, access) in [("obs", 2401, "observe"), ("ex", 2402, "exec")] {
@@ -49,6 +67,7 @@ fn the_python_mcp_sdk_drives_stoat_mcp() {
     let out = Command::new(python)
         .arg(script)
         .arg(&stoat)
+        .args(revision)
         .env_clear()
         .env("HOME", env.home())
         .env("STOAT_HOME", env.root())
@@ -66,7 +85,7 @@ fn the_python_mcp_sdk_drives_stoat_mcp() {
     println!("{stdout}");
     assert!(
         out.status.success(),
-        "the MCP client failed:\n{stdout}\n{stderr}"
+        "the MCP client failed ({revision:?}):\n{stdout}\n{stderr}"
     );
     assert!(stdout.contains("all MCP client checks passed"));
     assert!(!env.home().join("escape").exists());

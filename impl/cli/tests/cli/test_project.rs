@@ -308,6 +308,41 @@ fn up_down_rm_fan_out_in_declaration_order_with_pure_json_lines() {
         statuses(&json_in(&env, &dir, &["rm", "-y"])),
         pairs(&[("web", "ok"), ("db", "ok")])
     );
+    // A person reads what happened to each VM, not only `ok`.
+    let human = |args: &[&str]| {
+        let out = env.cmd(args).current_dir(&dir).output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let row = |table: &str, key: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(key))
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let down = human(&["down"]);
+    assert_eq!(row(&down, "web"), "web shop-web ok (not created)", "{down}");
+    let up = human(&["up", "--no-wait"]);
+    assert_eq!(
+        row(&up, "db"),
+        "db shop-db ok (created and started)",
+        "{up}"
+    );
+    let up = human(&["up", "--no-wait"]);
+    assert_eq!(row(&up, "db"), "db shop-db ok (already running)", "{up}");
+    let down = human(&["down"]);
+    assert_eq!(row(&down, "db"), "db shop-db ok (stopped)", "{down}");
+    let down = human(&["down"]);
+    assert_eq!(
+        row(&down, "db"),
+        "db shop-db ok (already stopped)",
+        "{down}"
+    );
+    let rm = human(&["rm", "-y"]);
+    assert_eq!(row(&rm, "db"), "db shop-db ok (deleted)", "{rm}");
 }
 
 #[test]

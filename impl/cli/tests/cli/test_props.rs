@@ -158,13 +158,12 @@ proptest! {
             .find(|call| call["tool"] == "ssh")
             .and_then(|call| call["remote_command"].as_str())
             .unwrap_or_default();
-        // The guest's shell writes the session mark, records its PID (so a cancel can stop
-        // the command) and passes the status on last; between the PID and the status, the
-        // quoted argv.
+        // The guest's shell writes the session mark, then starts the quoted argv in a
+        // session of its own (`sh -c '"$@"' sh <argv>`, its stdin /dev/null under --json),
+        // records its group (so a cancel can stop it) and passes the status on last.
         let quoted = remote
-            .split_once("echo $$ ")
-            .and_then(|(_, rest)| rest.split_once("; "))
-            .and_then(|(_, rest)| rest.rsplit_once("; s=$?; "))
+            .split_once(r#"sh -c '"$@"' sh "#)
+            .and_then(|(_, rest)| rest.rsplit_once(" 3<&- </dev/null & c=$!; "))
             .map(|(quoted, _)| quoted)
             .unwrap_or_default();
         prop_assert_eq!(shell_words(quoted), guest);

@@ -213,6 +213,38 @@ fn bundled_recipes_are_installed_lazily() {
 }
 
 #[test]
+fn a_recipes_terminal_escapes_reach_a_human_only_as_visible_text() {
+    let env = TestEnv::new();
+    local(
+        &env,
+        "evil",
+        "description = \"\\u001b]0;owned\\u0007nice \\u001b[31mred\\u009b2J\"\n",
+    );
+    let raw = "\u{1b}]0;owned\u{7}nice \u{1b}[31mred\u{9b}2J";
+    let shown = "\\x1b]0;owned\\x07nice \\x1b[31mred\\u{9b}2J";
+    let json = env.json(&["recipe", "show", "evil"]);
+    assert_eq!(
+        json.data()["recipe"]["description"],
+        raw,
+        "--json keeps the bytes"
+    );
+    for argv in [
+        &["recipe", "show", "evil"][..],
+        &["recipes"],
+        &["recipe", "list"],
+    ] {
+        let out = env.run(argv);
+        assert!(out.status.success(), "{argv:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains(shown), "{argv:?}: {text}");
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\u{9b}'),
+            "{argv:?}: {text:?}"
+        );
+    }
+}
+
+#[test]
 fn recipe_list_reports_roots_in_search_order_and_every_manifest() {
     let env = TestEnv::new();
     local(&env, "mine", "description = \"my own\"\n");
@@ -479,7 +511,7 @@ fn a_broken_user_guest_file_is_reported_with_its_position() {
     std::fs::write(dir.join("alpine.toml"), "shell = \"/bin/ash\"\ninit = [\n").unwrap();
     let message = env.json(&["guest", "ls"]).error("broken");
     assert!(
-        message.contains("alpine.toml") && message.contains("line 3, column 1"),
+        message.contains("alpine.toml") && message.contains("line 2, column 9"),
         "{message}"
     );
     assert!(!message.contains('\n'), "one line: {message}");

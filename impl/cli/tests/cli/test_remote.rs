@@ -201,6 +201,15 @@ fn global_add_lock_update_sync_rm() {
     env.json(&["recipe", "rm", "hello"]).error("not_found");
 }
 
+/// An error about a remote recipe names its files by their place in the repository, never
+/// by the data root's staging clone (`<root>/recipes/.remote/.clone-XXXX/...`).
+fn assert_names_only_the_recipe_s_files(env: &TestEnv, message: &str) {
+    assert!(!message.contains(".clone-"), "{message}");
+    assert!(!message.contains(".remote"), "{message}");
+    let root = env.root().display().to_string();
+    assert!(!message.contains(&root), "{message}");
+}
+
 #[test]
 fn add_refuses_what_is_not_a_recipe_and_leaves_nothing() {
     let env = TestEnv::new();
@@ -224,6 +233,36 @@ fn add_refuses_what_is_not_a_recipe_and_leaves_nothing() {
         .json(&["recipe", "add", &broken.url()])
         .error("invalid_spec");
     assert!(message.contains("missing.sh"), "{message}");
+    assert_names_only_the_recipe_s_files(&env, &message);
+
+    // A manifest that does not parse is named by its own file, not by the clone's path.
+    let garbled = Remote::empty(&env, "garbled");
+    garbled.write("recipe.toml", "schema = = 3\n");
+    garbled.commit("garbled");
+    garbled.push();
+    let message = env
+        .json(&["recipe", "add", &garbled.url()])
+        .error("invalid_spec");
+    assert!(message.contains("recipe.toml"), "{message}");
+    assert_names_only_the_recipe_s_files(&env, &message);
+
+    // A script that is a symlink to a host file (git keeps symlinks) is refused at add.
+    let secret = env.tmp().join("host-secret.txt");
+    std::fs::write(&secret, "host-secret-4711\n").unwrap();
+    let linked = Remote::empty(&env, "linked");
+    linked.write("recipe.toml", &manifest("linked", "first"));
+    std::os::unix::fs::symlink(&secret, linked.work.join("install.sh")).unwrap();
+    linked.commit("linked");
+    linked.push();
+    let message = env
+        .json(&["recipe", "add", &linked.url()])
+        .error("invalid_spec");
+    assert!(
+        message.contains("outside the recipe directory"),
+        "{message}"
+    );
+    assert!(!message.contains(".clone-"), "{message}");
+    assert!(listed(&env.json(&["recipe", "list"]), "linked").is_empty());
 
     let good = Remote::recipe(&env, "hello");
     let message = env

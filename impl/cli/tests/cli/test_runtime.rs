@@ -10,7 +10,7 @@
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use base64::Engine;
 
@@ -20,7 +20,7 @@ use crate::common::{
 };
 
 /// A live VM whose ISO the fake QEMU never reads (its kernel is already "extracted").
-fn write_live_vm(env: &TestEnv, name: &str, port: u16, extra: &str) {
+pub(crate) fn write_live_vm(env: &TestEnv, name: &str, port: u16, extra: &str) {
     env.seed_boot_files(name);
     env.write_vm(
         name,
@@ -144,13 +144,103 @@ fn up_with_kvm_unusable_is_kvm_unusable() {
 }
 
 #[test]
+fn up_refuses_a_kvm_that_opens_but_cannot_boot_guests_at_once_naming_tcg() {
+    let mut env = TestEnv::new();
+    fake_booted_qemu(&env);
+    write_live_vm(&env, "w", free_port(), "");
+    let _reaper = Reaper::watch(&env, &["w"]);
+    // A /dev/kvm that opens read-write on a CPU without vmx or svm (a paravirtual KVM).
+    let kvm = env.tmp().join("kvm");
+    std::fs::write(&kvm, "").unwrap();
+    let cpuinfo = env.tmp().join("cpuinfo");
+    std::fs::write(&cpuinfo, "processor\t: 0\nflags\t\t: fpu sse2 hypervisor\n").unwrap();
+    env.set_env("STOAT_ACCEL", "kvm");
+    env.set_env("STOAT_KVM_DEVICE", &kvm.display().to_string());
+    env.set_env("STOAT_CPUINFO", &cpuinfo.display().to_string());
+    let started = Instant::now();
+    let message = env.json(&["up", "w"]).error("kvm_unusable");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "answered at once"
+    );
+    assert!(!message.contains('\n'), "{message}");
+    assert!(
+        message.contains("no hardware virtualization") && message.contains("STOAT_ACCEL=tcg"),
+        "{message}"
+    );
+    assert!(!env.root().join("w/qemu.pid").exists(), "QEMU was started");
+    // doctor carries the same fix, and capabilities does not call kvm usable.
+    let doctor = env.json_raw(&["--json", "doctor"]);
+    let kvm_check = doctor.data()["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|check| check["name"] == "/dev/kvm")
+        .cloned()
+        .unwrap();
+    assert_eq!(kvm_check["ok"], false, "{kvm_check}");
+    assert_eq!(
+        kvm_check["fix"],
+        serde_json::json!(["export", "STOAT_ACCEL=tcg"])
+    );
+    let caps = env.json(&["capabilities"]);
+    let kvm_runtime = caps.data()["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "runtime.qemu-kvm")
+        .cloned()
+        .unwrap();
+    assert_ne!(kvm_runtime["status"], "supported", "{kvm_runtime}");
+    // Software emulation starts it.
+    env.set_env("STOAT_ACCEL", "tcg");
+    assert_eq!(env.json(&["up", "w"]).data()["vm"]["state"], "running");
+    env.json(&["down", "w"]).data();
+}
+
+#[test]
+fn a_person_s_up_and_down_converge_while_json_keeps_the_contract_s_codes() {
+    let (env, _reaper, port) = running_vm("w");
+    // `stoat up w && stoat exec w -- uname -a`, twice in a row.
+    for _ in 0..2 {
+        let up = env.run(&["up", "w"]);
+        assert!(up.status.success(), "{up:?}");
+        let exec = env.run(&["exec", "w", "--", "uname", "-a"]);
+        assert!(exec.status.success(), "{exec:?}");
+    }
+    let again = env.run(&["up", "w"]);
+    assert_eq!(
+        String::from_utf8_lossy(&again.stdout),
+        format!("w is already running (ssh :{port})\n")
+    );
+    assert!(
+        again.stderr.is_empty(),
+        "nothing said as if it were starting: {again:?}"
+    );
+    env.json(&["up", "w"]).error("already_running");
+    for expected in ["w stopped\n", "w is already stopped\n"] {
+        let down = env.run(&["down", "w"]);
+        assert!(down.status.success(), "{down:?}");
+        assert_eq!(String::from_utf8_lossy(&down.stdout), expected);
+    }
+    env.json(&["down", "w"]).error("not_running");
+    // A VM that is not there is still an error for a person.
+    assert_eq!(env.run(&["down", "ghost"]).status.code(), Some(1));
+    assert_eq!(env.run(&["up", "ghost"]).status.code(), Some(1));
+}
+
+#[test]
 fn up_then_down_reports_authoritative_state() {
     let (mut env, _reaper, port) = running_vm("w");
     let argv = std::fs::read_to_string(env.root().join("w/qemu.argv")).unwrap();
     assert!(argv.contains("-accel\ntcg\n"), "{argv}");
+    // The ssh port is the VM's network process's (passt), on 127.0.0.1.
+    let network = env.fake_argvs("passt").pop().expect("passt ran");
     assert!(
-        argv.contains(&format!("hostfwd=tcp:127.0.0.1:{port}-:22")),
-        "{argv}"
+        network
+            .windows(2)
+            .any(|pair| pair[0] == "-t" && pair[1] == format!("127.0.0.1/{port}:22")),
+        "{network:?}"
     );
     assert!(env.root().join("shared/w").is_dir());
     assert!(env
@@ -173,12 +263,45 @@ fn up_then_down_reports_authoritative_state() {
         stdout.starts_with(&format!("w is up (ssh :{port})\n")),
         "{stdout}"
     );
-    assert!(
-        stdout.contains("\ndisplay: no qemu window; the screen is on "),
-        "{stdout}"
-    );
+    assert!(stdout.contains("\ndisplay: vnc on "), "{stdout}");
     let human = env.run(&["down", "w"]);
     assert_eq!(String::from_utf8_lossy(&human.stdout), "w stopped\n");
+}
+
+#[test]
+fn each_up_opens_a_fresh_console_log_and_keeps_the_previous_boot_capped() {
+    let (mut env, _reaper, _port) = running_vm("w");
+    let console = env.root().join("w/console.log");
+    let previous = env.root().join("w/console.log.1");
+    env.set_env("STOAT_DOWN_TIMEOUT_SECS", "1");
+    // The first boot writes more than the 4 MiB kept of it.
+    let line = format!("{}\n", "g".repeat(1023));
+    let mut first = std::fs::read_to_string(&console).unwrap();
+    assert!(first.starts_with("===== stoat: boot at "), "{first}");
+    first.push_str(&line.repeat(5 * 1024));
+    first.push_str("first boot's last line\n");
+    std::fs::write(&console, &first).unwrap();
+    env.json(&["down", "w"]);
+    env.json(&["up", "w"]);
+    let now = std::fs::read_to_string(&console).unwrap();
+    assert!(
+        now.starts_with("===== stoat: boot at ") && !now.contains("first boot"),
+        "{now}"
+    );
+    let kept = std::fs::read_to_string(&previous).unwrap();
+    assert!(kept.len() <= (4 << 20) + 200, "{} bytes kept", kept.len());
+    assert!(
+        kept.starts_with("===== stoat: the first "),
+        "{}",
+        &kept[..80]
+    );
+    assert!(kept.ends_with("first boot's last line\n"));
+    // A third boot keeps only the second one.
+    env.json(&["down", "w"]);
+    env.json(&["up", "w"]);
+    let kept = std::fs::read_to_string(&previous).unwrap();
+    assert!(!kept.contains("first boot") && kept.starts_with("===== stoat: boot at "));
+    assert!(!env.root().join("w/console.log.1.1").exists());
 }
 
 #[test]
@@ -281,7 +404,10 @@ fn up_waits_for_ssh_and_a_guest_that_never_answers_is_an_error() {
         stderr.contains(&format!("then waiting for ssh on port {port}...")),
         "{stderr}"
     );
-    assert!(stderr.contains("did not answer within 1s"), "{stderr}");
+    assert!(
+        stderr.contains("could not log in over ssh") && stderr.contains("within 1s"),
+        "{stderr}"
+    );
     env.json(&["down", "w"]).data();
     // --no-wait answers at start, in both modes.
     let human = env.run(&["up", "w", "--no-wait"]);
@@ -306,6 +432,22 @@ fn up_waits_for_ssh_and_a_guest_that_never_answers_is_an_error() {
 }
 
 #[test]
+fn a_long_up_says_it_is_still_waiting_and_where_the_console_is() {
+    let (env, _reaper, _port) = booting_vm("w");
+    env.json(&["down", "w"]).data();
+    let human = env.run(&["up", "w", "--timeout", "22s"]);
+    assert_eq!(human.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&human.stderr);
+    assert!(
+        stderr.contains(
+            "still waiting for w to take ssh logins (20s; `stoat logs w -f` shows its console)"
+        ),
+        "{stderr}"
+    );
+    env.json(&["down", "w"]).data();
+}
+
+#[test]
 fn exec_waits_for_a_booting_vm_and_a_connection_that_never_comes_is_an_error() {
     use std::io::BufRead;
     let (mut env, _reaper, port) = booting_vm("w");
@@ -313,7 +455,10 @@ fn exec_waits_for_a_booting_vm_and_a_connection_that_never_comes_is_an_error() {
     let message = env
         .json_raw(&["--json", "exec", "--timeout", "1s", "w", "true"])
         .error("timeout");
-    assert!(message.contains("did not answer within 1s"), "{message}");
+    assert!(
+        message.contains("could not log in over ssh") && message.contains("within 1s"),
+        "{message}"
+    );
     let human = env.run(&["exec", "--timeout", "1s", "w", "true"]);
     assert_eq!(human.status.code(), Some(1), "not a guest status");
     env.json(&["cp", "--timeout", "1s", "w:/etc/hostname", "x"])
@@ -404,7 +549,10 @@ fn exec_tries_again_when_ssh_fails_before_a_session() {
     ]);
     assert_eq!(human.status.code(), Some(4));
     assert_eq!(human.stdout, b"b");
-    assert_eq!(human.stderr, b"a", "neither ssh's refusals nor the mark");
+    assert_eq!(
+        human.stderr, b"waiting for ssh on w...\na",
+        "stoat's one note, then the guest's bytes: neither ssh's refusals nor the mark"
+    );
     assert_eq!(calls(&log), 3);
 }
 
@@ -431,7 +579,10 @@ fn exec_that_never_gets_a_session_is_a_timeout_not_a_guest_status() {
             &touch,
         ])
         .error("timeout");
-    assert!(message.contains("no session opened within 2s"), "{message}");
+    assert!(
+        message.contains("could not log in over ssh") && message.contains("within 2s"),
+        "{message}"
+    );
     assert!(message.contains("Connection refused"), "{message}");
     assert!(calls(&log) >= 2, "tried again within the bound");
     let human = env.run(&["exec", "--timeout", "1s", "w", "--", "sh", "-c", &touch]);
@@ -499,7 +650,7 @@ fn exec_passes_bytes_and_status_by_the_contract() {
     let argv = last_argv(&env, "ssh");
     assert!(
         argv.last()
-            .is_some_and(|remote| remote.contains("; 'echo' 'it'\\''s' '--json'; ")),
+            .is_some_and(|remote| remote.contains(" sh 'echo' 'it'\\''s' '--json' 3<&- ")),
         "{argv:?}"
     );
     assert!(argv.iter().any(|a| a == "root@127.0.0.1"), "{argv:?}");
@@ -514,6 +665,8 @@ fn exec_passes_bytes_and_status_by_the_contract() {
 #[test]
 fn exec_without_ssh_is_a_clear_error() {
     let (mut env, _reaper, _) = running_vm("w");
+    // The booted guest's fake ssh goes too: no ssh on PATH at all.
+    std::fs::remove_file(env.bin().join("ssh")).unwrap();
     std::os::unix::fs::symlink("/usr/bin/ssh-keygen", env.bin().join("ssh-keygen")).unwrap();
     env.set_env("PATH", &env.bin().display().to_string());
     let message = env
@@ -708,6 +861,14 @@ fn screenshot_o_writes_the_png_where_it_is_told() {
         .json(&["screenshot", "r", "-o", &missing.display().to_string()])
         .error("invalid_spec");
     assert!(message.contains("no such directory"), "{message}");
+
+    // A trailing slash names a directory: one that does not exist is refused, never a file.
+    let slashed = format!("{}/", out.join("later").display());
+    let message = env
+        .json(&["screenshot", "r", "-o", &slashed])
+        .error("invalid_spec");
+    assert!(message.contains("mkdir -p"), "{message}");
+    assert!(!out.join("later").exists(), "nothing written");
 }
 
 // ---- REAL tier ----------------------------------------------------------------------------
@@ -1053,8 +1214,24 @@ fn apkovl_live_up_boots_the_isos_kernel_with_the_overlay() {
         )
         .as_str()
     ));
-    assert!(values_after(&argv, "-drive")
-        .contains(&format!("file={},media=cdrom,format=raw,readonly=on", iso.display()).as_str()));
+    // The VM boots the image store's copy of the ISO (the same file while isos/ holds it).
+    let cdrom = values_after(&argv, "-drive")
+        .into_iter()
+        .find(|d| d.ends_with(",media=cdrom,format=raw,readonly=on"))
+        .unwrap_or_default();
+    let copy = cdrom
+        .trim_start_matches("file=")
+        .split(",media=")
+        .next()
+        .unwrap_or("");
+    assert!(
+        copy.starts_with(&env.root().join(".images").display().to_string()),
+        "{cdrom}"
+    );
+    assert!(
+        std::fs::read(copy).unwrap() == std::fs::read(&iso).unwrap(),
+        "{cdrom}"
+    );
     assert_eq!(values_after(&argv, "-boot"), ["d"]);
     assert!(
         !argv.iter().any(|a| a == "-no-reboot"),
@@ -1206,7 +1383,8 @@ fn restart(env: &TestEnv, up: &[&str]) -> String {
 #[test]
 fn up_shows_the_display_notice_once_and_again_only_when_it_changes() {
     let (mut env, _reaper) = display_vm("");
-    // The first start: the whole notice, why there is no window included.
+    // The first start on a headless host: where the screen is, in two lines (nobody asked for
+    // a window, so nothing explains why there is none).
     insta::assert_snapshot!("up_first", human_stdout(&env, &["up", "w", "--no-wait"]));
     // The next start with the same surface and advice says nothing about the display.
     insta::assert_snapshot!("up_again", restart(&env, &["up", "w", "--no-wait"]));
@@ -1217,7 +1395,7 @@ fn up_shows_the_display_notice_once_and_again_only_when_it_changes() {
     stub(&env, "gvncviewer", "exit 0\n");
     let up = restart(&env, &["up", "w", "--no-wait"]);
     assert!(
-        up.contains("\n  attach with: gvncviewer [ROOT]/w/vnc.sock\n"),
+        up.contains("\nattach: gvncviewer [ROOT]/w/vnc.sock\n"),
         "{up}"
     );
     assert!(!restart(&env, &["up", "w", "--no-wait"]).contains("display"));
@@ -1239,12 +1417,18 @@ fn up_shows_the_display_notice_once_and_again_only_when_it_changes() {
     let json = env.json(&["up", "w", "--no-wait"]);
     assert!(!json.stdout.contains("vnc.sock"), "{}", json.stdout);
     let up = restart(&env, &["up", "w", "--no-wait"]);
-    assert!(up.contains("display: no qemu window"), "{up}");
+    assert!(up.contains("display: vnc on"), "{up}");
     let remembered = std::fs::read_to_string(env.root().join("w/display-notice")).unwrap();
+    assert!(remembered.starts_with("display: vnc on"), "{remembered}");
+    // Asking for a window on a headless host is the one case that explains why there is none.
+    env.json(&["down", "w"]).data();
+    env.json(&["update", "w", "--display", "window"]).data();
+    let up = human_stdout(&env, &["up", "w", "--no-wait"]);
     assert!(
-        remembered.starts_with("no usable graphical session"),
-        "{remembered}"
+        up.contains("no usable graphical session on this host"),
+        "{up}"
     );
+    env.json(&["down", "w"]).data();
 }
 
 #[test]
@@ -1287,4 +1471,102 @@ fn get_shows_where_the_screen_is_and_json_never_the_socket() {
         !get.contains("display:"),
         "no display line for a broken VM: {get}"
     );
+}
+
+/// Peak RSS in KiB of `stoat ARGS` (and what it waited for) run in `env`'s sandbox with
+/// `stdin` fed to it; its stdout is returned.
+fn peak_rss(env: &TestEnv, argv: &str, stdin: &str) -> (u64, Vec<u8>) {
+    let rss = env.tmp().join("rss");
+    let input = env.tmp().join("stdin");
+    std::fs::write(&input, stdin).unwrap();
+    let out = env
+        .shell(&format!(
+            "/usr/bin/time -f %M -o '{}' stoat {argv} < '{}'",
+            rss.display(),
+            input.display()
+        ))
+        .output()
+        .unwrap();
+    let kib = std::fs::read_to_string(&rss)
+        .unwrap_or_default()
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("no RSS figure: {}", String::from_utf8_lossy(&out.stderr)));
+    (kib, out.stdout)
+}
+
+/// The guest command that prints 100 MiB of text.
+const HUNDRED_MIB: &str = "yes 0123456789abcdef | head -c 104857600";
+
+#[test]
+fn exec_capture_of_100_mib_is_cut_at_8_mib_with_a_flag_in_bounded_memory() {
+    let (mut env, _reaper, _port) = running_vm("w");
+    env.fake_tool("ssh");
+    env.fake_script(&serde_json::json!({"tools": {"ssh": [{"run_locally": true}]}}));
+    let toml = env.root().join("w/vm.toml");
+    let mut text = std::fs::read_to_string(&toml).unwrap();
+    text.push_str("agent_access = \"exec\"\n");
+    std::fs::write(&toml, text).unwrap();
+
+    let (kib, stdout) = peak_rss(&env, &format!("--json exec w sh -c '{HUNDRED_MIB}'"), "");
+    eprintln!("--json exec of 100 MiB: peak RSS {kib} KiB");
+    let result: serde_json::Value = serde_json::from_slice(
+        stdout
+            .split(|b| *b == b'\n')
+            .rfind(|l| !l.is_empty())
+            .unwrap(),
+    )
+    .unwrap();
+    let data = &result["data"];
+    assert_eq!(data["exit_code"], 0, "{}", &result.to_string()[..200]);
+    let out = data["stdout"].as_str().unwrap();
+    assert_eq!(out.len(), 8 << 20);
+    assert!(out.starts_with("0123456789abcdef\n0123456789abcdef\n"));
+    assert_eq!(data["stdout_truncated"], true);
+    assert!(data.get("stderr_truncated").is_none(), "stderr was not cut");
+    assert!(kib < 64 * 1024, "peak RSS {kib} KiB");
+
+    // A short answer carries no flag at all.
+    let small = env.json_raw(&["--json", "exec", "w", "echo", "hi"]);
+    assert_eq!(small.data()["stdout"], "hi\n");
+    assert!(small.data().get("stdout_truncated").is_none());
+
+    // MCP exec: the same cut, in a bounded response.
+    let lines = [
+        serde_json::json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2025-06-18","capabilities":{},
+            "clientInfo":{"name":"stoat-tests","version":"1"}}}),
+        serde_json::json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        serde_json::json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
+            "name":"exec","arguments":{"vm":"w","command":["sh","-c",HUNDRED_MIB]}}}),
+    ]
+    .map(|l| l.to_string() + "\n")
+    .concat();
+    let (kib, stdout) = peak_rss(&env, "mcp", &lines);
+    eprintln!(
+        "MCP exec of 100 MiB: peak RSS {kib} KiB, response {} bytes",
+        stdout.len()
+    );
+    let answer: serde_json::Value = serde_json::from_slice(
+        stdout
+            .split(|b| *b == b'\n')
+            .rfind(|l| !l.is_empty())
+            .unwrap(),
+    )
+    .unwrap();
+    let content = &answer["result"]["structuredContent"];
+    assert_eq!(answer["id"], 1);
+    assert_eq!(
+        content["stdout"].as_str().unwrap().len(),
+        8 << 20,
+        "{}",
+        &answer.to_string()[..300]
+    );
+    assert_eq!(content["stdout_truncated"], true);
+    assert!(
+        stdout.len() < 40 << 20,
+        "response of {} bytes",
+        stdout.len()
+    );
+    assert!(kib < 100 * 1024, "peak RSS {kib} KiB");
 }

@@ -236,7 +236,8 @@ fn logs_schema_and_help() {
 #[test]
 fn runtime_errors_in_human_mode() {
     let env = with_a_vm();
-    insta::assert_snapshot!("down_stopped", human(&env, &["down", "w"], false));
+    // A person's `down` of a stopped VM converges (exit 0, one line).
+    insta::assert_snapshot!("down_stopped", human(&env, &["down", "w"], true));
     insta::assert_snapshot!(
         "screenshot_stopped",
         human(&env, &["screenshot", "w"], false)

@@ -137,3 +137,11 @@ fn real_exec_and_cp_reuse_one_connection_per_vm() {
     assert!(sockets(&vm_dir).is_empty(), "{:?}", sockets(&vm_dir));
     assert!(gone_within(master[0], Duration::from_secs(10)));
 }
+
+#[test]
+#[ignore = "needs STOAT_REAL_GUEST"]
+fn real_a_session_of_fifty_mixed_commands_all_succeed() {
+    // The distro tier runs the same session on the Debian image and reads its sshd journal.
+    let guest = crate::common::real_guest();
+    crate::test_distro::mixed_session(&guest.image, false);
+}

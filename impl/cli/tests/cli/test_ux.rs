@@ -1,5 +1,5 @@
 //! What a person meets, through the real binary in the fake tier: `up` refuses a host port
-//! something else holds before QEMU runs; `forward` edits the list (`--add`/`--remove`) and
+//! something else holds before QEMU runs (moving an ssh port stoat picked instead); `forward` edits the list (`--add`/`--remove`) and
 //! says what is live in the running QEMU; `doctor` shows every check, the accelerator, QEMU's
 //! version and the way to software emulation (insta snapshots, this machine's paths masked).
 
@@ -7,7 +7,9 @@ use std::net::TcpListener;
 
 use serde_json::json;
 
-use crate::common::{fake_qemu, free_port, stub, Reaper, TestEnv, PLANTED_PASSWORD};
+use crate::common::{
+    fake_booted_qemu, fake_qemu, free_port, stub, Reaper, TestEnv, PLANTED_PASSWORD,
+};
 
 /// A live VM `name` with ssh port `port` and `extra` vm.toml lines; its kernel is already
 /// "extracted", so the fake QEMU is all `up` needs.
@@ -29,12 +31,13 @@ fn held_port() -> (TcpListener, u16) {
 }
 
 #[test]
-fn up_refuses_a_busy_ssh_port_or_forward_naming_it_and_starts_nothing() {
+fn up_refuses_a_busy_pinned_ssh_port_or_forward_naming_it_and_starts_nothing() {
     let env = TestEnv::new();
     fake_qemu(&env);
     let _reaper = Reaper::watch(&env, &["s", "f"]);
     let (_ssh_holder, ssh_port) = held_port();
-    live_vm(&env, "s", ssh_port, "");
+    // A port the user chose (`update --ssh-port`) is never moved.
+    live_vm(&env, "s", ssh_port, "sshport_pinned = true\n");
     let message = env
         .json(&["up", "s", "--no-wait"])
         .error("qemu_start_failed");
@@ -77,6 +80,73 @@ fn up_refuses_a_busy_ssh_port_or_forward_naming_it_and_starts_nothing() {
     );
     assert!(!env.root().join("f/qemu.argv").exists(), "QEMU was run");
     assert_eq!(env.json(&["get", "f"]).data()["vm"]["state"], "stopped");
+}
+
+#[test]
+fn up_moves_a_picked_ssh_port_another_program_holds_and_says_so() {
+    let env = TestEnv::new();
+    fake_booted_qemu(&env);
+    let _reaper = Reaper::watch(&env, &["s"]);
+    let (_holder, held) = held_port();
+    live_vm(&env, "s", held, "");
+    let before = std::fs::read_to_string(env.root().join("s/vm.toml")).unwrap();
+    let human = env.run(&["up", "s"]);
+    assert!(human.status.success(), "{human:?}");
+    let stderr = String::from_utf8_lossy(&human.stderr);
+    let vm = env.json(&["get", "s"]).data()["vm"].clone();
+    let moved = vm["ssh_port"].as_u64().unwrap() as u16;
+    assert_ne!(moved, held);
+    assert!(
+        stderr.contains(&format!(
+            "ssh port {held} is in use by another program; it now uses {moved}"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(vm["state"], "running");
+    // The move is saved, and it is the port ssh-command and exec use.
+    let after = std::fs::read_to_string(env.root().join("s/vm.toml")).unwrap();
+    assert_ne!(before, after);
+    assert!(after.contains(&format!("sshport = {moved}")), "{after}");
+    let argv = env.json(&["ssh-command", "s"]).data()["argv"].clone();
+    assert!(
+        argv.as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == &json!(moved.to_string())),
+        "{argv}"
+    );
+    env.json(&["--json", "exec", "s", "true"]).data();
+    env.json(&["down", "s"]).data();
+}
+
+#[test]
+fn two_data_roots_whose_vms_have_one_ssh_port_both_start_and_exec() {
+    let port = free_port();
+    let (first, second) = (TestEnv::new(), TestEnv::new());
+    let _reapers = [
+        Reaper::watch(&first, &["w"]),
+        Reaper::watch(&second, &["w"]),
+    ];
+    for env in [&first, &second] {
+        fake_booted_qemu(env);
+        // Both picked the same free port when they were created.
+        live_vm(env, "w", port, "");
+    }
+    for env in [&first, &second] {
+        assert_eq!(env.json(&["up", "w"]).data()["vm"]["state"], "running");
+    }
+    let ports: Vec<_> = [&first, &second]
+        .iter()
+        .map(|env| env.json(&["get", "w"]).data()["vm"]["ssh_port"].clone())
+        .collect();
+    assert_ne!(ports[0], ports[1], "each root's VM has a port of its own");
+    for env in [&first, &second] {
+        let exec = env.json(&["--json", "exec", "w", "true"]);
+        assert_eq!(exec.data()["exit_code"], 0);
+    }
+    for env in [&first, &second] {
+        env.json(&["down", "w"]).data();
+    }
 }
 
 #[test]
@@ -201,7 +271,15 @@ fn forward_is_active_only_for_what_the_running_qemu_has() {
 /// a /dev/kvm stand-in that opens read-write, and a cpuinfo without vmx or svm: a host whose
 /// KVM cannot boot guests, whatever this machine is.
 fn doctor_host(env: &mut TestEnv) {
-    for tool in ["qemu-img", "ssh", "scp", "ssh-keygen", "xorriso", "git"] {
+    for tool in [
+        "qemu-img",
+        "ssh",
+        "scp",
+        "ssh-keygen",
+        "xorriso",
+        "passt",
+        "git",
+    ] {
         stub(env, tool, "exit 0\n");
     }
     stub(
@@ -246,7 +324,7 @@ fn doctor_says_each_check_the_accelerator_qemu_and_how_to_switch_to_tcg() {
     let run = env.json(&["doctor"]);
     assert_eq!(run.exit, 0);
     assert_eq!(run.data()["healthy"], false);
-    let kvm = &run.data()["checks"][6];
+    let kvm = &run.data()["checks"][7];
     assert_eq!(
         (kvm["name"].clone(), kvm["ok"].clone()),
         (json!("/dev/kvm"), json!(false))

@@ -1,6 +1,9 @@
 """Drives `stoat mcp` with the official MCP Python SDK's stdio client, end to end.
 
-Usage: drive.py <stoat binary>. The environment (HOME, STOAT_HOME, PATH, STOAT_MCP_RATE...)
+Usage: drive.py <stoat binary> [REVISION]. With REVISION the client asks for that protocol
+revision instead of the SDK's newest (the SDK's handshake is otherwise unchanged) and checks
+that the server speaks it: outputSchema and structuredContent only from 2025-06-18 on. The
+environment (HOME, STOAT_HOME, PATH, STOAT_MCP_RATE...)
 is passed to the server unchanged. The caller has prepared the data root: an observe VM
 `obs`, an exec VM `ex`, and the alpine-virt image in isos/. Prints one line per check and
 exits 1 on the first failure. The SDK itself checks every successful result against the
@@ -12,8 +15,12 @@ import json
 import os
 import sys
 
+import mcp.client.session
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+
+# Revisions with structuredContent (and so outputSchema); older ones answer text alone.
+STRUCTURED = ("2025-06-18", "2025-11-25")
 
 
 def field(obj, snake, camel):
@@ -33,7 +40,9 @@ async def call(session, tool, arguments):
     structured = field(result, "structured_content", "structuredContent")
     text = json.loads(result.content[0].text)
     is_error = bool(field(result, "is_error", "isError"))
-    if is_error:
+    if session.protocol_version not in STRUCTURED:
+        check(structured is None, f"{tool}: no structured content before 2025-06-18")
+    elif is_error:
         # The outputSchema describes success; a failure's {code, message} is the text alone.
         check(structured is None, f"{tool}: a failure carries no structured content")
     else:
@@ -53,7 +62,10 @@ async def expect_error(session, tool, arguments, code):
     return data
 
 
-async def main(binary):
+async def main(binary, revision):
+    if revision:
+        # The handshake asks for the newest revision the SDK knows; ask for this one.
+        mcp.client.session.LATEST_HANDSHAKE_VERSION = revision
     params = StdioServerParameters(command=binary, args=["mcp"], env=dict(os.environ), cwd=os.environ["HOME"])
     async with stdio_client(params) as streams:
         read, write = streams[0], streams[1]
@@ -62,6 +74,8 @@ async def main(binary):
             version = field(init, "protocol_version", "protocolVersion")
             server = field(init, "server_info", "serverInfo")
             check(version in ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"), f"negotiated protocol {version}")
+            if revision:
+                check(version == revision, f"the server speaks the asked-for {revision}", version)
             check(server.name == "stoat", "server is stoat")
 
             listed = await session.list_tools()
@@ -75,7 +89,10 @@ async def main(binary):
                 # The SDK validates every successful call's structured content against this,
                 # with no way to fetch a $ref: each schema must stand alone.
                 output = field(tool, "output_schema", "outputSchema")
-                check(output is not None and output.get("type") == "object", f"{tool.name} has an object outputSchema")
+                if version in STRUCTURED:
+                    check(output is not None and output.get("type") == "object", f"{tool.name} has an object outputSchema")
+                else:
+                    check(output is None, f"{tool.name} offers no outputSchema where no structured content follows")
             annotations = {t.name: t.annotations for t in listed.tools}
             check(field(annotations["list_vms"], "read_only_hint", "readOnlyHint") is True, "list_vms is read-only")
             check(field(annotations["destroy"], "destructive_hint", "destructiveHint") is True, "destroy is destructive")
@@ -123,4 +140,4 @@ async def main(binary):
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1]))
+    asyncio.run(main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None))

@@ -25,16 +25,32 @@ pub fn ssh_command(s: &Session, name: &str) -> Result<SshCommandData> {
     })
 }
 
-/// What `ssh <vm>` runs: the ssh program found on PATH and its arguments (argv[0] excluded).
+/// What `ssh <vm>` runs: the ssh program found on PATH, its arguments (argv[0] excluded),
+/// and the directory to run it in (the VM's, when it goes through the VM's master, whose
+/// socket path is relative).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SshSession {
     pub program: std::path::PathBuf,
-    pub args: Vec<String>,
+    pub args: Vec<std::ffi::OsString>,
+    pub cwd: Option<std::path::PathBuf>,
 }
 
-/// `ssh <vm>`: checks that the VM runs and prepares the interactive session; the caller
-/// replaces itself with it (the CLI's `exec`).
-pub fn ssh(s: &Session, name: &str) -> Result<SshSession> {
+/// What the session asks of ssh: a login shell, or one command for the guest.
+pub struct SshRequest<'a> {
+    /// The guest's argv, byte for byte (quoted here so its shell splits it back the same);
+    /// empty for an interactive login.
+    pub command: &'a [std::ffi::OsString],
+    /// Ask the guest for a terminal even when stoat's own stdin is not one (`exec -t`).
+    pub force_tty: bool,
+    /// stoat's stdin is a terminal: a command gets a terminal too, as a login does.
+    pub stdin_is_tty: bool,
+}
+
+/// `ssh <vm> [-- CMD...]`: checks that the VM runs, waits (like exec, up to its reach wait)
+/// until stoat can log in, and prepares the session through the VM's master when one
+/// answers, so it never lands in a booting guest's sshd restart; the caller replaces itself
+/// with it (the CLI's `exec`).
+pub fn ssh(s: &Session, name: &str, request: &SshRequest) -> Result<SshSession> {
     let root = s.root()?;
     let stored = vm::load_ok(root, name)?;
     if stored.running_pid().is_none() {
@@ -45,10 +61,36 @@ pub fn ssh(s: &Session, name: &str) -> Result<SshSession> {
         tool: "ssh".into(),
         message: "not found on PATH; `stoat doctor` says how to install it".into(),
     })?;
-    Ok(SshSession {
-        program,
-        args: ssh_argv::ssh_args(&key, &stored),
-    })
+    let mux = crate::host::ssh_mux::Mux::for_vm(&key, &stored);
+    if !mux.answers() {
+        crate::runtime::login::until_reachable(
+            root,
+            &s.env,
+            &stored,
+            crate::runtime::exec::REACH_WAIT,
+            &s.cancel,
+        )?;
+    }
+    let (args, cwd) = if mux.answers() {
+        let route = mux.route();
+        (
+            ssh_argv::ssh_args_with(&key, &stored, route.options()),
+            Some(stored.dir.clone()),
+        )
+    } else {
+        (ssh_argv::ssh_args(&key, &stored), None)
+    };
+    let mut args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    if !request.command.is_empty() {
+        // -tt: a terminal even without one here; -t: one only when stdin is a terminal.
+        if request.force_tty {
+            args.insert(0, "-tt".into());
+        } else if request.stdin_is_tty {
+            args.insert(0, "-t".into());
+        }
+        args.push(ssh_argv::quote_remote_argv(request.command));
+    }
+    Ok(SshSession { program, args, cwd })
 }
 
 /// `logs <vm> --which W -n N`, or stoat's own log with no VM.

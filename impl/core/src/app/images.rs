@@ -16,12 +16,18 @@ pub fn images(s: &Session) -> Result<ImagesData> {
     })
 }
 
+/// Which VMs use which image file, for the human `images` table.
+pub fn usage(s: &Session) -> Result<crate::images::store::Usage> {
+    crate::images::store::usage(s.root()?)
+}
+
 /// `pull <id>`.
 pub fn pull(s: &Session, id: &str) -> Result<PullData> {
     let catalog = catalog::load(&s.env)?;
     let stall = pull::stall_window(&s.env)?;
     let proxy = ProxyEnv::from_env(&s.env);
     let cx = pull::PullContext {
+        env: &s.env,
         sink: s.events(),
         cancel: &s.cancel,
         stall,

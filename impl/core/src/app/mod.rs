@@ -8,6 +8,7 @@
 //! Adding an operation: a function here, then a CLI adapter, then an MCP tool if it has one
 //! (docs/architecture.md).
 
+pub mod complete;
 pub mod host;
 pub mod images;
 pub mod info;

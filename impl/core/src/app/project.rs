@@ -187,11 +187,17 @@ pub fn up(
 ) -> Result<ProjectRun> {
     lock::check(project, &lock::LockFile::read(&project.dir)?)?;
     fan_out(s, project, |decl| {
+        let existed = ours(s, project, decl)?.is_some();
         let stored = converge(s, project, decl)?;
         if stored.running_pid().is_some() {
-            return Ok(());
+            return Ok("already running");
         }
-        super::runtime::up(s, &decl.name, apply_after_boot, reach_wait).map(drop)
+        super::runtime::up(s, &decl.name, apply_after_boot, reach_wait)?;
+        Ok(if existed {
+            "started"
+        } else {
+            "created and started"
+        })
     })
 }
 
@@ -199,9 +205,11 @@ pub fn up(
 pub fn down(s: &Session, project: &Project) -> Result<ProjectRun> {
     fan_out(s, project, |decl| match ours(s, project, decl)? {
         Some(stored) if stored.running_pid().is_some() => {
-            super::runtime::down(s, &decl.name).map(drop)
+            super::runtime::down(s, &decl.name)?;
+            Ok("stopped")
         }
-        _ => Ok(()),
+        Some(_) => Ok("already stopped"),
+        None => Ok("not created"),
     })
 }
 
@@ -209,7 +217,8 @@ pub fn down(s: &Session, project: &Project) -> Result<ProjectRun> {
 pub fn wait(s: &Session, project: &Project, until: &str, timeout: Duration) -> Result<ProjectRun> {
     fan_out(s, project, |decl| {
         ours(s, project, decl)?.ok_or_else(|| not_created(decl))?;
-        super::runtime::wait(s, &decl.name, Until::parse(until)?, timeout).map(drop)
+        super::runtime::wait(s, &decl.name, Until::parse(until)?, timeout)?;
+        Ok("ready")
     })
 }
 
@@ -218,15 +227,19 @@ pub fn apply(s: &Session, project: &Project, request: &ApplyRequest) -> Result<P
     lock::check(project, &lock::LockFile::read(&project.dir)?)?;
     fan_out(s, project, |decl| {
         ours(s, project, decl)?.ok_or_else(|| not_created(decl))?;
-        super::runtime::apply(s, &decl.name, request).map(drop)
+        super::runtime::apply(s, &decl.name, request)?;
+        Ok("applied")
     })
 }
 
 /// `rm` over the project, confirmed by the caller: deletes the declared VMs that exist.
 pub fn rm(s: &Session, project: &Project) -> Result<ProjectRun> {
     fan_out(s, project, |decl| match ours(s, project, decl)? {
-        Some(_) => super::vmops::rm(s, &decl.name).map(drop),
-        None => Ok(()),
+        Some(_) => {
+            super::vmops::rm(s, &decl.name)?;
+            Ok("deleted")
+        }
+        None => Ok("not created"),
     })
 }
 
@@ -235,7 +248,7 @@ pub fn rm(s: &Session, project: &Project) -> Result<ProjectRun> {
 fn fan_out(
     s: &Session,
     project: &Project,
-    mut act: impl FnMut(&Declaration) -> Result<()>,
+    mut act: impl FnMut(&Declaration) -> Result<&'static str>,
 ) -> Result<ProjectRun> {
     let run = fanout::run(
         project,

@@ -13,8 +13,8 @@ use stoat_wire::StreamBytes;
 
 use super::Session;
 use crate::recipes::apply::{self, ApplyRequest};
-use crate::runtime::{cp, cp_stream, down, exec, screenshot, up, wait};
-use crate::{vm, Result};
+use crate::runtime::{cp, cp_stream, down, exec, login, screenshot, up, wait};
+use crate::{child, vm, Error, Result};
 
 /// What `up` did: the VM re-read after everything, and the apply it ran after boot, if any.
 pub struct UpOutcome {
@@ -27,7 +27,7 @@ pub struct UpOutcome {
 }
 
 /// `up <vm>`: boot; wait until ssh answers (when `reach_wait` is set: at most that long, see
-/// [`wait::until_reachable`]; a disk VM booting its installer has no ssh and is not waited
+/// [`login::until_reachable`]; a disk VM booting its installer has no ssh and is not waited
 /// for); then (when `apply_after_boot`) apply the VM's recipes, streaming their `stage`/`log`
 /// events. The VM is re-read last, so its state is authoritative.
 pub fn up(
@@ -37,12 +37,58 @@ pub fn up(
     reach_wait: Option<Duration>,
 ) -> Result<UpOutcome> {
     let root = s.root()?;
-    let booted = up::up(root, &s.env, name)?;
+    // The launch either starts a VM or not, and a cancel's answer depends on which: it runs
+    // to its end (see child::Finishing).
+    let launched = {
+        let _finishing = crate::child::finishing();
+        up::up(root, &s.env, name)
+    };
+    let started = match launched {
+        Ok(started) => started,
+        // A Ctrl-C while QEMU was being started (its launcher may have died of the signal
+        // after the VM itself was running): whatever started goes, and the answer is the cancel.
+        Err(_) if s.cancel.is_cancelled() => {
+            down::stop_canceled_start(root, &s.env, name);
+            return Err(Error::Canceled);
+        }
+        Err(error) => return Err(error),
+    };
+    if let Some(moved) = started.moved {
+        s.events().note(&format!(
+            "{name}'s ssh port {} is in use by another program; it now uses {}",
+            moved.from, moved.to
+        ));
+    }
+    match after_start(s, name, started.vm, apply_after_boot, reach_wait) {
+        // `canceled` means nothing changed: the QEMU this up started goes again.
+        Err(Error::Canceled) => {
+            down::stop_canceled_start(root, &s.env, name);
+            Err(Error::Canceled)
+        }
+        other => other,
+    }
+}
+
+/// What `up` does once QEMU runs: wait until stoat can log in, then apply.
+fn after_start(
+    s: &Session,
+    name: &str,
+    booted: stoat_wire::dto::Vm,
+    apply_after_boot: bool,
+    reach_wait: Option<Duration>,
+) -> Result<UpOutcome> {
+    let root = s.root()?;
     let stored = vm::load_ok(root, name)?;
     let installing = stored.config.mode == "disk" && !stored.config.installed;
     let reachable = match reach_wait {
         Some(limit) if !installing => {
-            wait::until_reachable(&stored, limit, &s.cancel)?;
+            let still = |waited: Duration| {
+                s.events().note(&format!(
+                    "still waiting for {name} to take ssh logins ({}s; `stoat logs {name} -f` shows its console)",
+                    waited.as_secs()
+                ))
+            };
+            login::until_reachable_telling(root, &s.env, &stored, limit, &s.cancel, &still)?;
             true
         }
         _ => false,
@@ -74,7 +120,7 @@ pub fn down(s: &Session, name: &str) -> Result<VmData> {
 
 /// `wait <vm> --until X --timeout D`.
 pub fn wait(s: &Session, name: &str, until: wait::Until, timeout: Duration) -> Result<WaitData> {
-    wait::wait(s.root()?, name, until, timeout, &s.cancel)
+    wait::wait(s.root()?, &s.env, name, until, timeout, &s.cancel)
 }
 
 /// `exec <vm> <cmd>...`: the guest's status and both streams, bytes kept exactly
@@ -95,13 +141,35 @@ pub fn exec(
         streams,
         reach_wait,
         &s.cancel,
+        &|| s.events().note(&format!("waiting for ssh on {name}...")),
     )?;
+    let (stdout, stdout_truncated) = cut_capture(out.stdout);
+    let (stderr, stderr_truncated) = cut_capture(out.stderr);
     Ok(ExecData {
         vm: out.vm,
         exit_code: out.exit_code,
-        stdout: StreamBytes::from_bytes(out.stdout),
-        stderr: StreamBytes::from_bytes(out.stderr),
+        stdout: StreamBytes::from_bytes(stdout),
+        stderr: StreamBytes::from_bytes(stderr),
+        stdout_truncated,
+        stderr_truncated,
     })
+}
+
+/// A captured stream cut to [`child::CAPTURE_LIMIT`] bytes, and whether it went on past
+/// them (the capture keeps one byte more to tell). A cut that splits a UTF-8 character
+/// drops that character's start, so text stays text.
+fn cut_capture(mut bytes: Vec<u8>) -> (Vec<u8>, bool) {
+    if bytes.len() <= child::CAPTURE_LIMIT {
+        return (bytes, false);
+    }
+    bytes.truncate(child::CAPTURE_LIMIT);
+    if let Err(e) = std::str::from_utf8(&bytes) {
+        // Only an unfinished last character (no invalid byte before it) is dropped.
+        if e.error_len().is_none() {
+            bytes.truncate(e.valid_up_to());
+        }
+    }
+    (bytes, true)
 }
 
 /// `cp`: a relative local path is resolved against `cwd`; a booting VM's ssh is waited for up

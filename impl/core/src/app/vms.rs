@@ -100,7 +100,10 @@ pub fn get_facts(s: &Session, name: &str) -> Result<Option<GetFacts>> {
     let config = &stored.config;
     let image = image_name(config);
     let mut pending = Vec::new();
-    if let Some(argv) = stored.running_pid().and_then(crate::qemu::launch::cmdline) {
+    if let Some((pid, argv)) = stored
+        .running_pid()
+        .and_then(|pid| Some((pid, crate::qemu::launch::cmdline(pid)?)))
+    {
         let after = |flag: &str| {
             argv.windows(2)
                 .find(|pair| pair[0] == flag)
@@ -114,7 +117,8 @@ pub fn get_facts(s: &Session, name: &str) -> Result<Option<GetFacts>> {
                 pending.push(Pending { field, saved, live });
             }
         }
-        let live_forwards = crate::qemu::argv::forwards_of_argv(&argv);
+        let live_forwards =
+            crate::qemu::launch::live_forwards(&stored.dir, pid).unwrap_or_default();
         let saved_forwards: Vec<(u16, u16)> = config
             .forwards
             .iter()

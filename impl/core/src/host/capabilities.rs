@@ -1,6 +1,7 @@
 //! `capabilities [VM]`: the schema-1 capability report (json-v3#capabilities).
 //!
-//! It reads host probes (PATH lookups, opening /dev/kvm) and at most one VM's stored vm.toml.
+//! It reads host probes (PATH lookups, opening /dev/kvm, the CPU's flags) and at most one VM's
+//! stored vm.toml.
 //! It never starts, connects to, or mutates a VM.
 
 use std::path::Path;
@@ -56,7 +57,10 @@ impl Probes {
         .collect();
         Probes {
             tools,
-            kvm: probe_kvm(Path::new("/dev/kvm")),
+            kvm: probe_kvm(
+                super::doctor::kvm_device_path(env),
+                super::doctor::cpuinfo_path(env),
+            ),
             accel: Accel::from_env(env),
         }
     }
@@ -76,13 +80,17 @@ impl Probes {
     }
 }
 
-/// Opens /dev/kvm read-write and names the outcome.
-fn probe_kvm(device: &Path) -> &'static str {
+/// Opens /dev/kvm read-write and names the outcome; one that opens on a CPU without vmx or
+/// svm cannot boot a guest, and `up` refuses it, so it is not reported as usable.
+fn probe_kvm(device: &Path, cpuinfo: &Path) -> &'static str {
     match std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open(device)
     {
+        Ok(_) if !crate::qemu::accel::cpu_has_virtualization(cpuinfo) => {
+            "no_hardware_virtualization"
+        }
         Ok(_) => "read_write",
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => "not_present",
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => "permission_denied",

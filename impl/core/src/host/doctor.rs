@@ -94,6 +94,7 @@ fn packages(tool: &str) -> (&'static str, &'static str, &'static str, &'static s
             "openssh-client",
         ),
         "xorriso" => ("libisoburn", "xorriso", "xorriso", "xorriso"),
+        "passt" => ("passt", "passt", "passt", "passt"),
         _ => ("git", "git", "git", "git"),
     }
 }
@@ -119,6 +120,7 @@ const TOOLS: &[(&str, bool, &str)] = &[
     ("scp", false, "cp"),
     ("ssh-keygen", false, "makes stoat's ssh key"),
     ("xorriso", false, "builds seed ISOs"),
+    ("passt", false, "the VMs' network"),
 ];
 
 /// Runs every check.
@@ -129,11 +131,7 @@ pub fn run(env: &Env, root: &Root) -> Result<DoctorData> {
         .map(|(tool, optional, purpose)| tool_check(env, distro, tool, *optional, purpose))
         .collect();
     checks.extend(accel_check(env));
-    // STOAT_KVM_DEVICE points the probe elsewhere, as it does for `up`.
-    let kvm_device = env
-        .get("STOAT_KVM_DEVICE")
-        .unwrap_or(crate::qemu::accel::KVM_DEVICE);
-    checks.push(kvm_check(env, Path::new(kvm_device)));
+    checks.push(kvm_check(env, kvm_device_path(env)));
     checks.push(tool_check(
         env,
         distro,
@@ -227,12 +225,19 @@ pub fn kvm_check(env: &Env, device: &Path) -> Check {
     let (ok, finding) = if no_hardware {
         (
             false,
-            "opens, but this CPU has no hardware virtualization (no vmx or svm flag): a nested or paravirtual KVM, which cannot boot stock guest kernels".to_owned(),
+            crate::qemu::accel::NO_HARDWARE_VIRTUALIZATION
+                .trim_start_matches("it ")
+                .to_owned(),
         )
     } else {
         (ok, finding)
     };
-    let fix = if no_hardware { Vec::new() } else { fix };
+    // No package fixes a CPU: the fix is software emulation, as the detail says.
+    let fix = if no_hardware {
+        vec!["export".into(), "STOAT_ACCEL=tcg".into()]
+    } else {
+        fix
+    };
     let detail = match (accel, ok) {
         (Accel::Kvm, true) => format!("{finding}; accelerator kvm"),
         (Accel::Kvm, false) => {
@@ -255,21 +260,22 @@ pub fn kvm_check(env: &Env, device: &Path) -> Check {
     }
 }
 
-/// True when the CPU flags (`/proc/cpuinfo`, or the file `STOAT_CPUINFO` names) include
-/// `vmx` (Intel) or `svm` (AMD); an unreadable file counts as having them, so doctor never
-/// fails a host on a guess.
+/// The KVM device `up`, `doctor` and `capabilities` probe: `/dev/kvm`, or the one
+/// `STOAT_KVM_DEVICE` names (the only way to test `kvm_unusable` on a host whose /dev/kvm opens).
+pub fn kvm_device_path(env: &Env) -> &Path {
+    Path::new(
+        env.get("STOAT_KVM_DEVICE")
+            .unwrap_or(crate::qemu::accel::KVM_DEVICE),
+    )
+}
+
+/// The CPU flags file: `/proc/cpuinfo`, or the one `STOAT_CPUINFO` names (tests, odd hosts).
+pub fn cpuinfo_path(env: &Env) -> &Path {
+    Path::new(env.get("STOAT_CPUINFO").unwrap_or("/proc/cpuinfo"))
+}
+
 fn cpu_has_virtualization(env: &Env) -> bool {
-    let path = env.get("STOAT_CPUINFO").unwrap_or("/proc/cpuinfo");
-    let Ok(cpuinfo) = std::fs::read_to_string(path) else {
-        return true;
-    };
-    cpuinfo
-        .lines()
-        .filter(|line| line.starts_with("flags"))
-        .any(|line| {
-            line.split_whitespace()
-                .any(|flag| flag == "vmx" || flag == "svm")
-        })
+    crate::qemu::accel::cpu_has_virtualization(cpuinfo_path(env))
 }
 
 /// The first line of `qemu-system-x86_64 --version` (`QEMU emulator version 10.0.2 ...`),

@@ -4,19 +4,19 @@
 //! chunks, and hands over every whole line. A file replaced by another (the apply log is
 //! recreated per run) is read from its start once the old one is drained; a file shorter
 //! than what was read (truncated in place) is read again from its start; a missing file is
-//! waited for. Only an unfinished line is held, and at most [`MAX_PENDING`] bytes of it.
+//! waited for. Only an unfinished line is held, and at most the line cap of it: a longer
+//! line is handed over cut, with a marker, once it ends.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use super::log_line::LineCutter;
 use super::log_tail;
 
 /// How much is read per step.
 const CHUNK: usize = 64 * 1024;
-/// An unfinished line longer than this is handed over as a line of its own.
-pub const MAX_PENDING: usize = 64 * 1024;
 
 /// Where a line goes; an error (a closed pipe) ends the follow.
 pub type LineSink<'a> = dyn FnMut(&str) -> std::io::Result<()> + 'a;
@@ -35,7 +35,7 @@ pub enum Change {
 pub struct Follower {
     path: PathBuf,
     open: Option<OpenLog>,
-    pending: Vec<u8>,
+    pending: LineCutter,
 }
 
 struct OpenLog {
@@ -52,7 +52,7 @@ impl Follower {
         let mut follower = Follower {
             path: path.to_owned(),
             open: None,
-            pending: Vec::new(),
+            pending: LineCutter::default(),
         };
         if let Some(mut open) = open_log(path)? {
             let len = open.file.metadata()?.len();
@@ -107,8 +107,7 @@ impl Follower {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let line = std::mem::take(&mut self.pending);
-        sink(&as_line(&line))
+        sink(&self.pending.take())
     }
 
     /// Reads the open file from its offset to its end.
@@ -124,13 +123,7 @@ impl Follower {
                 return Ok(());
             }
             open.offset += read as u64;
-            for piece in chunk[..read].split_inclusive(|b| *b == b'\n') {
-                self.pending.extend_from_slice(piece);
-                if piece.ends_with(b"\n") || self.pending.len() >= MAX_PENDING {
-                    let line = std::mem::take(&mut self.pending);
-                    sink(&as_line(&line))?;
-                }
-            }
+            self.pending.feed(&chunk[..read], &mut |line| sink(&line))?;
         }
     }
 }
@@ -147,14 +140,6 @@ fn open_log(path: &Path) -> std::io::Result<Option<OpenLog>> {
         identity: (meta.dev(), meta.ino()),
         offset: 0,
     }))
-}
-
-/// A line's text without its newline and a console's `\r`, as [`super::logs::tail_lines`]
-/// gives it.
-fn as_line(bytes: &[u8]) -> String {
-    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 #[cfg(test)]
@@ -240,15 +225,22 @@ mod tests {
     }
 
     #[test]
-    fn a_line_without_end_is_handed_over_in_bounded_pieces() {
+    fn a_long_line_is_held_only_up_to_the_cap_and_handed_over_cut() {
+        use super::super::log_line::{cut_marker, LINE_CAP};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("console.log");
         let mut seen = Seen(Vec::new());
         let mut follower = Follower::start(&path, 0, &mut seen.sink()).unwrap();
-        append(&path, &vec![b'x'; MAX_PENDING * 2 + 10]);
+        append(&path, &vec![b'x'; LINE_CAP * 2 + 10]);
         follower.poll(&mut seen.sink()).unwrap();
-        let pieces = seen.take();
-        assert_eq!(pieces.len(), 2);
-        assert!(pieces.iter().all(|p| p.len() == MAX_PENDING));
+        assert!(seen.take().is_empty(), "the line has not ended yet");
+        append(&path, b"\n");
+        follower.poll(&mut seen.sink()).unwrap();
+        let expected = format!(
+            "{}{}",
+            "x".repeat(LINE_CAP),
+            cut_marker(LINE_CAP as u64 + 10)
+        );
+        assert_eq!(seen.take(), [expected]);
     }
 }

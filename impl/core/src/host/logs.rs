@@ -187,6 +187,21 @@ pub fn follow(
 }
 
 /// Reads a file's last `tail` lines (all when `tail <= 0`); a missing file is empty.
+/// The console log's last line with something visible on it, cut to 160 characters and with
+/// control characters dropped: a timeout message says how far the boot got.
+pub fn last_console_line(vm_dir: &Path) -> Option<String> {
+    let lines = read_tail(&vm_dir.join(Which::Console.file_name()), 20).ok()?;
+    let line = lines.iter().rev().find(|line| !line.trim().is_empty())?;
+    Some(
+        line.chars()
+            .filter(|c| !c.is_control())
+            .take(160)
+            .collect::<String>()
+            .trim()
+            .to_owned(),
+    )
+}
+
 fn read_tail(path: &Path, tail: i64) -> Result<Vec<String>> {
     let context = || format!("read {}", path.display());
     let mut file = match std::fs::File::open(path) {

@@ -2,7 +2,8 @@
 //! included, so the list cannot race a concurrent create.
 //!
 //! Partial downloads no running pull holds (see images::part) always; broken VMs that are not running with
-//! `--broken`; images no VM references with `--images`. Never keys, `recipes/`, hidden files
+//! `--broken`; with `--images`, images in `isos/` no VM is built on and kept copies in the
+//! image store (images::store) no VM names any more. Never keys, `recipes/`, hidden files
 //! (`.manifest`, locks) or a running VM.
 
 use std::collections::BTreeSet;
@@ -11,6 +12,7 @@ use std::time::SystemTime;
 
 use stoat_wire::dto::{PruneData, PruneItem};
 
+use crate::images::store::{self, FileId};
 use crate::vm::{self, Loaded};
 use crate::{lock, Error, Result, Root};
 
@@ -27,7 +29,10 @@ pub struct PruneOptions {
 enum Class {
     BrokenVm,
     OrphanedImage,
+    OrphanedShare,
     PartialDownload,
+    StagingLeftover,
+    UnusedImageCopy,
 }
 
 impl Class {
@@ -35,7 +40,10 @@ impl Class {
         match self {
             Class::BrokenVm => "broken_vm",
             Class::OrphanedImage => "orphaned_image",
+            Class::OrphanedShare => "orphaned_share",
             Class::PartialDownload => "partial_download",
+            Class::StagingLeftover => "staging_leftover",
+            Class::UnusedImageCopy => "unused_image_copy",
         }
     }
 }
@@ -56,6 +64,18 @@ pub fn prune(root: &Root, options: PruneOptions) -> Result<PruneData> {
         .into_iter()
         .map(|path| (Class::PartialDownload, path))
         .collect();
+    // What killed commands left: a half-built or half-removed VM in `.staging/` whose writer
+    // is gone, and a `shared/<name>` with no VM of that name (docs/decisions/vmops.md).
+    found.extend(
+        vm::staging::leftovers(root)
+            .into_iter()
+            .map(|p| (Class::StagingLeftover, p)),
+    );
+    found.extend(
+        orphaned_shares(root)
+            .into_iter()
+            .map(|p| (Class::OrphanedShare, p)),
+    );
     if options.broken {
         found.extend(broken_vms(&vms).into_iter().map(|p| (Class::BrokenVm, p)));
     }
@@ -64,6 +84,11 @@ pub fn prune(root: &Root, options: PruneOptions) -> Result<PruneData> {
             orphaned_images(root, &vms)?
                 .into_iter()
                 .map(|p| (Class::OrphanedImage, p)),
+        );
+        found.extend(
+            unused_copies(root, &vms)
+                .into_iter()
+                .map(|p| (Class::UnusedImageCopy, p)),
         );
     }
     found.sort();
@@ -86,8 +111,14 @@ pub fn prune(root: &Root, options: PruneOptions) -> Result<PruneData> {
 
 fn delete(class: Class, path: &Path) -> Result<()> {
     let removed = match class {
-        Class::BrokenVm => std::fs::remove_dir_all(path),
+        Class::BrokenVm | Class::UnusedImageCopy => std::fs::remove_dir_all(path),
         Class::OrphanedImage | Class::PartialDownload => std::fs::remove_file(path),
+        // A directory, or a symlink (unlinked, never followed).
+        Class::OrphanedShare | Class::StagingLeftover => match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
+            Ok(_) => std::fs::remove_file(path),
+            Err(e) => Err(e),
+        },
     };
     match removed {
         Ok(()) => Ok(()),
@@ -120,6 +151,28 @@ fn partial_downloads(root: &Root, now: SystemTime) -> Result<Vec<PathBuf>> {
     Ok(crate::images::part::stale(&root.isos(), now))
 }
 
+/// `shared/<name>` entries (not hidden) for which no `<root>/<name>` exists: what a killed
+/// `rm` or `create` left. The caller holds the data-root lock, which create, clone and rm
+/// hold while they make or remove a share.
+fn orphaned_shares(root: &Root) -> Vec<PathBuf> {
+    let Some(shared) = root.shared("x").parent().map(Path::to_path_buf) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(&shared) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .filter(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            !name.starts_with('.') && std::fs::symlink_metadata(root.vm_dir(&name)).is_err()
+        })
+        .map(|entry| entry.path())
+        .collect();
+    found.sort();
+    found
+}
+
 /// Broken VM directories whose QEMU is not running.
 fn broken_vms(vms: &[Loaded]) -> Vec<PathBuf> {
     vms.iter()
@@ -130,51 +183,30 @@ fn broken_vms(vms: &[Loaded]) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Images in `isos/` that no VM names as its `iso` or `base`.
-fn orphaned_images(root: &Root, vms: &[Loaded]) -> Result<Vec<PathBuf>> {
-    let referenced: BTreeSet<PathBuf> = vms
-        .iter()
-        .flat_map(|loaded| references(root, loaded))
-        .collect();
-    Ok(image_files(root)?
-        .into_iter()
-        .filter(|path| !is_partial(path) && !referenced.contains(path))
-        .collect())
-}
-
-/// The image paths one VM uses; a broken VM's are read from its `iso = ` / `base = ` lines.
-fn references(root: &Root, loaded: &Loaded) -> Vec<PathBuf> {
-    let names = match loaded {
-        Loaded::Ok(vm) => vec![vm.config.iso.clone(), vm.config.base.clone()],
-        Loaded::Broken { dir, .. } => {
-            let text = crate::bounded::read_to_string(dir.join("vm.toml")).unwrap_or_default();
-            references_in_text(&text)
-        }
-    };
-    names
-        .into_iter()
-        .filter(|name| !name.is_empty())
-        .map(|name| resolve_image(root, &name))
+/// The files VMs are built on, by identity (two names of one file are one file).
+fn used_files(root: &Root, vms: &[Loaded]) -> BTreeSet<FileId> {
+    vms.iter()
+        .flat_map(|loaded| store::references(root, loaded))
+        .filter_map(|path| FileId::of(&path))
         .collect()
 }
 
-/// An absolute reference stays; a bare file name lives in `isos/`.
-fn resolve_image(root: &Root, name: &str) -> PathBuf {
-    let path = Path::new(name);
-    if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        root.isos().join(path)
-    }
+/// Images in `isos/` that no VM is built on.
+fn orphaned_images(root: &Root, vms: &[Loaded]) -> Result<Vec<PathBuf>> {
+    let used = used_files(root, vms);
+    Ok(image_files(root)?
+        .into_iter()
+        .filter(|path| !is_partial(path) && FileId::of(path).is_none_or(|id| !used.contains(&id)))
+        .collect())
 }
 
-/// Pulls `iso = "..."` and `base = "..."` values out of text that may not parse as TOML.
-fn references_in_text(text: &str) -> Vec<String> {
-    let pattern = regex::Regex::new(r#"(?m)^\s*(?:iso|base)\s*=\s*"([^"]*)""#)
-        .unwrap_or_else(|e| panic!("static regex: {e}"));
-    pattern
-        .captures_iter(text)
-        .map(|caps| caps[1].to_owned())
+/// Store entries whose copy no VM names.
+fn unused_copies(root: &Root, vms: &[Loaded]) -> Vec<PathBuf> {
+    let used = used_files(root, vms);
+    store::copies(root)
+        .into_iter()
+        .filter(|copy| !used.contains(&copy.id))
+        .map(|copy| copy.entry)
         .collect()
 }
 
@@ -182,16 +214,6 @@ fn references_in_text(text: &str) -> Vec<String> {
 mod tests {
     use super::*;
     use std::time::Duration;
-
-    #[test]
-    fn references_survive_a_broken_file() {
-        let text =
-            "name = \"x\"\niso = \"alpine.iso\"\n base = \"/r/isos/deb.qcow2\"\nmode = \"disk\n";
-        assert_eq!(
-            references_in_text(text),
-            ["alpine.iso", "/r/isos/deb.qcow2"]
-        );
-    }
 
     #[test]
     fn classes_sort_broken_orphaned_partial() {

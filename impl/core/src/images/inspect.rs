@@ -4,8 +4,10 @@
 //! file to the guest.
 //!
 //! Rules: a disk image (the cloudinit backend's base) must be qcow2, and every file in its
-//! backing chain must be a qcow2 in the image's own directory; an installer or live image
-//! (attached as a CD) must be raw, so it can name no other file at all.
+//! backing chain must be a qcow2 in the image's own directory; any other file a layer names
+//! (an external `data_file`, an extent, a child node) must sit there too; an installer or
+//! live image (attached as a CD) must be raw, so it can name no other file at all, and a path
+//! typed by the user must also carry the ISO 9660 signature.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -35,10 +37,74 @@ struct Layer {
     backing_filename: Option<String>,
 }
 
-/// Refuses an image whose real format or backing chain is unsafe for `usage`.
-pub fn check(env: &Env, image: &Path, usage: Use) -> Result<()> {
+/// Where the ISO 9660 primary volume descriptor's standard identifier sits.
+const ISO9660_OFFSET: u64 = 32769;
+const ISO9660_MAGIC: &[u8] = b"CD001";
+
+/// Refuses a file that is not an ISO 9660 image (`CD001` at byte 32769): an installer or live
+/// image is one, and anything else (a key, a database, `/etc/shadow`) must not become a CD.
+pub fn require_iso9660(image: &Path) -> Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut magic = [0u8; 5];
+    let read = std::fs::File::open(image).and_then(|mut file| {
+        file.seek(SeekFrom::Start(ISO9660_OFFSET))?;
+        file.read_exact(&mut magic)
+    });
+    if read.is_ok() && magic == ISO9660_MAGIC {
+        return Ok(());
+    }
+    Err(Error::InvalidSpec(format!(
+        "image {} is not an ISO 9660 image (no CD001 at byte {ISO9660_OFFSET}); a live or installer image must be an ISO",
+        image.display()
+    )))
+}
+
+/// The keys under which `qemu-img info` names a file: the layer itself, its backing file, an
+/// external data file, a vmdk extent, a child node.
+const FILE_KEYS: &[&str] = &[
+    "filename",
+    "backing-filename",
+    "full-backing-filename",
+    "data-file",
+];
+
+/// Every file name a layer's report mentions, at any depth.
+fn named_files(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, item) in map {
+                match item {
+                    serde_json::Value::String(name) if FILE_KEYS.contains(&key.as_str()) => {
+                        out.push(name.clone())
+                    }
+                    other => named_files(other, out),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|item| named_files(item, out)),
+        _ => {}
+    }
+}
+
+/// What an accepted image turned out to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Accepted {
+    /// It names no other file (no backing chain): a copy of it alone is the whole image.
+    pub self_contained: bool,
+}
+
+/// Refuses an image whose real format, backing chain or any other file it names is unsafe
+/// for `usage`.
+pub fn check(env: &Env, image: &Path, usage: Use) -> Result<Accepted> {
     let shown = image.display();
-    let chain = info_chain(env, image)?;
+    let reports = info_chain(env, image)?;
+    let chain: Vec<Layer> = reports
+        .iter()
+        .map(|v| {
+            serde_json::from_value(v.clone())
+                .map_err(|e| Error::Internal(format!("qemu-img info output: {e}")))
+        })
+        .collect::<Result<_>>()?;
     let Some(top) = chain.first() else {
         return Err(Error::InvalidSpec(format!(
             "image {shown}: qemu-img reported nothing"
@@ -63,6 +129,13 @@ pub fn check(env: &Env, image: &Path, usage: Use) -> Result<()> {
         .canonicalize()
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf));
+    let in_own_dir = |name: &str| {
+        let dir = Path::new(name)
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf));
+        own_dir.is_some() && dir == own_dir
+    };
     for (layer, next) in chain
         .iter()
         .zip(chain.iter().skip(1).map(Some).chain([None]))
@@ -74,11 +147,7 @@ pub fn check(env: &Env, image: &Path, usage: Use) -> Result<()> {
         else {
             continue;
         };
-        let backing_dir = Path::new(backing)
-            .canonicalize()
-            .ok()
-            .and_then(|p| p.parent().map(Path::to_path_buf));
-        if own_dir.is_none() || backing_dir != own_dir {
+        if !in_own_dir(backing) {
             return Err(Error::InvalidSpec(format!(
                 "image {shown} has a backing file outside its own directory; refusing it (qemu-img convert -O qcow2 flattens it)"
             )));
@@ -89,11 +158,46 @@ pub fn check(env: &Env, image: &Path, usage: Use) -> Result<()> {
             )));
         }
     }
-    Ok(())
+    // The top layer's own name aside (a file in isos/ may be a copy in the image store), any
+    // file a layer names must sit beside the image: an external data file is the guest's disk.
+    let mut named = Vec::new();
+    for (index, report) in reports.iter().enumerate() {
+        let mut files = Vec::new();
+        named_files(report, &mut files);
+        if index == 0 {
+            let own = report.get("filename").and_then(|f| f.as_str());
+            files.retain(|f| Some(f.as_str()) != own);
+        }
+        named.extend(files);
+    }
+    if let Some(outside) = named.iter().find(|name| !in_own_dir(name)) {
+        let what = if reports.iter().any(|r| {
+            r.pointer("/format-specific/data/data-file")
+                .and_then(|v| v.as_str())
+                == Some(outside)
+        }) {
+            "an external data file"
+        } else {
+            "a file"
+        };
+        return Err(Error::InvalidSpec(format!(
+            "image {shown} names {what} outside its own directory; refusing it (qemu-img convert -O qcow2 makes a self-contained copy)"
+        )));
+    }
+    Ok(Accepted {
+        self_contained: chain.len() == 1 && named.is_empty(),
+    })
 }
 
 /// `qemu-img info --backing-chain --output=json -U`, parsed.
-fn info_chain(env: &Env, image: &Path) -> Result<Vec<Layer>> {
+/// The size the guest sees of `image` (`qemu-img info`'s virtual size); `None` when qemu-img
+/// cannot say (then the caller has nothing to compare).
+pub fn virtual_size(env: &Env, image: &Path) -> Option<u64> {
+    let top = info_chain(env, image).ok()?.into_iter().next()?;
+    top.get("virtual-size")?.as_u64()
+}
+
+fn info_chain(env: &Env, image: &Path) -> Result<Vec<serde_json::Value>> {
     let tool = env.which("qemu-img").ok_or_else(|| Error::Tool {
         tool: "qemu-img".into(),
         message: "not found on PATH; install qemu-utils (or qemu-img)".into(),
@@ -124,15 +228,8 @@ fn info_chain(env: &Env, image: &Path) -> Result<Vec<Layer>> {
     // One image prints an object; a chain prints an array.
     let value: serde_json::Value = serde_json::from_slice(&output.stdout)
         .map_err(|e| Error::Internal(format!("qemu-img info output: {e}")))?;
-    let layers = match value {
+    Ok(match value {
         serde_json::Value::Array(items) => items,
         other => vec![other],
-    };
-    layers
-        .into_iter()
-        .map(|v| {
-            serde_json::from_value(v)
-                .map_err(|e| Error::Internal(format!("qemu-img info output: {e}")))
-        })
-        .collect()
+    })
 }

@@ -11,5 +11,6 @@ pub mod inspect;
 pub mod local;
 pub mod part;
 pub mod pull;
+pub mod store;
 
 pub use catalog::{Catalog, CatalogEntry, Checksum};

@@ -21,9 +21,10 @@ use stoat_wire::dto::{ProgressData, PullData};
 use super::catalog::{Catalog, CatalogEntry, Checksum};
 use super::checksum::{self, Expected};
 use super::local::PARTIAL_SUFFIX;
+use super::store;
 use crate::error::IoContext;
 use crate::proxy::{ProxyEnv, Route};
-use crate::{Cancel, Env, Error, EventSink, Result, Root};
+use crate::{lock, Cancel, Env, Error, EventSink, Result, Root};
 
 /// The stall window when `STOAT_PULL_STALL_SECS` is unset.
 pub const DEFAULT_STALL: Duration = Duration::from_secs(60);
@@ -39,6 +40,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// What a pull needs besides the catalog: where events go and when to give up.
 pub struct PullContext<'a> {
+    /// For the host tools a pull may run (`qemu-img rebase`, see images::store).
+    pub env: &'a Env,
     pub sink: &'a dyn EventSink,
     pub cancel: &'a Cancel,
     /// No bytes for this long is `download_stalled`.
@@ -77,14 +80,49 @@ pub fn pull(root: &Root, catalog: &Catalog, id: &str, cx: &PullContext) -> Resul
         downloaded: true,
         verified,
         checksum_available: verified,
+        fetched: false,
+    };
+    // One pull of a file at a time: a second waits, then finds the first one's file.
+    let store_dir = store::dir(root);
+    std::fs::create_dir_all(&store_dir).context(|| format!("create {}", store_dir.display()))?;
+    let lock_path = store_dir.join(format!(".pull-{}.lock", source.file));
+    let before = Seen::of(&target);
+    let (_pull_lock, waited) = match lock::try_exclusive(&lock_path)? {
+        Some(guard) => (guard, false),
+        None => (lock::exclusive(&lock_path)?, true),
     };
     if let Some(expected) = &source.expected {
         if target.is_file() && digest_of_file(&target, expected, cx.cancel)? == expected.hex {
+            store::mark_verified(root, &target)?;
             return Ok(answer);
         }
+    } else if waited && target.is_file() && Seen::of(&target) != before {
+        // Nothing can verify it, but it was fetched while this pull waited: it is the answer.
+        return Ok(answer);
     }
-    download(&isos, &source, id, cx)?;
-    Ok(answer)
+    download(root, &source, id, cx)?;
+    if verified {
+        store::mark_verified(root, &target)?;
+    }
+    Ok(PullData {
+        fetched: true,
+        ..answer
+    })
+}
+
+/// What a name shows at one moment: a rename over it, or a rewrite, changes it.
+#[derive(Debug, PartialEq, Eq)]
+struct Seen(Option<(store::FileId, u64, Option<std::time::SystemTime>)>);
+
+impl Seen {
+    fn of(path: &Path) -> Seen {
+        let meta = std::fs::metadata(path).ok();
+        Seen(
+            store::FileId::of(path)
+                .zip(meta)
+                .map(|(id, meta)| (id, meta.len(), meta.modified().ok())),
+        )
+    }
 }
 
 /// Where an image comes from once its catalog entry is resolved.
@@ -250,7 +288,9 @@ impl Drop for PartFile {
 
 /// Downloads into a part file, resuming `isos/<file>.partial` when there is one; renames to
 /// `isos/<file>` once the digest matches.
-fn download(isos: &Path, source: &Source, id: &str, cx: &PullContext) -> Result<()> {
+fn download(root: &Root, source: &Source, id: &str, cx: &PullContext) -> Result<()> {
+    let isos = root.isos();
+    let isos = isos.as_path();
     let partial = isos.join(format!("{}{PARTIAL_SUFFIX}", source.file));
     take_over_killed_parts(&partial, isos, source);
     let part = PartFile::create(isos, &source.file)?;
@@ -267,7 +307,13 @@ fn download(isos: &Path, source: &Source, id: &str, cx: &PullContext) -> Result<
     let outcome = transfer(&mut file, source, id, cx);
     drop(file);
     match outcome {
-        Ok(()) => part.rename_to(&isos.join(&source.file)),
+        Ok(()) => {
+            // Under the data-root lock, so no create pins the old file halfway.
+            let target = isos.join(&source.file);
+            let _root_lock = lock::exclusive(&root.lock_file())?;
+            store::protect_users(root, cx.env, &target, cx.cancel)?;
+            part.rename_to(&target)
+        }
         Err(err @ Error::ChecksumMismatch(_)) => Err(err),
         Err(err) => {
             let kept = std::fs::metadata(&part.path).map(|m| m.len()).unwrap_or(0);

@@ -21,7 +21,7 @@ pub fn clone(
     let _root_lock = lock::exclusive(&root.lock_file())?;
     let src = vm::load_ok(root, source)?;
     // Held while the disk is copied, so the source cannot start and write to it meanwhile.
-    let _source_lock = lock::exclusive(&src.dir.join(".lock"))?;
+    let _source_lock = lock::exclusive_in_vm(&src.dir)?;
     if src.running_pid().is_some() {
         return Err(Error::AlreadyRunning {
             name: src.name.clone(),

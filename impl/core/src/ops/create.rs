@@ -40,6 +40,8 @@ pub struct CreateSpec {
     pub allow_exec: bool,
     pub agent_access: Option<String>,
     pub display: Option<String>,
+    /// The opt-in: the guest reaches the host's loopback through its gateway.
+    pub host_loopback: bool,
     /// The absolute directory of the declaring stoat.toml, `""` outside a project.
     pub project: String,
     /// The declaration key in that stoat.toml, `""` outside a project.
@@ -56,6 +58,8 @@ pub fn create(root: &Root, env: &Env, spec: &CreateSpec) -> Result<StoredVm> {
     let _root_lock = lock::exclusive(&root.lock_file())?;
     refuse_taken(root, name)?;
     let mut config = config;
+    settle_image(root, env, &image, &mut config)?;
+    fit_disk_to_image(env, &image, spec.disk.is_some(), &mut config)?;
     config.sshport = ports::free_ssh_port(root)?;
     super::make_shared_dir(root, name)?;
     let disk_size = (config.mode == "disk").then(|| config.disk.clone());
@@ -90,21 +94,10 @@ fn plan(
 ) -> Result<VmConfig> {
     let (os, backend) = os_and_backend(spec, image)?;
     let mode = mode_for(&backend, spec.mode.as_deref())?;
-    if image.is_byo() {
-        use crate::images::inspect::{check, Use};
-        check(
-            env,
-            &image.path,
-            if mode == "cloud" {
-                Use::Disk
-            } else {
-                Use::Cdrom
-            },
-        )?;
-    }
-    let ram = pick(spec.ram_mb, DEFAULT_RAM_MB);
+    // An explicit 0 is a mistake to name, not a way to ask for the default.
+    let ram = spec.ram_mb.unwrap_or(DEFAULT_RAM_MB);
     super::check_ram(ram)?;
-    let cpus = pick(spec.cpus, DEFAULT_CPUS);
+    let cpus = spec.cpus.unwrap_or(DEFAULT_CPUS);
     super::check_cpus(cpus)?;
     let disk = disk_for(&mode, spec.disk.as_deref())?;
     let share = match &spec.share {
@@ -155,6 +148,7 @@ fn plan(
         console_password,
         allow_exec: Some(spec.allow_exec),
         agent_access,
+        host_loopback: spec.host_loopback,
         recipe_params,
         project: spec.project.clone(),
         key: spec.key.clone(),
@@ -162,8 +156,76 @@ fn plan(
     })
 }
 
-fn pick(given: Option<u32>, default: u32) -> u32 {
-    given.filter(|v| *v != 0).unwrap_or(default)
+/// The image the VM will really boot. What it names is inspected, unless it is a catalog
+/// download verified by checksum; then a self-contained file in `isos/` is pinned in the image
+/// store (so no later pull changes it) and the VM names the copy. Called under the data-root
+/// lock.
+fn settle_image(
+    root: &Root,
+    env: &Env,
+    image: &ResolvedImage,
+    config: &mut VmConfig,
+) -> Result<()> {
+    use crate::images::inspect::{self, Use};
+    use crate::images::store::{self, FileId};
+    let cloud = config.mode == "cloud";
+    let usage = if cloud { Use::Disk } else { Use::Cdrom };
+    if !store::in_isos(root, &image.path) {
+        // A path the user typed: it may name any host file, so it must show what it is.
+        if usage == Use::Cdrom {
+            inspect::require_iso9660(&image.path)?;
+        }
+        return inspect::check(env, &image.path, usage).map(|_| ());
+    }
+    // A CD is attached as raw, so a catalog ISO can name no other file; a disk can.
+    let verified =
+        !image.is_byo() && (usage == Use::Cdrom || store::is_verified(root, &image.path));
+    let inspected = FileId::of(&image.path);
+    let self_contained = verified || inspect::check(env, &image.path, usage)?.self_contained;
+    if !self_contained {
+        // A chain built in isos/ resolves its layers from there; it stays where it is.
+        return Ok(());
+    }
+    let copy = store::pin(root, &image.path, &crate::Cancel::default())?;
+    if !verified && FileId::of(&copy) != inspected {
+        // Replaced between the look and the pin (or copied across filesystems): look again.
+        if let Err(refused) = inspect::check(env, &copy, usage) {
+            store::drop_if_unused(root, &copy);
+            return Err(refused);
+        }
+    }
+    (config.iso, config.base) = store::recorded(root, &copy, cloud);
+    Ok(())
+}
+
+/// A cloud VM's disk is its image grown to `disk`: a size below the image's own would need
+/// a shrink, which loses data, so it is refused at create naming both sizes. Without
+/// `--disk`, an image larger than the default keeps its own size.
+fn fit_disk_to_image(
+    env: &Env,
+    image: &ResolvedImage,
+    asked: bool,
+    config: &mut VmConfig,
+) -> Result<()> {
+    if config.mode != "cloud" {
+        return Ok(());
+    }
+    let Some(image_bytes) = crate::images::inspect::virtual_size(env, &image.path) else {
+        return Ok(());
+    };
+    let disk_bytes = crate::size::parse_size(&config.disk)?;
+    if disk_bytes >= image_bytes {
+        return Ok(());
+    }
+    let needed = image_bytes.div_ceil(1 << 20);
+    if asked {
+        return Err(Error::InvalidSpec(format!(
+            "disk {} is smaller than the image it starts from ({} MiB); give --disk {needed}M or more",
+            config.disk, needed
+        )));
+    }
+    config.disk = format!("{needed}M");
+    Ok(())
 }
 
 /// The VM's OS and backend: inferred or overridden for a BYO image; the catalog's otherwise,

@@ -23,6 +23,8 @@ use crate::{Env, Error, Result};
 pub const MIN_RAM_MB: u32 = 256;
 /// The smallest number of vCPUs a VM may have.
 pub const MIN_CPUS: u32 = 1;
+/// The most vCPUs QEMU's x86 machines start without extra options.
+pub const MAX_CPUS: u32 = 255;
 
 /// The largest RAM a VM may have, in MB (1 TiB: beyond any host this runs on).
 pub const MAX_RAM_MB: u32 = 1 << 20;
@@ -35,7 +37,7 @@ pub const MAX_DISK_BYTES: u64 = 64 << 40;
 pub fn check_ram(ram_mb: u32) -> Result<()> {
     if ram_mb < MIN_RAM_MB {
         return Err(Error::InvalidSpec(format!(
-            "ram {ram_mb} MB is below the minimum of {MIN_RAM_MB} MB"
+            "ram {ram_mb} MB is below the minimum of {MIN_RAM_MB} MB (e.g. --ram 2048 or --ram 2G)"
         )));
     }
     if ram_mb > MAX_RAM_MB {
@@ -66,7 +68,12 @@ pub fn check_disk_size(text: &str) -> Result<u64> {
 pub fn check_cpus(cpus: u32) -> Result<()> {
     if cpus < MIN_CPUS {
         return Err(Error::InvalidSpec(format!(
-            "cpus {cpus}: a VM needs at least {MIN_CPUS}"
+            "cpus {cpus}: a VM needs at least {MIN_CPUS} (e.g. --cpus 2)"
+        )));
+    }
+    if cpus > MAX_CPUS {
+        return Err(Error::InvalidSpec(format!(
+            "cpus {cpus}: QEMU's x86 machine takes at most {MAX_CPUS} (e.g. --cpus 4)"
         )));
     }
     Ok(())
@@ -108,6 +115,17 @@ pub fn resolve_share(env: &Env, text: &str) -> Result<String> {
             .map_err(|e| Error::io("resolve the share against the current directory", e))?
             .join(expanded)
     };
+    // A symlink anywhere in the path is resolved now: the VM records, and QEMU exports, the
+    // directory the user saw, never what the link is later pointed at.
+    if std::fs::symlink_metadata(&absolute).is_ok() {
+        let real = absolute.canonicalize().map_err(|e| {
+            Error::ShareInvalid(format!(
+                "share {} cannot be resolved: {e}",
+                absolute.display()
+            ))
+        })?;
+        return path_text(&real);
+    }
     path_text(&absolute)
 }
 

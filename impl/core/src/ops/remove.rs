@@ -38,6 +38,8 @@ pub fn remove(root: &Root, name: &str) -> Result<()> {
             loaded.dir().display()
         )));
     }
+    // From here the VM goes: a cancel waits for the delete to end (see child::Finishing).
+    let _finishing = crate::child::finishing();
     // A VM directory that is a symlink is removed itself; its target is not ours.
     if std::fs::symlink_metadata(loaded.dir()).is_ok_and(|m| !m.is_dir()) {
         remove_dir_under(root.dir(), loaded.dir())?;

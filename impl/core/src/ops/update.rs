@@ -27,6 +27,8 @@ pub struct UpdateSpec {
     pub agent_access: Option<String>,
     pub allow_exec: Option<bool>,
     pub display: Option<String>,
+    /// The opt-in: the guest reaches the host's loopback through its gateway.
+    pub host_loopback: Option<bool>,
     /// Fields that can never change, with the value asked for: (`os`|`backend`|`mode`|`image`, value).
     pub immutable: Vec<(&'static str, String)>,
 }
@@ -43,6 +45,7 @@ impl UpdateSpec {
             && self.agent_access.is_none()
             && self.allow_exec.is_none()
             && self.display.is_none()
+            && self.host_loopback.is_none()
             && self.immutable.is_empty()
     }
 }
@@ -58,7 +61,7 @@ pub struct Updated {
 
 /// The flags update takes, for the "nothing to change" message.
 pub const UPDATE_FLAGS: &str =
-    "--ram, --cpus, --ssh-port, --disk, --share, --recipes, --agent-access, --allow-exec, --display";
+    "--ram, --cpus, --ssh-port, --disk, --share, --recipes, --agent-access, --allow-exec, --display, --host-loopback";
 
 /// Applies `spec` to VM `name`.
 pub fn update(root: &Root, env: &Env, name: &str, spec: &UpdateSpec) -> Result<Updated> {
@@ -148,10 +151,15 @@ fn planned_config(
     if let Some(pref) = &spec.display {
         new.display = super::check_display(pref)?;
     }
+    if let Some(allow) = spec.host_loopback {
+        new.host_loopback = allow;
+    }
     if let Some(port) = spec.ssh_port.filter(|p| *p != stored.config.sshport) {
         check_ssh_port(root, stored, port)?;
         new.sshport = port;
     }
+    // A port the user named stays put at `up`, even the one already in use.
+    new.sshport_pinned |= spec.ssh_port.is_some();
     if let Some(disk) = &spec.disk {
         new.disk = planned_disk(stored, disk, running)?;
     }
@@ -232,11 +240,28 @@ fn grow_disk(env: &Env, stored: &StoredVm, size: &str) -> Result<()> {
             size.as_ref(),
         ],
     );
+    // A qemu-img stopped by a cancel may have resized the disk before it died: the qcow2's
+    // header says whether the resize took, and a resize that took is done, not canceled.
+    let resized = match resized {
+        Err(Error::Canceled) if resize_took(&disk, size) => Ok(()),
+        other => other,
+    };
     if resized.is_err() {
         vm::resize_note::clear(&stored.dir);
     }
     crate::fault::point("resized");
     resized
+}
+
+/// Whether the qcow2 at `disk` has the virtual size `size` (or more) now.
+fn resize_took(disk: &std::path::Path, size: &str) -> bool {
+    match (
+        vm::resize_note::qcow2_virtual_size(disk),
+        crate::size::parse_size(size),
+    ) {
+        (Some(now), Ok(wanted)) => now >= wanted,
+        _ => false,
+    }
 }
 
 /// Returns, sorted, the wire names of the fields whose wire value differs.
@@ -252,6 +277,7 @@ pub fn changed_fields(old: &VmConfig, new: &VmConfig) -> Vec<String> {
     note(old.cpus != new.cpus, "cpus");
     note(old.disk != new.disk, "disk");
     note(old.display != new.display, "display");
+    note(old.host_loopback != new.host_loopback, "host_loopback");
     note(old.ram != new.ram, "ram");
     note(old.recipes != new.recipes, "recipes");
     note(old.share != new.share, "share");

@@ -15,10 +15,12 @@ use crate::Result;
 pub const STARTED: &str = "started";
 
 /// Runs `act` on each declaration in order; after the first failure the rest are skipped.
+/// `act` answers what it did (a few words, such as "started" or "not created"), which the
+/// human table shows beside `ok`.
 pub fn run(
     project: &Project,
     mut on_event: impl FnMut(&ProjectRunVm),
-    mut act: impl FnMut(&Declaration) -> Result<()>,
+    mut act: impl FnMut(&Declaration) -> Result<&'static str>,
 ) -> ProjectRun {
     let mut failed = false;
     let mut vms = Vec::with_capacity(project.vms.len());
@@ -28,13 +30,17 @@ pub fn run(
             name: decl.name.clone(),
             status: status.to_owned(),
             error,
+            done: None,
         };
         let outcome = if failed {
             row("skipped", None)
         } else {
             on_event(&row(STARTED, None));
             match act(decl) {
-                Ok(()) => row("ok", None),
+                Ok(done) => ProjectRunVm {
+                    done: Some(done),
+                    ..row("ok", None)
+                },
                 Err(err) => {
                     failed = true;
                     row("error", Some(err.message()))
@@ -90,7 +96,7 @@ mod tests {
                 if decl.key == "b" {
                     Err(Error::InvalidSpec("boom".into()))
                 } else {
-                    Ok(())
+                    Ok("started")
                 }
             },
         );
@@ -115,7 +121,7 @@ mod tests {
 
     #[test]
     fn an_empty_project_runs_nothing() {
-        let run = run(&project(&[]), |_| {}, |_| Ok(()));
+        let run = run(&project(&[]), |_| {}, |_| Ok("started"));
         assert!(run.vms.is_empty());
         assert!(!any_failed(&run));
     }

@@ -136,11 +136,16 @@ pub fn image_matches(
     config: &VmConfig,
 ) -> Option<bool> {
     let resolved = image_ref::resolve(root, env, &decl.image).ok()?;
-    Some(if config.mode == "cloud" {
-        config.base == resolved.path.display().to_string()
+    let recorded = if config.mode == "cloud" {
+        &config.base
     } else {
-        config.iso == resolved.iso
-    })
+        &config.iso
+    };
+    Some(crate::images::store::same_image(
+        root,
+        recorded,
+        &resolved.path,
+    ))
 }
 
 /// Why a VM cannot be made to match its declaration; the message names the field first.

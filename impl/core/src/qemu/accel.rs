@@ -89,6 +89,40 @@ pub fn ensure_usable_with(accel: Accel, kvm_device: &Path) -> Result<(), QemuErr
     }
 }
 
+/// Why a /dev/kvm that opens still cannot boot a stock guest kernel.
+pub const NO_HARDWARE_VIRTUALIZATION: &str = "it opens, but this CPU has no hardware \
+    virtualization (no vmx or svm flag): a nested or paravirtual KVM, which cannot boot stock \
+    guest kernels";
+
+/// What `up` and `doctor` both ask before kvm: the device opens read-write, and the CPU
+/// (`cpuinfo`, normally /proc/cpuinfo) has vmx or svm. QEMU accepts `-accel kvm` on a
+/// paravirtual KVM (such as PVM) and the guest then never boots: refusing at once, naming
+/// STOAT_ACCEL=tcg, beats a five-minute silent wait.
+pub fn ensure_bootable(accel: Accel, kvm_device: &Path, cpuinfo: &Path) -> Result<(), QemuError> {
+    ensure_usable_with(accel, kvm_device)?;
+    if accel == Accel::Kvm && !cpu_has_virtualization(cpuinfo) {
+        return Err(QemuError::KvmUnusable {
+            device: kvm_device.to_path_buf(),
+            reason: NO_HARDWARE_VIRTUALIZATION.into(),
+        });
+    }
+    Ok(())
+}
+
+/// True when the CPU flags in `cpuinfo` include `vmx` (Intel) or `svm` (AMD); an unreadable
+/// file counts as having them, so no host is refused on a guess.
+pub fn cpu_has_virtualization(cpuinfo: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(cpuinfo) else {
+        return true;
+    };
+    text.lines()
+        .filter(|line| line.starts_with("flags"))
+        .any(|line| {
+            line.split_whitespace()
+                .any(|flag| flag == "vmx" || flag == "svm")
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

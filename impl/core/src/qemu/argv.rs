@@ -22,6 +22,9 @@ pub struct VmPaths {
     pub monitor_socket: PathBuf,
     pub vnc_socket: PathBuf,
     pub console_log: PathBuf,
+    /// passt's pidfile and the socket QEMU's netdev connects to (qemu/passt.rs).
+    pub passt_pidfile: PathBuf,
+    pub passt_socket: PathBuf,
 }
 
 impl VmPaths {
@@ -32,6 +35,9 @@ impl VmPaths {
             monitor_socket: vm_dir.join("monitor.sock"),
             vnc_socket: vm_dir.join("vnc.sock"),
             console_log: vm_dir.join("console.log"),
+            passt_pidfile: vm_dir.join("passt.pid"),
+            // Short: passt keeps only 98 bytes of a socket path (qemu/passt.rs).
+            passt_socket: vm_dir.join("n.sock"),
         }
     }
 }
@@ -62,6 +68,9 @@ pub struct LaunchSpec {
     pub ssh_port: u16,
     /// Extra (host port, guest port) TCP forwards, also on 127.0.0.1.
     pub forwards: Vec<(u16, u16)>,
+    /// The guest reaches the host's loopback services through its gateway (the opt-in;
+    /// off by default). The network itself is passt's (qemu/passt.rs).
+    pub host_loopback: bool,
     pub display: Display,
     /// The VM's virtio disk (`<vm_dir>/disk.qcow2` in disk and cloud mode).
     pub disk: Option<PathBuf>,
@@ -97,6 +106,7 @@ impl LaunchSpec {
             accel,
             ssh_port: 2200,
             forwards: Vec::new(),
+            host_loopback: false,
             display: Display::Vnc,
             disk: None,
             cdrom: None,
@@ -166,10 +176,12 @@ pub fn build_argv(spec: &LaunchSpec) -> Result<Vec<String>, QemuError> {
         "chardev:con0",
     ]);
 
-    let mut netdev = format!("user,id=n0,hostfwd=tcp:127.0.0.1:{}-:22", spec.ssh_port);
-    for (host_port, guest_port) in &spec.forwards {
-        netdev.push_str(&format!(",hostfwd=tcp:127.0.0.1:{host_port}-:{guest_port}"));
-    }
+    // The network is a passt process (qemu/passt.rs) listening on this socket; it holds the
+    // ssh port and the forwards, so they are not in QEMU's argv.
+    let netdev = format!(
+        "stream,id=n0,server=off,addr.type=unix,addr.path={}",
+        implied_value("the network socket", &paths.passt_socket, true)?
+    );
     push(&["-netdev", &netdev, "-device", "virtio-net,netdev=n0"]);
 
     match spec.display {
@@ -315,9 +327,9 @@ fn invalid(what: &'static str, value: impl Into<String>, reason: &'static str) -
     }
 }
 
-/// The user forwards of an argv [`build_argv`] made, as (host, guest) pairs in order: every
-/// `hostfwd` of the user netdev after the first, which is the ssh port's. Empty for an argv
-/// with no such netdev (a process that is not this builder's QEMU).
+/// The user forwards of a QEMU argv with a user netdev (what stoat built before the network
+/// moved to passt: a VM started then may still run), as (host, guest) pairs in order: every
+/// `hostfwd` after the first, which is the ssh port's. Empty for an argv with no such netdev.
 pub fn forwards_of_argv(argv: &[String]) -> Vec<(u16, u16)> {
     let Some(netdev) = argv
         .windows(2)
@@ -421,13 +433,14 @@ mod tests {
     }
 
     #[test]
-    fn every_forward_is_a_loopback_hostfwd_on_the_one_netdev() {
+    fn the_one_netdev_is_passt_s_socket_and_no_forward_is_in_qemu_s_argv() {
         let argv = argv_of(&cloud_spec());
         let netdevs = value_after(&argv, "-netdev");
         assert_eq!(
             netdevs,
-            ["user,id=n0,hostfwd=tcp:127.0.0.1:2201-:22,hostfwd=tcp:127.0.0.1:8080-:80,hostfwd=tcp:127.0.0.1:5432-:5432"]
+            ["stream,id=n0,server=off,addr.type=unix,addr.path=/home/u/.stoat/web/n.sock"]
         );
+        assert!(!argv.iter().any(|arg| arg.contains("hostfwd")), "{argv:?}");
         assert_eq!(
             value_after(&argv, "-device")
                 .iter()
@@ -438,12 +451,16 @@ mod tests {
     }
 
     #[test]
-    fn the_forwards_read_back_from_an_argv_are_the_ones_it_was_built_with() {
-        let spec = cloud_spec();
-        assert_eq!(forwards_of_argv(&argv_of(&spec)), spec.forwards);
-        let mut none = cloud_spec();
-        none.forwards.clear();
-        assert!(forwards_of_argv(&argv_of(&none)).is_empty());
+    fn the_forwards_of_a_user_netdev_argv_read_back_in_order() {
+        let argv: Vec<String> = [
+            "-netdev",
+            "user,id=n0,hostfwd=tcp:127.0.0.1:2201-:22,hostfwd=tcp:127.0.0.1:8080-:80,hostfwd=tcp:127.0.0.1:5432-:5432",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        assert_eq!(forwards_of_argv(&argv), [(8080, 80), (5432, 5432)]);
+        assert!(forwards_of_argv(&argv_of(&cloud_spec())).is_empty());
         assert!(forwards_of_argv(&["sleep".into(), "300".into()]).is_empty());
     }
 

@@ -22,12 +22,21 @@ pub const QEMU_BINARY: &str = "qemu-system-x86_64";
 /// the daemon child holds the pipe until it has set itself up.
 const STDERR_GRACE: Duration = Duration::from_secs(5);
 
-/// Builds the argv for `spec` and starts QEMU with it. Returns the PID of the
-/// daemonized QEMU, read from its pidfile.
-pub fn start(qemu_binary: &OsStr, spec: &LaunchSpec) -> Result<u32, QemuError> {
+/// Builds the argv for `spec`, starts the VM's network (passt, qemu/passt.rs), then QEMU
+/// with it. Returns the PID of the daemonized QEMU, read from its pidfile. When QEMU does not
+/// start, the network it would have used is stopped again.
+pub fn start(
+    qemu_binary: &OsStr,
+    passt_binary: &OsStr,
+    spec: &LaunchSpec,
+) -> Result<u32, QemuError> {
     let argv = build_argv(spec)?;
+    super::passt::passt_argv(spec, 0, 0)?;
     mark_boot(&spec.paths().console_log)?;
-    start_with_argv(qemu_binary, &argv, &spec.paths().pidfile)
+    super::passt::start(passt_binary, spec)?;
+    start_with_argv(qemu_binary, &argv, &spec.paths().pidfile).inspect_err(|_| {
+        super::passt::stop(&spec.vm_dir);
+    })
 }
 
 /// The line that opens each boot in console.log (QEMU appends the serial output after it),
@@ -36,31 +45,63 @@ pub fn boot_separator(at: &str) -> String {
     format!("===== stoat: boot at {at} =====")
 }
 
-/// Appends [`boot_separator`] to the console log, on a line of its own.
+/// The most of a boot's console output kept once the next boot starts, in bytes: the last
+/// this many of it, in console.log.1 (docs/decisions/runtime.md "Guest-fed buffers").
+pub const PREVIOUS_BOOT_CAP: u64 = 4 << 20;
+
+/// Starts this boot's console log: the previous boot's log becomes console.log.1 (only
+/// its last [`PREVIOUS_BOOT_CAP`] bytes; an older one is dropped), and console.log opens
+/// anew with [`boot_separator`], so the logs of many boots never add up.
 fn mark_boot(console_log: &Path) -> Result<(), QemuError> {
     use std::io::Write;
-    let line = format!(
-        "{}{}\n",
-        if ends_mid_line(console_log) { "\n" } else { "" },
-        boot_separator(&crate::log::humanish_now())
-    );
+    keep_previous_boot(console_log)
+        .map_err(|error| QemuError::io("keep the previous boot's console log", error))?;
+    let line = format!("{}\n", boot_separator(&crate::log::humanish_now()));
     std::fs::OpenOptions::new()
         .create(true)
-        .append(true)
+        .write(true)
+        .truncate(true)
         .open(console_log)
         .and_then(|mut file| file.write_all(line.as_bytes()))
         .map_err(|error| QemuError::io("write the console log", error))
 }
 
-/// Whether the file's last byte is not a newline; only that byte is read (a console log of
-/// many boots can be large). A missing or unreadable file reads as "no".
-fn ends_mid_line(path: &Path) -> bool {
-    use std::io::{Seek, SeekFrom};
-    let Ok(mut file) = std::fs::File::open(path) else {
-        return false;
+/// The path the previous boot's console log is kept under.
+pub fn previous_boot_log(console_log: &Path) -> PathBuf {
+    let mut name = console_log.as_os_str().to_owned();
+    name.push(".1");
+    PathBuf::from(name)
+}
+
+/// Moves console.log to console.log.1, cut to its last [`PREVIOUS_BOOT_CAP`] bytes (from a
+/// line's start). No QEMU writes the file now: this runs before the boot's QEMU starts.
+fn keep_previous_boot(console_log: &Path) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut file = match std::fs::File::open(console_log) {
+        Ok(file) => file,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
     };
-    let mut last = [0u8; 1];
-    file.seek(SeekFrom::End(-1)).is_ok() && file.read_exact(&mut last).is_ok() && last[0] != b'\n'
+    let len = file.metadata()?.len();
+    let kept = previous_boot_log(console_log);
+    if len <= PREVIOUS_BOOT_CAP {
+        return std::fs::rename(console_log, &kept);
+    }
+    file.seek(SeekFrom::Start(len - PREVIOUS_BOOT_CAP))?;
+    let mut tail = Vec::with_capacity(PREVIOUS_BOOT_CAP as usize);
+    file.take(PREVIOUS_BOOT_CAP).read_to_end(&mut tail)?;
+    let from = tail.iter().position(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let partial = previous_boot_log(&kept);
+    let mut out = std::fs::File::create(&partial)?;
+    writeln!(
+        out,
+        "===== stoat: the first {} bytes of this boot's console output were dropped =====",
+        len - PREVIOUS_BOOT_CAP + from as u64
+    )?;
+    out.write_all(&tail[from..])?;
+    drop(out);
+    std::fs::rename(&partial, &kept)?;
+    std::fs::remove_file(console_log)
 }
 
 /// Runs `qemu_binary argv...`, which must daemonize and write `pidfile`.
@@ -160,10 +201,22 @@ pub fn is_qemu_of(pid: u32, vm_dir: &Path) -> bool {
         .any(|window| window == needle.as_slice())
 }
 
-/// The user forwards the running QEMU `pid` was started with, read from its command line
-/// (what is live, whatever vm.toml says now); `None` when that process is not readable.
-pub fn live_forwards(pid: u32) -> Option<Vec<(u16, u16)>> {
-    Some(super::argv::forwards_of_argv(&cmdline(pid)?))
+/// The user forwards the running VM (QEMU `pid` in `vm_dir`) was started with, read from the
+/// command line of its network process, passt (what is live, whatever vm.toml says now), or
+/// of a QEMU with a user netdev (started before the network moved to passt); `None` when
+/// neither is readable.
+pub fn live_forwards(vm_dir: &Path, pid: u32) -> Option<Vec<(u16, u16)>> {
+    let argv = cmdline(pid)?;
+    if has_user_netdev(&argv) {
+        return Some(super::argv::forwards_of_argv(&argv));
+    }
+    super::passt::live_forwards(vm_dir)
+}
+
+/// True for a QEMU argv whose network is QEMU's own user netdev.
+pub fn has_user_netdev(argv: &[String]) -> bool {
+    argv.windows(2)
+        .any(|pair| pair[0] == "-netdev" && pair[1].starts_with("user,"))
 }
 
 /// The argv of process `pid` (`/proc/<pid>/cmdline`), `None` when it is not readable.
@@ -291,25 +344,35 @@ mod tests {
     }
 
     #[test]
-    fn each_boot_opens_on_a_line_of_its_own() {
+    fn each_boot_opens_a_fresh_log_and_keeps_only_the_previous_one() {
         let dir = tempfile::tempdir().expect("tempdir");
         let log = dir.path().join("console.log");
+        let append = |bytes: &[u8]| {
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&log)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, bytes))
+                .expect("append")
+        };
         mark_boot(&log).expect("first boot");
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&log)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, b"login: "))
-            .expect("append");
+        append(b"first boot: login: ");
         mark_boot(&log).expect("second boot");
         let text = std::fs::read_to_string(&log).expect("read");
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 3, "{text:?}");
-        assert!(
-            lines[0].starts_with("===== stoat: boot at ")
-                && lines[2].starts_with("===== stoat: boot at ")
-        );
-        assert_eq!(lines[1], "login: ");
-        assert!(!ends_mid_line(&log) && !ends_mid_line(&dir.path().join("missing")));
+        assert!(text.starts_with("===== stoat: boot at ") && text.lines().count() == 1);
+        let previous = std::fs::read_to_string(previous_boot_log(&log)).expect("read .1");
+        assert!(previous.ends_with("\nfirst boot: login: "), "{previous:?}");
+        // A boot that wrote more than the cap is kept cut, from a line's start.
+        let line = [vec![b'x'; 999], b"\n".to_vec()].concat();
+        for _ in 0..(PREVIOUS_BOOT_CAP / 1000 + 10) {
+            append(&line);
+        }
+        append(b"last line\n");
+        mark_boot(&log).expect("third boot");
+        let kept = std::fs::read(previous_boot_log(&log)).expect("read .1");
+        assert!(kept.len() as u64 <= PREVIOUS_BOOT_CAP + 200);
+        assert!(kept.starts_with(b"===== stoat: the first "));
+        assert!(kept.ends_with(b"xx\nlast line\n"));
+        assert!(!previous_boot_log(&previous_boot_log(&log)).exists());
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Running QEMU: the command line (argv), the accelerator choice (accel),
-//! starting it and detecting whether it runs (launch), and the QMP monitor
+//! starting it and detecting whether it runs (launch), the guest network (passt), and the QMP monitor
 //! (qmp). Everything fails with [`QemuError`]. This module knows nothing of
 //! vm.toml, images or the wire: callers translate VMs into a [`LaunchSpec`]
 //! and errors into contract codes.
@@ -8,10 +8,12 @@ pub mod accel;
 pub mod argv;
 pub mod error;
 pub mod launch;
+pub mod passt;
 pub mod qmp;
 
 pub use accel::{ensure_usable, probe_kvm, Accel, KvmProbe};
 pub use argv::{build_argv, Display, LaunchSpec, VmPaths};
 pub use error::QemuError;
 pub use launch::{running, start, KillOnDrop, QEMU_BINARY};
+pub use passt::PASST_BINARY;
 pub use qmp::{Qmp, RunStatus, ScreenFormat};

@@ -21,7 +21,7 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use stoat_wire::dto::{ApplyData, ApplyDryRunData, LogData, StageData};
 
@@ -48,6 +48,14 @@ pub const SSH_WAIT: Duration = Duration::from_secs(90);
 pub const TCG_SSH_WAIT: Duration = Duration::from_secs(600);
 /// How long the first-boot check may wait for cloud-init to finish.
 const FIRST_BOOT_WAIT: Duration = Duration::from_secs(900);
+/// The most one recipe's outputs file may hold, in bytes; a larger one fails the recipe
+/// before anything is recorded (docs/decisions/runtime.md "Guest-fed buffers").
+pub const OUTPUTS_LIMIT: usize = 16 << 10;
+
+/// The most all of a VM's recorded outputs may add up to, in bytes: a quarter of the
+/// vm.toml limit, so outputs alone never make a VM unreadable.
+pub const ALL_OUTPUTS_LIMIT: usize = 256 << 10;
+
 /// How long reading outputs back may take.
 const READ_BACK: Duration = Duration::from_secs(30);
 /// How long the dry run's read of the first-boot markers may take.
@@ -137,7 +145,10 @@ fn first_boot_view(
         .get(&stored.config.os)
         .map(|g| g.escalate.clone())
         .unwrap_or_default();
-    let shell = GuestShell::new(root, env, stored, &escalate).ok()?;
+    // A guest that cannot be asked at once leaves the plan host-side: no waiting here.
+    let shell = GuestShell::new(root, env, stored, &escalate)
+        .ok()?
+        .retrying_for(Duration::ZERO);
     let captured = shell
         .capture(&list_markers(false), DRY_RUN_READ, cancel)
         .ok()?;
@@ -249,6 +260,7 @@ pub fn apply(
     let mut log = ProvisionLog::create(&stored, sink)?;
     let run = Run {
         root,
+        env,
         stored: &stored,
         catalog: &_catalog,
         registry: &registry,
@@ -377,6 +389,7 @@ impl Outcome {
 /// One apply in progress.
 struct Run<'a> {
     root: &'a Root,
+    env: &'a Env,
     stored: &'a StoredVm,
     catalog: &'a super::Catalog,
     registry: &'a Registry,
@@ -403,7 +416,7 @@ impl Run<'_> {
     ) -> Result<Outcome> {
         let port = self.stored.config.sshport;
         log.line(&format!("waiting for ssh on port {port}\u{2026}"));
-        wait_for_ssh(port, self.ssh_wait, self.cancel)?;
+        self.wait_for_login()?;
         let mut to_run: Vec<Step> = steps.into_iter().filter(|s| s.run).collect();
         let mut first_boot_only = false;
         if first_boot {
@@ -524,11 +537,24 @@ impl Run<'_> {
         file: &str,
     ) -> Result<std::collections::BTreeMap<String, String>> {
         let quoted = params::sh_quote(file);
+        // One byte more than the limit is read back, to tell a file over it.
         let captured = self.shell.capture(
-            &format!("cat {quoted} 2>/dev/null; rm -f {quoted} {quoted}.pid\n"),
+            &format!(
+                "head -c {} {quoted} 2>/dev/null; rm -f {quoted} {quoted}.pid\n",
+                OUTPUTS_LIMIT + 1
+            ),
             READ_BACK,
             self.cancel,
         )?;
+        if captured.stdout.len() > OUTPUTS_LIMIT {
+            return Err(self.failed(
+                &manifest.name,
+                format!(
+                    "its outputs are larger than {} KiB, the most stoat records for one recipe; nothing was recorded",
+                    OUTPUTS_LIMIT >> 10
+                ),
+            ));
+        }
         Ok(params::parse_outputs(manifest, &captured.stdout))
     }
 
@@ -572,6 +598,22 @@ impl Run<'_> {
             .config
             .applied
             .insert(step.name.clone(), applied_record(step, outputs, health));
+        let recorded: usize = fresh
+            .config
+            .applied
+            .values()
+            .flat_map(|a| a.outputs.iter())
+            .map(|(name, value)| name.len() + value.len())
+            .sum();
+        if recorded > ALL_OUTPUTS_LIMIT {
+            return Err(self.failed(
+                &step.name,
+                format!(
+                    "the VM's recorded outputs would reach {recorded} bytes, over the {} KiB stoat keeps in vm.toml; nothing was recorded",
+                    ALL_OUTPUTS_LIMIT >> 10
+                ),
+            ));
+        }
         if step.param_values.is_empty() {
             fresh.config.recipe_params.remove(&step.name);
         } else {
@@ -587,6 +629,8 @@ impl Run<'_> {
     /// lists `/var/lib/stoat/.applied`, and records each recipe found there as the seed ran
     /// it (the stored params, not this call's `--param`), unless it is already recorded.
     fn detect_first_boot(&self, log: &mut ProvisionLog) -> Result<Vec<String>> {
+        // The shell tries again a run that ssh could not start (an sshd restarting under
+        // cloud-init): reading no markers then would run the seeded recipes a second time.
         let captured = self
             .shell
             .capture(&list_markers(true), FIRST_BOOT_WAIT, self.cancel)?;
@@ -639,8 +683,22 @@ impl Run<'_> {
         let _ = self
             .shell
             .capture(&format!("{command}\n"), READ_BACK, self.cancel)?;
+        // The master's login went down with the guest; it may not have noticed yet.
+        crate::host::ssh_mux::close(self.env, self.stored);
         std::thread::sleep(Duration::from_secs(2));
-        wait_for_ssh(self.stored.config.sshport, self.ssh_wait, self.cancel)
+        self.wait_for_login()
+    }
+
+    /// Waits until stoat can log in to the guest (`runtime::login`: never a bare probe).
+    fn wait_for_login(&self) -> Result<()> {
+        crate::runtime::login::until_reachable(
+            self.root,
+            self.env,
+            self.stored,
+            self.ssh_wait,
+            self.cancel,
+        )
+        .map(|_| ())
     }
 }
 
@@ -671,24 +729,6 @@ fn exit_text(status: std::process::ExitStatus) -> String {
         (Some(code), _) => format!("exit status {code}"),
         (None, Some(signal)) => format!("killed by signal {signal}"),
         (None, None) => "ended abnormally".to_owned(),
-    }
-}
-
-/// Waits until 127.0.0.1:port answers with an SSH banner; `timeout` otherwise.
-pub fn wait_for_ssh(port: u16, limit: Duration, cancel: &Cancel) -> Result<()> {
-    let deadline = Instant::now() + limit;
-    loop {
-        cancel.check()?;
-        if crate::runtime::wait::ssh_banner(port) {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            return Err(Error::Timeout(format!(
-                "ssh on port {port} did not answer within {}s",
-                limit.as_secs()
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(500));
     }
 }
 

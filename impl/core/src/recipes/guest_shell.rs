@@ -7,6 +7,11 @@
 //! markers, health checks). A cancelled run sends SIGTERM to ssh, then SIGKILL after 5 s.
 //! These calls connect afresh, never through the VM's reused connection (`host::ssh_mux`): a
 //! multiplexed ssh hands its output pipe to the master, so killing it would not end our read.
+//!
+//! A fresh connection can land in the seconds a cloud image's sshd restarts under cloud-init.
+//! The remote command first writes exec's session mark (`runtime::session_mark`) to stderr, so
+//! a run whose ssh exits 255 without it never started the interpreter: it is run again, for up
+//! to [`BEFORE_SESSION_RETRY`], instead of reading as a failed script or an empty answer.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -16,12 +21,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::host::ssh_argv::ssh_args;
+use crate::runtime::session_mark::{self, MarkFilter, WRITE_MARK};
 use crate::vm::StoredVm;
 use crate::{keys, Cancel, Env, Error, Result, Root};
 
 /// How long a cancelled ssh gets between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(100);
+/// How long a run that ssh could not start is tried again by default.
+pub const BEFORE_SESSION_RETRY: Duration = Duration::from_secs(60);
+const RETRY_PAUSE: Duration = Duration::from_secs(1);
+/// What a capture keeps of ssh's stderr: enough for the mark and ssh's own few lines.
+const STDERR_KEPT: u64 = 64 << 10;
 
 /// How to reach one VM's shell.
 pub struct GuestShell {
@@ -30,6 +41,8 @@ pub struct GuestShell {
     /// Put before the interpreter words when the ssh user is not root (`sudo -n`).
     escalate: Vec<String>,
     path_var: String,
+    /// How long a run is tried again when ssh fails before any session.
+    retry_for: Duration,
 }
 
 /// How a captured run ended.
@@ -65,17 +78,38 @@ impl GuestShell {
             args: ssh_args(&key, vm),
             escalate,
             path_var: env.path_var().to_owned(),
+            retry_for: BEFORE_SESSION_RETRY,
         })
+    }
+
+    /// The same shell, trying a run that ssh could not start again for `retry_for` at most
+    /// (zero: never).
+    pub fn retrying_for(mut self, retry_for: Duration) -> GuestShell {
+        self.retry_for = retry_for;
+        self
     }
 
     fn command(&self, interpreter: &[&str]) -> Command {
         let mut command = Command::new(&self.ssh);
+        let watched = crate::host::ssh_argv::quote_remote_command(&[WATCHED.to_owned()]);
         command
             .args(&self.args)
+            .arg(WRITE_MARK.trim_end())
             .args(&self.escalate)
+            // The interpreter's words stay the last arguments, as they always were.
+            .args(["sh", "-c", watched.as_str(), "stoat"])
             .args(interpreter)
             .env("PATH", &self.path_var)
             .stdin(Stdio::piped());
+        // SAFETY: only prctl, async-signal-safe, between fork and exec.
+        unsafe {
+            use std::os::unix::process::CommandExt as _;
+            command.pre_exec(|| {
+                // A SIGKILLed stoat takes its ssh along, which ends the guest's watchdog wait.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
         command
     }
 
@@ -89,6 +123,27 @@ impl GuestShell {
         cancel: &Cancel,
         mut on_line: impl FnMut(&str),
     ) -> Result<ExitStatus> {
+        let deadline = Instant::now() + self.retry_for;
+        loop {
+            let (status, held) = self.stream_once(interpreter, body, cancel, &mut on_line)?;
+            if held.is_none() || !self.again(status.code(), deadline, cancel)? {
+                for line in held.unwrap_or_default().split_inclusive(|b| *b == b'\n') {
+                    on_line(&line_text(line));
+                }
+                return Ok(status);
+            }
+        }
+    }
+
+    /// One run of [`GuestShell::stream`]: its status, and what ssh said when no session
+    /// opened (`None` once one did: its lines went to `on_line`).
+    fn stream_once(
+        &self,
+        interpreter: &[&str],
+        body: &str,
+        cancel: &Cancel,
+        on_line: &mut impl FnMut(&str),
+    ) -> Result<(ExitStatus, Option<Vec<u8>>)> {
         let (reader, writer) = std::io::pipe().map_err(|e| Error::io("make a pipe for ssh", e))?;
         let writer_err = writer
             .try_clone()
@@ -101,20 +156,17 @@ impl GuestShell {
         let feeder = feed_stdin(&mut child, body);
         let watch = Watchdog::start(child.id(), cancel.clone());
         let mut lines = BufReader::new(reader);
+        let mut filter = MarkFilter::default();
         let mut buf = Vec::new();
         loop {
             buf.clear();
             match lines.read_until(b'\n', &mut buf) {
                 Ok(0) => break,
+                // Whole lines go in, so whole lines come out (the last may lack its `\n`).
                 Ok(_) => {
-                    let mut text = String::from_utf8_lossy(&buf).into_owned();
-                    if text.ends_with('\n') {
-                        text.pop();
+                    for line in filter.feed(&buf).split_inclusive(|b| *b == b'\n') {
+                        on_line(&line_text(line));
                     }
-                    if text.ends_with('\r') {
-                        text.pop();
-                    }
-                    on_line(&text);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(Error::io("read ssh output", e)),
@@ -125,24 +177,37 @@ impl GuestShell {
         let status = child.wait().map_err(|e| Error::io("wait for ssh", e))?;
         let _ = feeder.join();
         cancel.check()?;
-        Ok(status)
+        let held = (!filter.opened()).then(|| filter.into_held());
+        Ok((status, held))
     }
 
     /// Runs `body` with `sh -s` and collects stdout (stderr is dropped), killing ssh when
     /// `timeout` passes.
     pub fn capture(&self, body: &str, timeout: Duration, cancel: &Cancel) -> Result<Captured> {
+        let deadline = Instant::now() + self.retry_for;
+        loop {
+            let (captured, opened) = self.capture_once(body, timeout, cancel)?;
+            let code = captured.status.and_then(|s| s.code());
+            if opened || captured.status.is_none() || !self.again(code, deadline, cancel)? {
+                return Ok(captured);
+            }
+        }
+    }
+
+    /// One run of [`GuestShell::capture`], and whether its session opened.
+    fn capture_once(
+        &self,
+        body: &str,
+        timeout: Duration,
+        cancel: &Cancel,
+    ) -> Result<(Captured, bool)> {
         let mut command = self.command(&["sh", "-s"]);
-        command.stdout(Stdio::piped()).stderr(Stdio::null());
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = command.spawn().map_err(|e| Error::io("run ssh", e))?;
         let feeder = feed_stdin(&mut child, body);
-        let mut stdout = child.stdout.take();
-        let reader = std::thread::spawn(move || {
-            let mut out = Vec::new();
-            if let Some(stdout) = stdout.as_mut() {
-                let _ = stdout.read_to_end(&mut out);
-            }
-            out
-        });
+        // Bounded as every captured tool output is: the rest is read and dropped.
+        let stdout = drain(child.stdout.take(), crate::child::CAPTURE_LIMIT as u64);
+        let stderr = drain(child.stderr.take(), STDERR_KEPT);
         let deadline = Instant::now() + timeout;
         let status = loop {
             if let Some(status) = child.try_wait().map_err(|e| Error::io("wait for ssh", e))? {
@@ -156,17 +221,69 @@ impl GuestShell {
             std::thread::sleep(POLL.min(deadline.saturating_duration_since(Instant::now())));
         };
         let _ = feeder.join();
-        let out = reader.join().unwrap_or_default();
+        let out = stdout.join().unwrap_or_default();
+        let (opened, _) = session_mark::split(&stderr.join().unwrap_or_default());
         cancel.check()?;
-        Ok(Captured {
+        let captured = Captured {
             status,
             stdout: String::from_utf8_lossy(&out).into_owned(),
-        })
+        };
+        Ok((captured, opened))
+    }
+
+    /// After a run with no session: true when it should run again (ssh's own failure, 255,
+    /// while `deadline` has not passed), having paused first.
+    fn again(&self, code: Option<i32>, deadline: Instant, cancel: &Cancel) -> Result<bool> {
+        if code != Some(255) || Instant::now() + RETRY_PAUSE > deadline {
+            return Ok(false);
+        }
+        std::thread::sleep(RETRY_PAUSE);
+        cancel.check()?;
+        Ok(true)
     }
 }
 
+/// One line of output as text: a trailing `\n`, then `\r`, removed; invalid UTF-8 replaced.
+fn line_text(line: &[u8]) -> String {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    String::from_utf8_lossy(line).into_owned()
+}
+
+/// Reads a child's pipe to its end on a thread, keeping the first `limit` bytes.
+fn drain<R: Read + Send + 'static>(
+    pipe: Option<R>,
+    limit: u64,
+) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.by_ref().take(limit).read_to_end(&mut out);
+            let _ = std::io::copy(&mut pipe, &mut std::io::sink());
+        }
+        out
+    })
+}
+
+/// The guest side of every apply run (run by `sh -c`, after the escalation words, with the
+/// interpreter's words as its arguments). It reads the body (stdin, to its end) into a
+/// temporary file and runs the interpreter on it, in a session of its own (`setsid`, where
+/// the guest has it), so the script and everything it starts, double-forked children
+/// included, are one process group. A watchdog looks every second at the ssh server process
+/// serving this connection (the nearest `sshd`, `sshd-session` or `dropbear` above it): apply
+/// connects afresh for each run, so that process ends with the connection, as when stoat is
+/// SIGKILLed (its ssh dies with it), and the watchdog then stops the group (SIGTERM, SIGKILL
+/// 2 s later). The temporary file is removed either way.
+const WATCHED: &str = "f=$(mktemp /tmp/.stoat-apply.XXXXXX 2>/dev/null) || f=/tmp/.stoat-apply.$$; \
+cat >\"$f\" || { rm -f \"$f\"; exit 125; }; \
+if command -v setsid >/dev/null 2>&1; then setsid \"$@\" <\"$f\" & else \"$@\" <\"$f\" & fi; c=$!; \
+srv=; p=$$; while [ \"$p\" -gt 1 ] 2>/dev/null; do q=$p; read -r _ n _ p _ </proc/$q/stat 2>/dev/null || break; \
+case $n in '(sshd)'|'(sshd-session)'|'(dropbear)') srv=$q; break;; esac; done; w=; \
+if [ -n \"$srv\" ]; then { while [ -d /proc/$srv ]; do sleep 1; done; kill -TERM -$c 2>/dev/null || kill -TERM $c; rm -f \"$f\"; sleep 2; kill -KILL -$c 2>/dev/null; } >/dev/null 2>&1 </dev/null & w=$!; fi; \
+wait $c; s=$?; [ -z \"$w\" ] || kill $w 2>/dev/null; rm -f \"$f\"; exit $s";
+
 /// Writes the body to ssh's stdin from a thread (the output pipe must be drained meanwhile),
-/// then closes it so the interpreter sees the end of the script.
+/// then closes it so the guest side sees the end of the script.
 fn feed_stdin(child: &mut Child, body: &str) -> std::thread::JoinHandle<()> {
     let stdin = child.stdin.take();
     let body = body.to_owned();
@@ -190,6 +307,8 @@ impl Watchdog {
         let thread = std::thread::spawn(move || {
             while !flag.load(Ordering::SeqCst) {
                 if cancel.is_cancelled() {
+                    // Until ssh is gone the cancel is still at work (see child::Finishing).
+                    let _finishing = crate::child::finishing();
                     signal(pid, libc::SIGTERM);
                     let until = Instant::now() + GRACE;
                     while !flag.load(Ordering::SeqCst) && Instant::now() < until {

@@ -556,6 +556,46 @@ fn check_ident(table: &str, name: &str) -> std::result::Result<(), String> {
 }
 
 /// A script path stays inside the recipe directory.
+/// Reads a recipe file named by its manifest, only as a regular file inside the recipe's own
+/// directory: a symlink (at any component) that resolves outside it, a FIFO or a device is
+/// refused, so a recipe can never carry a host file into a guest. The error completes
+/// "<recipe>: ...".
+pub fn read_recipe_file(dir: &Path, relative: &str) -> std::result::Result<String, String> {
+    let inside = |real: &Path| {
+        dir.canonicalize()
+            .map(|own| real.starts_with(own))
+            .unwrap_or(false)
+    };
+    let real = dir
+        .join(relative)
+        .canonicalize()
+        .map_err(|e| format!("{relative}: {e}"))?;
+    if !inside(&real) {
+        return Err(format!(
+            "{relative} resolves outside the recipe directory; a recipe reads only its own files"
+        ));
+    }
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&real)
+        .map_err(|e| format!("{relative}: {e}"))?;
+    let meta = file.metadata().map_err(|e| format!("{relative}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{relative} is not a regular file"));
+    }
+    crate::bounded::read_to_string(&real).map_err(|e| format!("{relative}: {e}"))
+}
+
+/// Checks every script the manifest names with [`read_recipe_file`] (for `recipe add`).
+pub fn check_recipe_files(dir: &Path, manifest: &Manifest) -> std::result::Result<(), String> {
+    std::iter::once(&manifest.script)
+        .chain(manifest.scripts.values())
+        .filter(|file| !file.is_empty())
+        .try_for_each(|file| read_recipe_file(dir, file).map(|_| ()))
+}
+
 fn check_script_path(key: &str, path: &str) -> std::result::Result<(), String> {
     if path.is_empty() {
         return Err(format!("{key} is required"));

@@ -77,10 +77,8 @@ pub fn plan(
     let mut steps: Vec<Step> = Vec::new();
     for name in ordered {
         let (manifest, dir) = manifest_for(catalog, registry, &os, &name)?;
-        let script_file = dir.join(manifest.script_for(&os));
-        let script = crate::bounded::read_to_string(&script_file).map_err(|e| {
-            Error::RecipeNotApplicable(format!("{name}: read {}: {e}", script_file.display()))
-        })?;
+        let script = super::manifest::read_recipe_file(&dir, manifest.script_for(&os))
+            .map_err(|why| Error::RecipeNotApplicable(format!("{name}: {why}")))?;
         let hash = script_hash(&script);
         let mut param_values = vm
             .config

@@ -197,9 +197,33 @@ fn valid_manifest(dir: &Path, source: &str, commit: &str) -> Result<Manifest> {
             "{source} at {short} has no {MANIFEST_FILE} at its top level, so it is not a recipe"
         )));
     }
-    Manifest::load(dir).map_err(|err| {
-        Error::InvalidSpec(format!("{source} at {short} is not a valid recipe: {err}"))
-    })
+    let invalid = |why: String| {
+        Error::InvalidSpec(format!(
+            "{source} at {short} is not a valid recipe: {}",
+            relative_to_clone(&why, dir)
+        ))
+    };
+    let manifest = Manifest::load(dir).map_err(|err| invalid(err.to_string()))?;
+    super::manifest::check_recipe_files(dir, &manifest).map_err(|why| invalid(why.to_string()))?;
+    Ok(manifest)
+}
+
+/// `text` with the staging clone's own path taken out: a file of the recipe is named by
+/// its path inside the repository (`recipe.toml`, `scripts/x.sh`), never by where this
+/// data root keeps a clone for a moment (docs/decisions/recipes.md).
+fn relative_to_clone(text: &str, dir: &Path) -> String {
+    let mut text = text.to_owned();
+    let mut dirs = vec![dir.to_path_buf()];
+    if let Ok(real) = std::fs::canonicalize(dir) {
+        if real != dir {
+            dirs.push(real);
+        }
+    }
+    for dir in dirs {
+        let shown = dir.display().to_string();
+        text = text.replace(&format!("{shown}/"), "").replace(&shown, ".");
+    }
+    text
 }
 
 /// `name_taken` when the store already has `name` (pinned, cloned, or, in a project,

@@ -9,6 +9,14 @@ use super::tool;
 use crate::vm::StoredVm;
 use crate::{keys, Env, Error, Result, Root};
 
+/// A clone boots a copy of its source's disk under a new instance-id (`stoat-<name>`), and
+/// must not keep the source's machine-id (DHCP leases, journald and D-Bus key on it). Every
+/// boot (bootcmd) compares the instance the machine-id was made for, recorded on the disk,
+/// with cloud-init's current one; on a change it makes a new machine-id. The first boot ever
+/// only records it (systemd has just filled the image's empty machine-id). cloud-init's own
+/// previous-instance-id cannot tell: its second stage rewrites it to the current id.
+const NEW_MACHINE_ID: &str = "f=/var/lib/stoat/machine-id.instance; now=$(cat /var/lib/cloud/data/instance-id 2>/dev/null); [ -n \"$now\" ] || exit 0; if [ -f $f ] && [ \"$(cat $f)\" != \"$now\" ]; then rm -f /etc/machine-id; [ -L /var/lib/dbus/machine-id ] || rm -f /var/lib/dbus/machine-id; systemd-machine-id-setup; fi; mkdir -p /var/lib/stoat && echo \"$now\" > $f";
+
 /// What cloud-init merges documents with (upstream's value).
 const MERGE_HOW: &str = "list(append)+dict(recurse_list)";
 
@@ -168,6 +176,12 @@ pub fn user_data_with(stored: &StoredVm, pubkey: &str, recipes: Option<String>) 
         ));
     }
     users.push_str("ssh_pwauth: false\n");
+    // The guest resolves its own name (127.0.1.1), so `sudo` never warns that it cannot.
+    users.push_str("manage_etc_hosts: localhost\n");
+    users.push_str(&format!(
+        "bootcmd:\n  - [sh, -c, {}]\n",
+        quote(NEW_MACHINE_ID)
+    ));
     let mut mounts = String::from("mounts:\n");
     mounts.push_str(&mount_line("work", "/mnt/work", "rw"));
     if !stored.config.share.is_empty() {

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 
 use stoat_wire::dto::{CopyDirection, CpData};
 
-use super::{reach, Reached};
+use super::{reach, FirstContact, Reached};
 use crate::host::ssh_argv::{quote_remote_command, remote_spec, scp_args_with, ssh_args_with};
 use crate::host::ssh_mux::Mux;
 use crate::vm::StoredVm;
@@ -113,54 +113,84 @@ pub fn transfer(
         key,
         client: scp,
         mux,
-    } = reach(root, env, &request.vm, "scp", reach_wait, cancel)?;
+    } = reach(
+        root,
+        env,
+        &request.vm,
+        "scp",
+        FirstContact::LogIn,
+        reach_wait,
+        cancel,
+    )?;
     // One source costs no extra round trip: scp fails on a directory without copying
     // anything, and the guest is asked only then, to say why. Several are checked first.
     let several = request.sources.len() > 1;
     if several {
         check_guest_side(env, &key, &mux, &stored, request)?;
     }
-    let route = mux.route();
-    let mut command = Command::new(scp);
-    route.configure(&mut command);
-    command.args(scp_args_with(&key, &stored, route.options()));
-    if request.recursive {
-        command.arg("-r");
-    }
-    if to_guest {
-        command
-            .args(&locals)
-            .arg(remote_spec(&stored, &request.destination));
+    // One scp per guest source when copying from the guest: scp opens a session per remote
+    // source anyway, and a dropbear guest closes a session that opens while the last one is
+    // still closing (about one two-source copy in four through a reused connection), which
+    // an scp of its own per source never does: it ends only once its session has.
+    // Local paths stay OsStrings: a file name that is not UTF-8 reaches scp as it is.
+    let batches: Vec<Vec<std::ffi::OsString>> = if to_guest {
+        vec![locals.iter().map(|l| l.clone().into_os_string()).collect()]
     } else {
-        command
-            .args(
-                request
-                    .sources
-                    .iter()
-                    .map(|path| remote_spec(&stored, path)),
-            )
-            .arg(&locals[0]);
+        request
+            .sources
+            .iter()
+            .map(|path| vec![remote_spec(&stored, path).into()])
+            .collect()
+    };
+    let mut failures = Vec::new();
+    for batch in &batches {
+        let run_scp = || -> Result<std::process::Output> {
+            let route = mux.route();
+            let mut command = Command::new(&scp);
+            route.configure(&mut command);
+            command.args(scp_args_with(&key, &stored, route.options()));
+            if request.recursive {
+                command.arg("-r");
+            }
+            command.args(batch);
+            if to_guest {
+                command.arg(remote_spec(&stored, &request.destination));
+            } else {
+                command.arg(&locals[0]);
+            }
+            command.env("PATH", env.path_var()).stdin(Stdio::null());
+            crate::child::output(&mut command, crate::child::Group::Own)
+                .map_err(|e| e.into_error(&format!("{}: scp", stored.name)))
+        };
+        let mut output = run_scp()?;
+        if !output.status.success() && !request.recursive && connection_dropped(&output.stderr) {
+            // The session dropped under scp (a guest's sshd or a loaded host): plain files
+            // copied again are the same files, so one more try cannot leave anything half done
+            // that the first did not. A tree is not copied twice (scp -r would nest it).
+            cancel.check()?;
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            if !mux.answers() {
+                super::login::until_reachable(root, env, &stored, reach_wait, cancel)?;
+            }
+            output = run_scp()?;
+        }
+        if !output.status.success() {
+            // Like one scp of every source: the others are still copied, then it fails.
+            let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
+            failures.push(if stderr.is_empty() {
+                output.status.to_string()
+            } else {
+                stderr
+            });
+        }
     }
-    command.env("PATH", env.path_var()).stdin(Stdio::null());
-    let output = crate::child::output(&mut command, crate::child::Group::Own)
-        .map_err(|e| e.into_error(&format!("{}: scp", stored.name)))?;
-    drop(route);
-    if !output.status.success() {
+    if !failures.is_empty() {
         if !several {
             check_guest_side(env, &key, &mux, &stored, request)?;
         }
-        let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
         return Err(Error::Tool {
             tool: "scp".into(),
-            message: format!(
-                "{}: {}",
-                stored.name,
-                if stderr.is_empty() {
-                    output.status.to_string()
-                } else {
-                    stderr
-                }
-            ),
+            message: format!("{}: {}", stored.name, failures.join("; ")),
         });
     }
     let record = |local: &Path, remote: &str| CpData {
@@ -181,6 +211,12 @@ pub fn transfer(
             .map(|remote| record(&locals[0], remote))
             .collect()
     })
+}
+
+/// True when scp says its connection went away (not that a file was refused).
+fn connection_dropped(stderr: &[u8]) -> bool {
+    let said = String::from_utf8_lossy(stderr);
+    said.contains("Connection closed") || said.contains("Connection reset")
 }
 
 /// What the host alone can tell is wrong: a local directory without `-r`; several sources

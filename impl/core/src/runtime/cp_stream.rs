@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 
 use stoat_wire::dto::CopyDirection;
 
-use super::{reach, Reached};
+use super::{reach, FirstContact, Reached};
 use crate::child::{self, Group};
 use crate::host::ssh_argv::{quote_remote_command, ssh_args_with};
 use crate::{vm, Cancel, Env, Error, Result, Root};
@@ -39,7 +39,15 @@ pub fn stream(
         key,
         client: ssh,
         mux,
-    } = reach(root, env, &request.vm, "ssh", reach_wait, cancel)?;
+    } = reach(
+        root,
+        env,
+        &request.vm,
+        "ssh",
+        FirstContact::LogIn,
+        reach_wait,
+        cancel,
+    )?;
     let route = mux.route();
     let mut command = Command::new(ssh);
     route.configure(&mut command);

@@ -22,7 +22,7 @@ pub fn down(root: &Root, env: &Env, name: &str) -> Result<Vm> {
     // The VM's lock first: a `down` during an `up` still starting waits for it to settle
     // (running or not), then decides.
     let dir = vm::load_ok(root, name)?.dir;
-    let _guard = lock::exclusive(&dir.join(".lock"))?;
+    let _guard = lock::exclusive_in_vm(&dir)?;
     let (stored, pid) = load_running(root, name)?;
     ssh_mux::close(env, &stored);
     let how = stop(&dir, pid, &stored, powerdown_timeout(env));
@@ -34,6 +34,29 @@ pub fn down(root: &Root, env: &Env, name: &str) -> Result<Vm> {
     Ok(vm::load_ok(root, name)?.to_wire(env))
 }
 
+/// Undoes the start of an `up` that was cancelled (Ctrl-C while it waited for the guest or
+/// applied): the QEMU it started stops at once (QMP `quit`, then SIGTERM), as the guest
+/// never finished booting for the user. Best effort: the cancel answers either way.
+pub fn stop_canceled_start(root: &Root, env: &Env, name: &str) {
+    let _finishing = crate::child::finishing();
+    let Ok(dir) = vm::load_ok(root, name).map(|stored| stored.dir) else {
+        return;
+    };
+    let Ok(_guard) = lock::exclusive_in_vm(&dir) else {
+        return;
+    };
+    let Ok((stored, pid)) = load_running(root, name) else {
+        return;
+    };
+    ssh_mux::close(env, &stored);
+    let how = stop(&dir, pid, &stored, Duration::ZERO);
+    log::append(
+        root,
+        "info",
+        &format!("up {} canceled: pid={pid} {how}", stored.name),
+    );
+}
+
 fn powerdown_timeout(env: &Env) -> Duration {
     env.get("STOAT_DOWN_TIMEOUT_SECS")
         .and_then(|text| text.trim().parse::<u64>().ok())
@@ -41,8 +64,24 @@ fn powerdown_timeout(env: &Env) -> Duration {
         .unwrap_or(DEFAULT_POWERDOWN_TIMEOUT)
 }
 
-/// Escalates until QEMU is gone; returns how it went (for the log).
+/// Escalates until QEMU is gone, then makes sure its network process (passt) went too;
+/// returns how it went (for the log).
 fn stop(dir: &std::path::Path, pid: u32, stored: &vm::StoredVm, grace: Duration) -> &'static str {
+    let how = stop_qemu(dir, pid, stored, grace);
+    if !qemu::launch::is_qemu_of(pid, dir) {
+        // passt ends by itself once QEMU's connection closes; a short wait, then by PID.
+        qemu::passt::wait_gone(dir, Duration::from_secs(1));
+        qemu::passt::stop(dir);
+    }
+    how
+}
+
+fn stop_qemu(
+    dir: &std::path::Path,
+    pid: u32,
+    stored: &vm::StoredVm,
+    grace: Duration,
+) -> &'static str {
     if let Ok(mut qmp) = connect_qmp(stored) {
         if qmp.system_powerdown().is_ok() && qemu::launch::wait_stopped(dir, pid, grace) {
             return "powered off";

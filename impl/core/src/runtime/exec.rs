@@ -1,10 +1,11 @@
 //! `exec`: run a command in the guest over the system `ssh` (docs/contract.md behaviour#ssh). The guest
 //! argv travels as ONE remote-command argument, each word single-quoted byte for byte, so it
-//! survives the guest's shell unchanged (non-UTF-8 bytes included). Before connecting, exec
-//! waits (bounded) for a VM that is running but whose ssh does not answer yet, so a command
-//! right after `up --no-wait` runs instead of failing on the connection, and an ssh that fails
-//! before any session (`runtime::session_mark` tells) is tried again within the same bound.
-//! The call goes through the VM's reused connection when it can (`host::ssh_mux`).
+//! survives the guest's shell unchanged (non-UTF-8 bytes included). exec's own login is how it
+//! learns the guest is ready (no separate probe, see `runtime::login`): an ssh that fails
+//! before any session (`runtime::session_mark` tells) is tried again within a bound, so a
+//! command right after `up --no-wait` runs instead of failing on the connection. The call
+//! goes through the VM's reused connection when it can, and becomes it when there is none
+//! (`host::ssh_mux`).
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -12,13 +13,13 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::login::last_line;
 use super::session_mark::{self, MarkFilter, WRITE_MARK};
-use super::{reach, wait, Reached};
+use super::{reach, FirstContact, Reached};
 use crate::child::{self, Group};
 use crate::host::ssh_argv::{quote_remote_argv, ssh_args_with};
-use crate::host::ssh_mux::{Mux, Route};
-use crate::vm::StoredVm;
-use crate::{keys, Cancel, Env, Error, Result, Root};
+use crate::host::ssh_mux::Route;
+use crate::{Cancel, Env, Error, Result, Root};
 
 /// How long exec (unless told otherwise) and cp wait for a running VM's ssh to answer before they give up.
 pub const REACH_WAIT: Duration = Duration::from_secs(120);
@@ -49,7 +50,9 @@ pub struct ExecOutput {
     pub stderr: Vec<u8>,
 }
 
-/// Runs `command` in `name`.
+/// Runs `command` in `name`; `waiting` is called once, when the guest did not take the first
+/// login and exec starts waiting for it (a note for a person watching).
+#[allow(clippy::too_many_arguments)]
 pub fn exec(
     root: &Root,
     env: &Env,
@@ -58,6 +61,7 @@ pub fn exec(
     streams: Streams,
     reach_wait: Duration,
     cancel: &Cancel,
+    waiting: &dyn Fn(),
 ) -> Result<ExecOutput> {
     if command.is_empty() {
         return Err(Error::InvalidSpec("exec needs a command to run".into()));
@@ -68,7 +72,15 @@ pub fn exec(
         key,
         client: ssh,
         mux,
-    } = reach(root, env, name, "ssh", reach_wait, cancel)?;
+    } = reach(
+        root,
+        env,
+        name,
+        "ssh",
+        FirstContact::ItsOwnLogin,
+        reach_wait,
+        cancel,
+    )?;
     let pid_file = guest_pid_file();
     let ssh_to = |route: &Route, remote: OsString| {
         let mut command = Command::new(&ssh);
@@ -79,11 +91,16 @@ pub fn exec(
             .env("PATH", env.path_var());
         command
     };
+    let mut said_waiting = false;
     let (status, stdout, stderr) = loop {
         let route = mux.route();
         let mut ssh_cmd = ssh_to(
             &route,
-            recording_pid(&pid_file, &quote_remote_argv(command)),
+            recording_pid(
+                &pid_file,
+                &quote_remote_argv(command),
+                streams == Streams::Capture,
+            ),
         );
         let ran = match streams {
             // The terminal stays stoat's: ssh shares its process group to read it. The guest's
@@ -98,7 +115,9 @@ pub fn exec(
                 )
             }
             Streams::Capture => {
-                ssh_cmd.stdin(Stdio::null());
+                // A pipe stoat never writes and holds open while ssh runs: its end (stoat
+                // gone, even by SIGKILL) is what the guest's watchdog waits for.
+                ssh_cmd.stdin(Stdio::piped());
                 child::output(&mut ssh_cmd, Group::Own).map(|output| {
                     (
                         output.status,
@@ -131,19 +150,22 @@ pub fn exec(
         // again while the reach wait lasts, and is an error after it, never a guest status.
         if Instant::now() >= deadline {
             return Err(Error::Timeout(format!(
-                "{} answers on its ssh port {} but no session opened within {}: {}",
+                "{} is running but stoat could not log in over ssh (port {}) within {}: {}",
                 stored.name,
                 stored.config.sshport,
                 humantime::format_duration(reach_wait),
                 last_line(&stderr)
             )));
         }
+        if !said_waiting {
+            waiting();
+            said_waiting = true;
+        }
         std::thread::sleep(RETRY_PAUSE.min(deadline.saturating_duration_since(Instant::now())));
-        wait::until_reachable(
-            &stored,
-            deadline.saturating_duration_since(Instant::now()),
-            cancel,
-        )?;
+        cancel.check()?;
+        if crate::qemu::running(&stored.dir).is_none() {
+            return Err(Error::NotRunning { name: stored.name });
+        }
     };
     if streams == Streams::Inherit {
         // What ssh said before a session that then opened was passed on with the guest's
@@ -184,24 +206,6 @@ fn pass_guest_stderr(mut pipe: std::process::ChildStderr) -> MarkFilter {
     filter
 }
 
-/// The last line ssh wrote, for a message.
-fn last_line(stderr: &[u8]) -> String {
-    let text = String::from_utf8_lossy(stderr);
-    text.lines()
-        .rev()
-        .find(|line| !line.trim().is_empty())
-        .unwrap_or("ssh gave no reason")
-        .trim()
-        .to_owned()
-}
-
-/// True when `stored`'s ssh answers now: its reused connection's master, else a banner on
-/// its port. The master is asked first: that costs the guest nothing.
-pub fn answers_now(root: &Root, env: &Env, stored: &StoredVm) -> bool {
-    let master = keys::ensure(root, env).is_ok_and(|key| Mux::for_vm(&key, stored).answers());
-    master || wait::ssh_banner(stored.config.sshport)
-}
-
 /// Where the guest shell running this exec's command records its PID.
 fn guest_pid_file() -> String {
     let nanos = std::time::SystemTime::now()
@@ -211,21 +215,47 @@ fn guest_pid_file() -> String {
     format!("/tmp/.stoat-exec.{}.{nanos}", std::process::id())
 }
 
-/// The remote command: the guest's shell records its PID (so a cancel can stop what it
-/// runs), runs the quoted argv, forgets the PID and passes the status on.
-fn recording_pid(pid_file: &str, quoted: &std::ffi::OsStr) -> OsString {
+/// The remote command. The guest command runs in a session of its own (`setsid`, where the
+/// guest has it), so it and everything it starts, double-forked children included, form one
+/// process group, whose id the shell records (so a cancel can stop it). With `watch` (the
+/// captured form, whose ssh stdin is a pipe stoat holds open and never writes), a watchdog
+/// reads that stdin: its end means stoat is gone, killed or not, and the watchdog stops the
+/// group (SIGTERM, SIGKILL 2 s later) and removes the PID file. The guest command itself
+/// reads /dev/null then, as before. Then the status is passed on.
+fn recording_pid(pid_file: &str, quoted: &std::ffi::OsStr, watch: bool) -> OsString {
     // Quietly: a guest without a writable /tmp still runs the command, just uncancellable.
-    let mut remote = OsString::from(format!("{WRITE_MARK}echo $$ 2>/dev/null >{pid_file}; "));
+    let mut remote = OsString::from(format!(
+        "{WRITE_MARK}exec 3<&0; if command -v setsid >/dev/null 2>&1; then set -- setsid; else set --; fi; \"$@\" sh -c '\"$@\"' sh "
+    ));
     remote.push(quoted);
-    remote.push(format!("; s=$?; rm -f {pid_file}; exit $s"));
+    // An asynchronous command reads /dev/null unless told otherwise: without the watch, the
+    // session's stdin (the user's, in a terminal) is the command's, as it always was.
+    remote.push(if watch {
+        " 3<&- </dev/null & "
+    } else {
+        " <&3 3<&- & "
+    });
+    remote.push(format!("c=$!; echo $c 2>/dev/null >{pid_file}; "));
+    if watch {
+        remote.push(format!(
+            "{{ while read -r _; do :; done; kill -TERM -$c 2>/dev/null || kill -TERM $c; rm -f {pid_file}; sleep 2; kill -KILL -$c 2>/dev/null; }} <&3 >/dev/null 2>&1 & w=$!; "
+        ));
+    }
+    remote.push("exec 3<&-; wait $c; s=$?; ");
+    if watch {
+        remote.push("kill $w 2>/dev/null; ");
+    }
+    remote.push(format!("rm -f {pid_file}; exit $s"));
     remote
 }
 
 /// The remote command that stops a cancelled exec: the recorded shell and everything below
 /// it (listed first: once the shell dies they are orphans).
 fn stop_recorded(pid_file: &str) -> OsString {
+    // The recorded id leads the command's process group where the guest has setsid: the
+    // group goes at once; the walk below reaches what runs without one.
     OsString::from(format!(
-        "p=$(cat {pid_file} 2>/dev/null) || exit 0; rm -f {pid_file}; \
+        "p=$(cat {pid_file} 2>/dev/null) || exit 0; rm -f {pid_file}; kill -TERM -$p 2>/dev/null; \
 kids() {{ pgrep -P \"$1\" 2>/dev/null || for s in /proc/[0-9]*/stat; do read -r c _ _ pp _ < \"$s\" && [ \"$pp\" = \"$1\" ] && echo \"$c\"; done 2>/dev/null; }}; \
 all=$p; todo=$p; while [ -n \"$todo\" ]; do next=; for q in $todo; do next=\"$next $(kids $q)\"; done; todo=$(echo $next); all=\"$all $todo\"; done; \
 kill -TERM $all 2>/dev/null; exit 0"

@@ -8,6 +8,7 @@ pub mod cp_stream;
 pub mod down;
 pub mod exec;
 pub mod kernel;
+pub mod login;
 pub mod screenshot;
 pub mod session_mark;
 pub mod tarball;
@@ -51,14 +52,27 @@ pub(crate) struct Reached {
     pub mux: Mux,
 }
 
-/// Loads `name`, which must be running, finds `client` (ssh or scp), and waits up to
-/// `reach_wait` for the guest's ssh to answer, unless its reused connection's master answers
-/// (it holds a live login: no need to probe the guest's sshd). What exec, cp and `cp -` share.
+/// How a call that reaches into the guest first learns the guest can take it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FirstContact {
+    /// Log in first (`login`), unless the VM's master answers: for a call that may do half
+    /// its work before a connection drops (scp).
+    LogIn,
+    /// The call's own login is the check: it tells a failure before any session apart and
+    /// tries again (exec).
+    ItsOwnLogin,
+}
+
+/// Loads `name`, which must be running, finds `client` (ssh or scp), and, for
+/// [`FirstContact::LogIn`], waits up to `reach_wait` until stoat can log in, unless the VM's
+/// reused connection's master answers (it holds a live login). A login made here becomes
+/// that master, so the call that follows goes through it. What exec, cp and `cp -` share.
 pub(crate) fn reach(
     root: &Root,
     env: &crate::Env,
     name: &str,
     client: &str,
+    first: FirstContact,
     reach_wait: Duration,
     cancel: &crate::Cancel,
 ) -> Result<Reached> {
@@ -66,8 +80,8 @@ pub(crate) fn reach(
     let key = crate::keys::ensure(root, env)?;
     let client = tool(env, client, "openssh-client")?;
     let mux = Mux::for_vm(&key, &stored);
-    if !mux.answers() {
-        wait::until_reachable(&stored, reach_wait, cancel)?;
+    if first == FirstContact::LogIn && !mux.answers() {
+        login::until_reachable(root, env, &stored, reach_wait, cancel)?;
     }
     Ok(Reached {
         stored,

@@ -12,36 +12,70 @@ use std::path::{Path, PathBuf};
 use stoat_wire::dto::Vm;
 
 use super::{apkovl, cloudinit};
-use crate::qemu::{self, Accel, LaunchSpec, VmPaths, QEMU_BINARY};
+use crate::qemu::{self, Accel, LaunchSpec, VmPaths, PASST_BINARY, QEMU_BINARY};
 use crate::vm::{self, StoredVm};
-use crate::{display, lock, log, Env, Error, Result, Root};
+use crate::{display, lock, log, ports, Env, Error, Result, Root};
 
 /// A disk VM whose disk grew past this has finished its install (upstream's rule).
 const INSTALLED_DISK_BYTES: u64 = 10 * 1024 * 1024;
 
-/// Starts `name` and returns the VM re-read afterwards (its state is authoritative).
-pub fn up(root: &Root, env: &Env, name: &str) -> Result<Vm> {
+/// What `up` started.
+#[derive(Debug)]
+pub struct Started {
+    /// The VM re-read afterwards (its state is authoritative).
+    pub vm: Vm,
+    /// Its ssh port, when up had to move it (`ports::settle_ssh_port`).
+    pub moved: Option<ports::Moved>,
+}
+
+/// Starts `name`. A port stoat picked that something else took is moved first, and once more
+/// when it was taken in the moment between the check and QEMU's bind.
+pub fn up(root: &Root, env: &Env, name: &str) -> Result<Started> {
+    let mut moved = ports::settle_ssh_port(root, name)?;
+    let vm = match start(root, env, name) {
+        Err(error) if is_start_failure(&error) && lost_port(root, name) => {
+            moved = ports::settle_ssh_port(root, name)?.or(moved);
+            start(root, env, name)?
+        }
+        other => other?,
+    };
+    Ok(Started { vm, moved })
+}
+
+fn is_start_failure(error: &Error) -> bool {
+    error.code() == stoat_wire::ErrorCode::QemuStartFailed
+}
+
+fn lost_port(root: &Root, name: &str) -> bool {
+    vm::load_ok(root, name).is_ok_and(|stored| ports::ssh_port_lost(&stored))
+}
+
+/// Starts `name` and returns the VM re-read afterwards.
+fn start(root: &Root, env: &Env, name: &str) -> Result<Vm> {
     let stored = vm::load_ok(root, name)?;
-    let _guard = lock::exclusive(&stored.dir.join(".lock"))?;
+    let _guard = lock::exclusive_in_vm(&stored.dir)?;
     crate::fault::pause("up-locked");
     if qemu::running(&stored.dir).is_some() {
         return Err(Error::AlreadyRunning { name: stored.name });
     }
     let accel = Accel::parse(env.get(qemu::accel::ACCEL_ENV))?;
-    // STOAT_KVM_DEVICE points the probe elsewhere: the only way to test `kvm_unusable` on a
-    // host whose /dev/kvm opens.
-    let kvm_device = env
-        .get("STOAT_KVM_DEVICE")
-        .unwrap_or(qemu::accel::KVM_DEVICE);
-    qemu::accel::ensure_usable_with(accel, Path::new(kvm_device))?;
+    qemu::accel::ensure_bootable(
+        accel,
+        crate::host::doctor::kvm_device_path(env),
+        crate::host::doctor::cpuinfo_path(env),
+    )?;
     let binary = env.which(QEMU_BINARY).ok_or_else(|| {
         Error::QemuMissing(format!(
             "{QEMU_BINARY} not found on PATH; install qemu-system-x86"
         ))
     })?;
+    let passt = env.which(PASST_BINARY).ok_or_else(|| Error::Tool {
+        tool: PASST_BINARY.into(),
+        message: "passt not found on PATH: it is the VM's network; install passt".into(),
+    })?;
     let host_share = check_share(&stored)?;
     let work_share = prepare_work_share(root, &stored.name)?;
-    crate::ports::ensure_free(&stored)?;
+    ports::ensure_free(&stored)?;
     let stored = mark_installed_if_grown(stored)?;
     let mut spec = LaunchSpec::new(&stored.dir, &work_share, accel);
     spec.host_share_dir = host_share;
@@ -54,6 +88,7 @@ pub fn up(root: &Root, env: &Env, name: &str) -> Result<Vm> {
         .iter()
         .map(|f| (f.hostport, f.guestport))
         .collect();
+    spec.host_loopback = stored.config.host_loopback;
     spec.display =
         match display::display_for(&stored.config.display, display::graphical_session(env)) {
             stoat_wire::dto::Display::Window => qemu::Display::Window,
@@ -61,7 +96,7 @@ pub fn up(root: &Root, env: &Env, name: &str) -> Result<Vm> {
         };
     attach_media(root, env, &stored, &mut spec)?;
     remove_stale_sockets(&stored.dir);
-    let pid = qemu::start(binary.as_os_str(), &spec)?;
+    let pid = qemu::start(binary.as_os_str(), passt.as_os_str(), &spec)?;
     log::append(
         root,
         "info",

@@ -51,9 +51,17 @@ pub struct VmConfig {
     pub installed: bool,
     pub share: String,
     pub sshport: u16,
+    /// Set when the user chose the ssh port (`update --ssh-port`): `up` never moves it. A port
+    /// stoat picked moves at `up` when something else took it meanwhile.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sshport_pinned: bool,
     pub recipes: Vec<String>,
     pub display: String,
     pub forwards: Vec<ForwardConfig>,
+    /// The opt-in to let the guest reach services on the host's loopback through its gateway
+    /// (10.0.2.2). Absent or false: it cannot (docs/decisions/runtime.md "Guest network").
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub host_loopback: bool,
     pub backend: String,
     /// Absolute path of the cloud base image.
     pub base: String,

@@ -132,6 +132,7 @@ impl Reader {
                 "installed" => config.installed = value.bool()?,
                 "share" => config.share = value.string()?,
                 "sshport" => config.sshport = value.int()?,
+                "sshport_pinned" => config.sshport_pinned = value.bool()?,
                 "recipes" => config.recipes = value.strings()?,
                 "display" => config.display = value.string()?,
                 "forwards" => {
@@ -141,6 +142,7 @@ impl Reader {
                     }
                     self.forwards_key = true;
                 }
+                "host_loopback" => config.host_loopback = value.bool()?,
                 "backend" => config.backend = value.string()?,
                 "base" => config.base = value.string()?,
                 "sshuser" => config.sshuser = value.string()?,

@@ -42,7 +42,7 @@ pub fn reconcile(vm_dir: &Path, recorded: &str) -> Option<String> {
 
 /// The virtual size in a qcow2 header (the number `qemu-img info` reports), or `None`
 /// when the file is missing or not a qcow2.
-fn qcow2_virtual_size(disk: &Path) -> Option<u64> {
+pub(crate) fn qcow2_virtual_size(disk: &Path) -> Option<u64> {
     let mut header = [0u8; 32];
     std::fs::File::open(disk)
         .ok()?

@@ -126,12 +126,16 @@ pub struct HelpData {
 }
 
 /// `exec` data. Each stream is text when UTF-8, else base64 with `*_encoding`, never both.
+/// A stream cut at the capture limit says so with `*_truncated: true` (an additive field,
+/// absent when nothing was cut; docs/decisions/runtime.md "Guest-fed buffers").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecData {
     pub vm: String,
     pub exit_code: i32,
     pub stdout: StreamBytes,
     pub stderr: StreamBytes,
+    pub stdout_truncated: bool,
+    pub stderr_truncated: bool,
 }
 
 impl Serialize for ExecData {
@@ -141,6 +145,12 @@ impl Serialize for ExecData {
         map.serialize_entry("exit_code", &self.exit_code)?;
         self.stdout.serialize_fields("stdout", &mut map)?;
         self.stderr.serialize_fields("stderr", &mut map)?;
+        if self.stdout_truncated {
+            map.serialize_entry("stdout_truncated", &true)?;
+        }
+        if self.stderr_truncated {
+            map.serialize_entry("stderr_truncated", &true)?;
+        }
         map.end()
     }
 }
@@ -157,11 +167,25 @@ mod tests {
             exit_code: 0,
             stdout: StreamBytes::from_bytes(vec![0xff, 0xfe, 0x00, 0x01]),
             stderr: StreamBytes::from_bytes(Vec::new()),
+            stdout_truncated: false,
+            stderr_truncated: false,
         };
         assert_eq!(
             serde_json::to_value(&data).unwrap(),
             json!({"vm":"w","exit_code":0,"stdout_base64":"//4AAQ==","stdout_encoding":"base64","stderr":""})
         );
+        let cut = ExecData {
+            stderr_truncated: true,
+            ..data
+        };
+        assert_eq!(
+            serde_json::to_value(&cut).unwrap()["stderr_truncated"],
+            true
+        );
+        assert!(serde_json::to_value(&cut)
+            .unwrap()
+            .get("stdout_truncated")
+            .is_none());
     }
 
     #[test]

@@ -40,4 +40,8 @@ pub struct PullData {
     pub downloaded: bool,
     pub verified: bool,
     pub checksum_available: bool,
+    /// Whether this pull fetched the bytes (false: a copy already on disk served), for the
+    /// human line only; the wire's `downloaded` says the image is on disk either way.
+    #[serde(skip)]
+    pub fetched: bool,
 }

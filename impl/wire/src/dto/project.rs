@@ -50,6 +50,10 @@ pub struct ProjectRunVm {
     pub status: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What an `ok` did to this VM ("started", "already running", "not created"), for the
+    /// human table only: the wire's status is the contract's `ok`.
+    #[serde(skip)]
+    pub done: Option<&'static str>,
 }
 
 /// The data of `up`, `down`, `apply`, `wait` and `rm` at project scope.

@@ -201,7 +201,7 @@ pub struct FakeCall {
     pub argv: Vec<String>,
     /// Stdin as read (only when a rule asked to read it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stdin: Option<crate::capture::Bytes>,
+    pub stdin: Option<crate::bytes::Bytes>,
     /// For qemu: the daemon's pid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub daemon_pid: Option<u32>,

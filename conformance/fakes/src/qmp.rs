@@ -18,6 +18,11 @@ use super::script::{FakeCall, QemuScript};
 pub struct Control {
     pub script: QemuScript,
     pub snapshots: Mutex<Vec<String>>,
+    /// The qcow2 drive, whose snapshots these are: `savevm`/`delvm`/`info snapshots` read and
+    /// write its sidecar as the fake `qemu-img` does, since qemu keeps them in the qcow2 (so
+    /// a snapshot saved while running lists after the VM stops, and one saved stopped lists
+    /// while it runs). `None`: no qcow2 drive, the snapshots live in memory.
+    pub disk: Option<PathBuf>,
     /// Pidfile and sockets to remove on exit, as qemu does.
     pub cleanup: Vec<PathBuf>,
 }
@@ -46,10 +51,22 @@ impl Control {
         });
     }
 
-    fn lock_snapshots(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
-        self.snapshots
+    /// Runs `act` on the snapshot tags (loaded from the disk's sidecar, written back after).
+    fn with_snapshots<R>(&self, act: impl FnOnce(&mut Vec<String>) -> R) -> R {
+        let mut held = self
+            .snapshots
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Some(disk) = &self.disk else {
+            return act(&mut held);
+        };
+        let mut tags = crate::qemu_img::load_snapshots(&disk.to_string_lossy());
+        let before = tags.clone();
+        let out = act(&mut tags);
+        if tags != before {
+            crate::qemu_img::store_snapshots(&disk.to_string_lossy(), &tags);
+        }
+        out
     }
 
     /// Runs one HMP command line; returns its text output.
@@ -71,28 +88,31 @@ impl Control {
                 )
             }
             ("savevm", tag) => {
-                let mut snapshots = self.lock_snapshots();
-                if !snapshots.iter().any(|t| t == tag) {
-                    snapshots.push(tag.to_string());
-                }
+                self.with_snapshots(|snapshots| {
+                    if !snapshots.iter().any(|t| t == tag) {
+                        snapshots.push(tag.to_string());
+                    }
+                });
                 String::new()
             }
-            ("loadvm", tag) if self.lock_snapshots().iter().any(|t| t == tag) => String::new(),
+            ("loadvm", tag) if self.with_snapshots(|s| s.iter().any(|t| t == tag)) => String::new(),
             ("loadvm", tag) => {
                 format!("Error: Snapshot '{tag}' does not exist in one or more devices\r\n")
             }
             ("delvm", tag) => {
-                let mut snapshots = self.lock_snapshots();
-                let before = snapshots.len();
-                snapshots.retain(|t| t != tag);
-                if snapshots.len() == before {
+                let removed = self.with_snapshots(|snapshots| {
+                    let before = snapshots.len();
+                    snapshots.retain(|t| t != tag);
+                    snapshots.len() != before
+                });
+                if !removed {
                     format!("Error: Snapshot '{tag}' does not exist in one or more devices\r\n")
                 } else {
                     String::new()
                 }
             }
             ("info", "snapshots") => {
-                let snapshots = self.lock_snapshots();
+                let snapshots = self.with_snapshots(|s| s.clone());
                 if snapshots.is_empty() {
                     "There is no snapshot available.\r\n".to_string()
                 } else {

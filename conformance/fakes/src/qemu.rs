@@ -4,15 +4,16 @@
 //! serves QMP and the human monitor ([`super::qmp`]), writes the pidfile once listening, and
 //! exits on `system_powerdown`/`quit`, removing its pidfile and sockets. Like a booted guest,
 //! the daemon answers an SSH banner on the host port forwarded to guest port 22 (unless the
-//! script says `"no_ssh": true`), so "reachable" comes at once. Two switches in the
+//! script says `"no_ssh": true`), so "reachable" comes at once. A `-netdev stream` client on a
+//! unix socket (passt's) is connected at start, as QEMU does (nobody listening: the start
+//! fails), and held until the daemon exits; the fake `passt` ([`super::passt`]) then answers
+//! the forwarded ports. Two switches in the
 //! environment serve impl tests: `STOAT_FAKE_QEMU_ARGV` records the argv to a file, and
 //! `STOAT_FAKE_QEMU_NO_MONITOR=1` opens no monitor socket, so only signals stop it
 //! (`STOAT_FAKE_QEMU_NO_SSH=1` is the script's `no_ssh`, for a test that scripts other tools).
 
 use std::os::unix::net::UnixListener;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -29,6 +30,34 @@ pub struct QemuArgs {
     pub daemonize: bool,
     /// Host ports forwarded to guest port 22 (`-netdev user,...,hostfwd=tcp:ADDR:PORT-:22`).
     pub ssh_ports: Vec<u16>,
+    /// The first `-drive file=...,format=qcow2` (its snapshots are the monitor's).
+    pub qcow2: Option<PathBuf>,
+    /// The unix socket of a `-netdev stream,server=off,addr.type=unix,addr.path=PATH` (a
+    /// network process such as passt listens there; the daemon connects and stays connected).
+    pub stream_socket: Option<PathBuf>,
+}
+
+/// The `addr.path` of a client `stream` netdev on a unix socket.
+fn stream_socket(netdev: &str) -> Option<PathBuf> {
+    let rest = netdev.strip_prefix("stream,")?;
+    if rest.split(',').any(|part| part == "server=on") {
+        return None;
+    }
+    // A path's commas are doubled in QEMU's option syntax.
+    let at = rest.find("addr.path=")? + "addr.path=".len();
+    let mut path = String::new();
+    let mut chars = rest[at..].chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ',' {
+            if chars.peek() == Some(&',') {
+                chars.next();
+            } else {
+                break;
+            }
+        }
+        path.push(c);
+    }
+    Some(PathBuf::from(path))
 }
 
 /// The host ports of every `hostfwd=tcp:[ADDR]:PORT-[ADDR]:22` in a netdev value.
@@ -52,6 +81,18 @@ fn unix_path(spec: &str) -> Option<PathBuf> {
     Some(PathBuf::from(rest.split(',').next().unwrap_or(rest)))
 }
 
+/// The file of a `-drive` value that names `format=qcow2`.
+fn qcow2_file(drive: &str) -> Option<PathBuf> {
+    let parts: Vec<&str> = drive.split(',').collect();
+    if !parts.contains(&"format=qcow2") {
+        return None;
+    }
+    parts
+        .iter()
+        .find_map(|p| p.strip_prefix("file="))
+        .map(PathBuf::from)
+}
+
 pub fn parse_args(args: &[String]) -> QemuArgs {
     let mut parsed = QemuArgs::default();
     let mut index = 0;
@@ -61,9 +102,15 @@ pub fn parse_args(args: &[String]) -> QemuArgs {
             "-pidfile" => parsed.pidfile = value.map(PathBuf::from),
             "-qmp" => parsed.qmp = value.and_then(|v| unix_path(v)),
             "-monitor" => parsed.monitor = value.and_then(|v| unix_path(v)),
-            "-netdev" | "-nic" => parsed
-                .ssh_ports
-                .extend(value.map(|v| ssh_forwards(v)).unwrap_or_default()),
+            "-drive" if parsed.qcow2.is_none() => parsed.qcow2 = value.and_then(|v| qcow2_file(v)),
+            "-netdev" | "-nic" => {
+                parsed
+                    .ssh_ports
+                    .extend(value.map(|v| ssh_forwards(v)).unwrap_or_default());
+                if let Some(socket) = value.and_then(|v| stream_socket(v)) {
+                    parsed.stream_socket = Some(socket);
+                }
+            }
             "-daemonize" => {
                 parsed.daemonize = true;
                 index += 1;
@@ -104,33 +151,9 @@ pub fn run(args: &[String]) -> i32 {
     if !parsed.daemonize {
         return serve(&parsed, args);
     }
-    let Ok(exe) = std::env::current_exe() else {
-        super::emit(&[], b"stoat-fake qemu: cannot find myself\n");
-        return 1;
-    };
-    let mut command = Command::new(exe);
-    command
-        .arg("--qemu-daemon")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    // SAFETY: setsid is async-signal-safe; the daemon leaves stoat's session and process group.
-    unsafe {
-        command.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    let mut child = match command.spawn() {
+    let mut child = match super::daemon::spawn("qemu", "--qemu-daemon", args) {
         Ok(child) => child,
-        Err(error) => {
-            super::emit(
-                &[],
-                format!("stoat-fake qemu: cannot daemonize: {error}\n").as_bytes(),
-            );
-            return 1;
-        }
+        Err(status) => return status,
     };
     // Like qemu -daemonize: the parent returns once the child is ready (pidfile written).
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -221,7 +244,23 @@ fn serve(parsed: &QemuArgs, args: &[String]) -> i32 {
         cleanup.push(p.clone());
         bind(p)
     });
-    if !script.qemu.no_ssh && !switched_on(super::QEMU_NO_SSH_ENV) {
+    // Like QEMU, a stream netdev whose socket nobody listens on fails the start; the
+    // connection is held for the daemon's life (its end tells the network process we went).
+    // Its first line says whether this guest has an sshd (stoat-fake's passt reads it; a real
+    // network process would take it for a frame and drop it).
+    let guest_ssh = !script.qemu.no_ssh && !switched_on(super::QEMU_NO_SSH_ENV);
+    let _network = match &parsed.stream_socket {
+        Some(socket) => match std::os::unix::net::UnixStream::connect(socket) {
+            Ok(mut stream) => {
+                use std::io::Write as _;
+                let _ = writeln!(stream, "{}", super::passt::guest_line(guest_ssh));
+                Some(stream)
+            }
+            Err(_) => return 1,
+        },
+        None => None,
+    };
+    if guest_ssh {
         for port in &parsed.ssh_ports {
             serve_banners(*port);
         }
@@ -244,6 +283,7 @@ fn serve(parsed: &QemuArgs, args: &[String]) -> i32 {
     let control = Arc::new(Control {
         script: script.qemu.clone(),
         snapshots: Mutex::new(Vec::new()),
+        disk: parsed.qcow2.clone(),
         cleanup,
     });
     for listener in [

@@ -1,7 +1,11 @@
 //! Owns the fake `ssh` and `scp`: parse the OpenSSH argv, log it, then answer with scripted
 //! bytes and exit status, or (ssh, `run_locally`) hand the remote command to `/bin/sh -c`
 //! exactly as sshd hands it to the login shell (with `path_map`, guest paths moved to local
-//! ones in the command and its stdin). Default: exit 0, no output.
+//! ones in the command and its stdin). Default: exit 0, no output. With
+//! `STOAT_FAKE_SSH_CONNECT=1`, like the real clients, both first reach the server: nothing
+//! answering an SSH banner on the named port is exit 255 with ssh's own words, so a guest that
+//! never booted is never reachable. The remote
+//! command `true` (a login check) is answered by a rule only when the rule names a condition.
 
 use std::io::Read as _;
 use std::os::unix::ffi::OsStrExt as _;
@@ -47,15 +51,25 @@ pub fn run_ssh(args: &[String]) -> i32 {
     let script = FakeScript::load();
     let (_destination, command) = split_ssh_args(args);
     let remote_command = command.join(" ");
-    let rule = script.find("ssh", args).cloned().unwrap_or_default();
+    // `true` is how a client checks it can log in before its work; a rule that names no
+    // condition scripts the guest's commands, not that check, which answers as any shell.
+    let rule = script
+        .find("ssh", args)
+        .filter(|rule| !(command == ["true"] && rule.when == Default::default()))
+        .cloned()
+        .unwrap_or_default();
     let stdin = read_stdin_if(&rule);
     log::append(&FakeCall {
         tool: "ssh".into(),
         argv: args.to_vec(),
-        stdin: stdin.clone().map(crate::capture::Bytes),
+        stdin: stdin.clone().map(crate::bytes::Bytes),
         remote_command: Some(remote_command.clone()),
         ..Default::default()
     });
+    if let Err(refused) = connect(args, 'p') {
+        eprintln!("ssh: {refused}");
+        return 255;
+    }
     delay(&rule);
     if rule.run_locally {
         // Like sshd: the words are joined with spaces and parsed again by the shell.
@@ -134,6 +148,10 @@ pub fn run_scp(args: &[String]) -> i32 {
         argv: args.to_vec(),
         ..Default::default()
     });
+    if let Err(refused) = connect(args, 'P') {
+        eprintln!("ssh: {refused}\r\nscp: Connection closed");
+        return 255;
+    }
     delay(&rule);
     // From the guest: write the scripted stdout bytes to the local destination.
     let operands: Vec<&String> = operands_after_options(args, "cFiJloPSX");
@@ -149,6 +167,56 @@ pub fn run_scp(args: &[String]) -> i32 {
         }
     }
     answer(&rule)
+}
+
+/// With `STOAT_FAKE_SSH_CONNECT=1`, like the real client, reaches the server before anything
+/// else: the port given by
+/// `-p`/`-P` (`port_flag`) or `-o Port=` must answer on 127.0.0.1 with an SSH banner (the
+/// fake QEMU serves one on its forwarded ssh port, as a booted guest does). A control
+/// command (`-O`) talks to a master, not to the server; no port named, nothing to check.
+fn connect(args: &[String], port_flag: char) -> Result<(), String> {
+    use std::io::Read as _;
+    let asked = std::env::var_os(crate::SSH_CONNECT_ENV).is_some_and(|v| v == "1");
+    if !asked || args.iter().any(|arg| arg == "-O" || arg.starts_with("-O")) {
+        return Ok(());
+    }
+    let Some(port) = named_port(args, port_flag) else {
+        return Ok(());
+    };
+    let refused = || format!("connect to host 127.0.0.1 port {port}: Connection refused");
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream =
+        std::net::TcpStream::connect_timeout(&address, std::time::Duration::from_secs(1))
+            .map_err(|_| refused())?;
+    let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+    let mut banner = [0u8; 4];
+    match stream.read_exact(&mut banner) {
+        Ok(()) if &banner == b"SSH-" => Ok(()),
+        _ => Err("kex_exchange_identification: Connection closed by remote host".into()),
+    }
+}
+
+/// The port an ssh or scp argv names (`-p 2200`, `-p2200`, `-o Port=2200`, `-oPort=2200`).
+fn named_port(args: &[String], port_flag: char) -> Option<u16> {
+    let flag = format!("-{port_flag}");
+    let mut words = args.iter();
+    while let Some(arg) = words.next() {
+        let value = if *arg == flag {
+            words.next().cloned()
+        } else if let Some(attached) = arg.strip_prefix(&flag) {
+            Some(attached.to_owned())
+        } else if arg == "-o" {
+            words
+                .next()
+                .and_then(|option| option.strip_prefix("Port=").map(str::to_owned))
+        } else {
+            arg.strip_prefix("-oPort=").map(str::to_owned)
+        };
+        if let Some(port) = value.and_then(|text| text.trim().parse().ok()) {
+            return Some(port);
+        }
+    }
+    None
 }
 
 fn operands_after_options<'a>(args: &'a [String], value_options: &str) -> Vec<&'a String> {

@@ -175,7 +175,7 @@ fn snapshots_path(disk: &str) -> String {
     format!("{disk}.fake-snapshots")
 }
 
-fn load_snapshots(disk: &str) -> Vec<String> {
+pub(crate) fn load_snapshots(disk: &str) -> Vec<String> {
     std::fs::read_to_string(snapshots_path(disk))
         .unwrap_or_default()
         .lines()
@@ -225,9 +225,11 @@ fn snapshot(args: &[String], operands: &[&String]) -> i32 {
             return 1;
         }
     } else if let Some(tag) = value("-d") {
-        let before = tags.len();
-        tags.retain(|t| *t != tag);
-        if tags.len() == before {
+        // Like qemu-img: `-d` removes ONE snapshot, the first (oldest) of that name.
+        let first = tags.iter().position(|t| *t == tag);
+        if let Some(at) = first {
+            tags.remove(at);
+        } else {
             emit(
                 &[],
                 format!("qemu-img: Could not delete snapshot '{tag}': snapshot not found\n")
@@ -239,6 +241,10 @@ fn snapshot(args: &[String], operands: &[&String]) -> i32 {
         emit(&[], b"qemu-img: snapshot needs one of -l -c -a -d\n");
         return 1;
     }
-    let _ = std::fs::write(snapshots_path(disk), tags.join("\n"));
+    store_snapshots(disk, &tags);
     0
+}
+
+pub(crate) fn store_snapshots(disk: &str, tags: &[String]) {
+    let _ = std::fs::write(snapshots_path(disk), tags.join("\n"));
 }

@@ -1,0 +1,328 @@
+//! Owns generating random histories, deterministic by seed: a small splitmix64 stream
+//! picks commands (live and disk creates, clones, snapshots, up, down, wait and exec among
+//! them) over a pool of
+//! three VM names (so creates collide, removed VMs are named
+//! again) and host ports from a range of each name's own (so no two VMs ever compete for a
+//! port, a question the contract leaves to the host).
+
+use super::model::{Cmd, ACCESS, EXEC_CODES, RECIPES};
+
+/// The seed a run uses unless told otherwise: every run without `--seed` explores the same
+/// histories.
+pub const DEFAULT_SEED: u64 = 26;
+/// Histories per run by default.
+pub const DEFAULT_HISTORIES: u64 = 200;
+
+/// A splitmix64 stream: tiny, fast and the same on every platform.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+/// Half the time one of `items`, else nothing.
+fn maybe_pick<T: Copy>(rng: &mut Rng, items: &[T]) -> Option<T> {
+    let item = *rng.pick(items);
+    (rng.below(2) == 0).then_some(item)
+}
+
+const NAMES: &[&str] = &["a", "b", "c"];
+const CPUS: &[u64] = &[1, 2, 3, 4];
+const RAM: &[u64] = &[512, 1024, 2048];
+
+/// The seed of history `index` of a run seeded `seed`: each history can be rerun alone.
+pub fn history_seed(seed: u64, index: u64) -> u64 {
+    Rng::new(seed ^ index.wrapping_mul(0xA24B_AED4_963E_E407)).next_u64()
+}
+
+/// A host port of `name`'s own range (8100.. for a, 8200.. for b...), slot 0..4.
+fn host_port(name: &str, slot: u64) -> u64 {
+    let base = NAMES.iter().position(|n| *n == name).unwrap_or(0) as u64;
+    8100 + base * 100 + slot
+}
+
+fn forward(rng: &mut Rng, name: &str) -> (u64, u64) {
+    let slot = rng.below(4);
+    (host_port(name, slot), 80 + rng.below(3))
+}
+
+/// One random history of `steps` commands.
+/// Three commands in four name a VM the history has made (by create or clone, and not
+/// removed since), half of those the one the command before named, so a VM meets several
+/// commands in a row (created, started, snapshotted while running, stopped); the rest
+/// name any of the three, so missing VMs and taken names still come up. Which VMs exist
+/// is the generator's guess (a create may fail); the model judges what really happened.
+pub fn history(seed: u64, steps: usize) -> Vec<Cmd> {
+    let mut rng = Rng::new(seed);
+    let mut made: Vec<String> = Vec::new();
+    let mut last = NAMES[0].to_string();
+    (0..steps)
+        .map(|_| {
+            let name = if made.is_empty() || rng.below(4) == 0 {
+                rng.pick(NAMES).to_string()
+            } else if made.contains(&last) && rng.below(2) == 0 {
+                last.clone()
+            } else {
+                rng.pick(&made).clone()
+            };
+            let cmd = command(&mut rng, name);
+            match &cmd {
+                Cmd::Create { name, .. } | Cmd::Clone { name, .. } if !made.contains(name) => {
+                    made.push(name.clone())
+                }
+                Cmd::Rm { name, yes: true } => made.retain(|m| m != name),
+                _ => {}
+            }
+            if let Some(target) = cmd.target() {
+                last = target.to_string();
+            }
+            cmd
+        })
+        .collect()
+}
+
+const TAGS: &[&str] = &["t1", "t2"];
+
+fn tag(rng: &mut Rng) -> &'static str {
+    TAGS[rng.below(TAGS.len() as u64) as usize]
+}
+
+fn command(rng: &mut Rng, name: String) -> Cmd {
+    match rng.below(36) {
+        30 => Cmd::Apply {
+            dry_run: rng.below(2) == 0,
+            name,
+        },
+        31 => Cmd::Recipes,
+        32 => Cmd::RecipeShow {
+            recipe: RECIPES[rng.below(RECIPES.len() as u64) as usize],
+        },
+        19..=21 => Cmd::Up { name },
+        22 | 23 => Cmd::Down { name },
+        24 | 25 => Cmd::Exec {
+            code: *rng.pick(EXEC_CODES),
+            name,
+        },
+        26 => Cmd::Wait {
+            until: if rng.below(2) == 0 {
+                "stopped"
+            } else {
+                "reachable"
+            },
+            name,
+        },
+        0 | 1 | 27..=29 => Cmd::Create {
+            cpus: maybe_pick(rng, CPUS),
+            ram: maybe_pick(rng, RAM),
+            access: maybe_pick(rng, ACCESS),
+            disk: rng.below(2) == 0,
+            name,
+        },
+        13 => Cmd::Clone {
+            source: name,
+            name: rng.pick(NAMES).to_string(),
+        },
+        14 => Cmd::SnapshotList { name },
+        15 | 16 | 33..=35 => Cmd::SnapshotSave {
+            tag: tag(rng),
+            name,
+        },
+        17 => Cmd::SnapshotRestore {
+            tag: tag(rng),
+            name,
+        },
+        18 => Cmd::SnapshotDelete {
+            tag: tag(rng),
+            name,
+        },
+        2 => Cmd::Rm {
+            yes: rng.below(4) != 0,
+            name,
+        },
+        3 | 4 => {
+            let cpus = maybe_pick(rng, CPUS);
+            let ram = maybe_pick(rng, RAM);
+            let access = maybe_pick(rng, ACCESS);
+            Cmd::Update {
+                cpus: if cpus.is_none() && ram.is_none() && access.is_none() {
+                    Some(*rng.pick(CPUS))
+                } else {
+                    cpus
+                },
+                ram,
+                access,
+                name,
+            }
+        }
+        5 => Cmd::Get { name },
+        6 => Cmd::Ls,
+        7 => {
+            let mut forwards: Vec<(u64, u64)> = Vec::new();
+            for _ in 0..rng.below(3) + 1 {
+                let f = forward(rng, &name);
+                if !forwards.iter().any(|(h, _)| *h == f.0) {
+                    forwards.push(f);
+                }
+            }
+            Cmd::ForwardSet { name, forwards }
+        }
+        8 | 9 => Cmd::ForwardAdd {
+            forward: forward(rng, &name),
+            name,
+        },
+        10 => Cmd::ForwardRemove {
+            host: host_port(&name, rng.below(4)),
+            name,
+        },
+        11 => Cmd::ForwardClear { name },
+        _ => Cmd::ForwardShow { name },
+    }
+}
+
+/// The names concurrent clients share: two, so creates of one name collide often.
+pub const CONCURRENT_NAMES: &[&str] = &["a", "b"];
+
+/// One concurrent plan: `clients` lists of `rounds` commands each (`None`: the client sits
+/// the round out, as shrinking leaves it), deterministic by seed.
+pub fn plan(seed: u64, clients: usize, rounds: usize) -> Vec<Vec<Option<Cmd>>> {
+    let mut rng = Rng::new(seed);
+    (0..clients)
+        .map(|_| {
+            (0..rounds)
+                .map(|_| Some(concurrent_command(&mut rng)))
+                .collect()
+        })
+        .collect()
+}
+
+/// A command for a concurrent client: creates (live and disk), single-field updates (two
+/// updates of one VM touch different fields as often as the same one), removals, clones of
+/// one name into the other (so a clone meets the source's rm, or a create of its name),
+/// snapshot save, delete and list of one tag (so two saves of it, or a save and a delete,
+/// overlap), forwards and reads.
+fn concurrent_command(rng: &mut Rng) -> Cmd {
+    let name = rng.pick(CONCURRENT_NAMES).to_string();
+    match rng.below(17) {
+        0..=2 => Cmd::Create {
+            cpus: maybe_pick(rng, CPUS),
+            ram: None,
+            access: None,
+            disk: rng.below(2) == 0,
+            name,
+        },
+        3 => Cmd::Rm { yes: true, name },
+        4..=6 => {
+            let (mut cpus, mut ram, mut access) = (None, None, None);
+            match rng.below(3) {
+                0 => cpus = Some(*rng.pick(CPUS)),
+                1 => ram = Some(*rng.pick(RAM)),
+                _ => access = Some(*rng.pick(ACCESS)),
+            }
+            Cmd::Update {
+                name,
+                cpus,
+                ram,
+                access,
+            }
+        }
+        7 => Cmd::Get { name },
+        8 => Cmd::Ls,
+        9 | 10 => Cmd::ForwardAdd {
+            forward: forward(rng, &name),
+            name,
+        },
+        11 => Cmd::Clone {
+            name: CONCURRENT_NAMES
+                .iter()
+                .find(|n| **n != name)
+                .map_or("b", |n| n)
+                .to_string(),
+            source: name,
+        },
+        12 | 13 => Cmd::SnapshotSave { tag: "t1", name },
+        14 => Cmd::SnapshotDelete { tag: "t1", name },
+        15 => Cmd::SnapshotList { name },
+        _ => Cmd::ForwardShow { name },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histories_are_deterministic_by_seed_and_differ_between_seeds() {
+        assert_eq!(
+            history(history_seed(7, 3), 12),
+            history(history_seed(7, 3), 12)
+        );
+        assert_ne!(
+            history(history_seed(7, 3), 12),
+            history(history_seed(8, 3), 12)
+        );
+        assert_ne!(
+            history(history_seed(7, 3), 12),
+            history(history_seed(7, 4), 12)
+        );
+        assert_eq!(plan(5, 3, 4), plan(5, 3, 4));
+        assert_ne!(plan(5, 3, 4), plan(6, 3, 4));
+        assert_eq!(plan(5, 3, 4).len(), 3);
+    }
+
+    /// The default run starts VMs it made and saves snapshots of running disk VMs: the
+    /// lifecycle's states are reached, not only named.
+    #[test]
+    fn the_default_histories_start_made_vms_and_snapshot_running_disk_vms() {
+        let (mut ups, mut live_saves) = (0, 0);
+        for index in 0..DEFAULT_HISTORIES {
+            // name -> (a disk VM, running), as the generator's guess has it
+            let mut vms: std::collections::BTreeMap<String, (bool, bool)> = Default::default();
+            for cmd in history(history_seed(DEFAULT_SEED, index), 12) {
+                match cmd {
+                    Cmd::Create { name, disk, .. } => {
+                        vms.entry(name).or_insert((disk, false));
+                    }
+                    Cmd::Rm { name, yes: true } => {
+                        vms.remove(&name);
+                    }
+                    Cmd::Up { name } => {
+                        if let Some(vm) = vms.get_mut(&name) {
+                            vm.1 = true;
+                            ups += 1;
+                        }
+                    }
+                    Cmd::Down { name } => {
+                        if let Some(vm) = vms.get_mut(&name) {
+                            vm.1 = false;
+                        }
+                    }
+                    Cmd::SnapshotSave { name, .. } if vms.get(&name) == Some(&(true, true)) => {
+                        live_saves += 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!(ups >= 50, "{ups} ups of a made VM");
+        assert!(live_saves >= 3, "{live_saves} saves of a running disk VM");
+    }
+}

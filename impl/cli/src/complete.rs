@@ -1,0 +1,218 @@
+//! Shell completion that knows this data root: `stoat completions SHELL` prints a small
+//! registration script, and the shell then asks the binary itself on every Tab
+//! (`STOAT_COMPLETE=SHELL stoat -- WORDS...`, clap_complete's dynamic engine), so VM names
+//! and image ids are completed as they are now, not as they were when the script was made.
+
+use std::ffi::{OsStr, OsString};
+
+use clap::CommandFactory;
+use clap_complete::engine::{
+    ArgValueCandidates, ArgValueCompleter, CompletionCandidate, PathCompleter, ValueCompleter,
+};
+use clap_complete::env::{Bash, CompleteEnv, EnvCompleter, Fish, Shells, Zsh};
+use stoat_core::app::complete;
+use stoat_core::Env;
+
+use crate::grammar::{Cli, CompletionShell};
+
+/// The variable that turns a run of `stoat` into a completion request.
+const VAR: &str = "STOAT_COMPLETE";
+/// The shells completion is offered for, each named as `completions` names it.
+const SHELLS: Shells<'static> = Shells(&[&QuotingBash, &Zsh, &Fish]);
+
+/// Answers a completion request and exits, when the shell made one; otherwise returns.
+pub fn answer_if_asked() {
+    CompleteEnv::with_factory(Cli::command)
+        .var(VAR)
+        .completer("stoat")
+        .shells(SHELLS)
+        .complete();
+}
+
+/// The registration script for `shell`: what `stoat completions SHELL` prints.
+pub fn registration(shell: CompletionShell) -> String {
+    let adapter: &dyn EnvCompleter = match shell {
+        CompletionShell::Bash => &QuotingBash,
+        CompletionShell::Zsh => &Zsh,
+        CompletionShell::Fish => &Fish,
+    };
+    let mut script = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = adapter.write_registration(VAR, "stoat", "stoat", "stoat", &mut script);
+    String::from_utf8_lossy(&script).into_owned()
+}
+
+/// Completes a VM name.
+pub fn vm_names() -> ArgValueCandidates {
+    ArgValueCandidates::new(|| candidates(complete::vm_names(&Env::capture())))
+}
+
+/// Completes an image: a catalog id or a file in `isos/`.
+pub fn image_ids() -> ArgValueCandidates {
+    ArgValueCandidates::new(|| candidates(complete::image_ids(&Env::capture())))
+}
+
+/// Completes exec's words: the VM name first; the guest's command after it is the guest's.
+pub fn exec_words() -> ArgValueCompleter {
+    ArgValueCompleter::new(ExecWords)
+}
+
+/// Completes cp's paths: local files, or `VM:` for a path in a guest.
+pub fn cp_paths() -> ArgValueCompleter {
+    ArgValueCompleter::new(|current: &OsStr| {
+        let typed = current.to_string_lossy();
+        if typed.contains(':') {
+            // A guest path: the guest's files are not known here.
+            return Vec::new();
+        }
+        let mut found: Vec<CompletionCandidate> = complete::vm_names(&Env::capture())
+            .into_iter()
+            .filter(|name| name.starts_with(typed.as_ref()))
+            .map(|name| CompletionCandidate::new(format!("{name}:")))
+            .collect();
+        found.extend(PathCompleter::any().complete(current));
+        found
+    })
+}
+
+/// clap_complete's bash adapter with a registration of our own: when a candidate is a file
+/// here, readline quotes it as it quotes file names (`my\ notes.txt`, a `/` after a
+/// directory); clap's own script inserts `my notes.txt` as two words.
+struct QuotingBash;
+
+const BASH_REGISTRATION: &str = r#"
+_stoat_complete() {
+    local IFS=$'\013'
+    local words=("${COMP_WORDS[@]}")
+    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+        words[COMP_CWORD]="$2"
+    fi
+    COMPREPLY=( $( \
+        _CLAP_IFS="$IFS" \
+        _CLAP_COMPLETE_INDEX="$COMP_CWORD" \
+        _CLAP_COMPLETE_COMP_TYPE="$COMP_TYPE" \
+        _CLAP_COMPLETE_SPACE=true \
+        VAR=bash \
+        stoat -- "${words[@]}" \
+    ) )
+    if [[ $? != 0 ]]; then
+        unset COMPREPLY
+        return
+    fi
+    compopt +o nospace 2> /dev/null
+    local candidate
+    for candidate in "${COMPREPLY[@]}"; do
+        if [[ -e "$candidate" ]]; then
+            compopt -o filenames 2> /dev/null
+            break
+        fi
+    done
+    if [[ "${COMPREPLY-}" =~ [=:]$ ]]; then
+        compopt -o nospace 2> /dev/null
+    fi
+}
+complete -o nospace -o bashdefault -F _stoat_complete stoat
+"#;
+
+impl EnvCompleter for QuotingBash {
+    fn name(&self) -> &'static str {
+        "bash"
+    }
+
+    fn is(&self, name: &str) -> bool {
+        name == "bash"
+    }
+
+    fn write_registration(
+        &self,
+        var: &str,
+        _name: &str,
+        _bin: &str,
+        _completer: &str,
+        buf: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        buf.write_all(BASH_REGISTRATION.replace("VAR", var).as_bytes())
+    }
+
+    fn write_complete(
+        &self,
+        cmd: &mut clap::Command,
+        args: Vec<OsString>,
+        current_dir: Option<&std::path::Path>,
+        buf: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        let mut args = args;
+        // bash hands over the word being completed as typed (`my\ n`); the engine matches
+        // candidates against what it means (`my n`).
+        let index: Option<usize> = std::env::var("_CLAP_COMPLETE_INDEX")
+            .ok()
+            .and_then(|i| i.parse().ok());
+        if let Some(word) = index.and_then(|i| args.get_mut(i)) {
+            *word = OsString::from(unquoted(&word.to_string_lossy()));
+        }
+        Bash.write_complete(cmd, args, current_dir, buf)
+    }
+}
+
+/// A partly typed shell word without its quoting: backslash escapes, and single or double
+/// quotes, which may still be open. Nothing is expanded.
+fn unquoted(typed: &str) -> String {
+    let mut out = String::with_capacity(typed.len());
+    let mut quote = None;
+    let mut chars = typed.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, '\\') => out.extend(chars.next()),
+            (None, '\'' | '"') => quote = Some(c),
+            (Some('"'), '\\') => match chars.next() {
+                Some(next @ ('"' | '\\' | '$' | '`')) => out.push(next),
+                Some(next) => {
+                    out.push('\\');
+                    out.push(next);
+                }
+                None => out.push('\\'),
+            },
+            (Some(open), c) if c == open => quote = None,
+            (_, c) => out.push(c),
+        }
+    }
+    out
+}
+
+struct ExecWords;
+
+impl ValueCompleter for ExecWords {
+    fn complete(&self, current: &OsStr) -> Vec<CompletionCandidate> {
+        self.complete_at(0, current)
+    }
+
+    fn complete_at(&self, index: usize, current: &OsStr) -> Vec<CompletionCandidate> {
+        if index > 0 {
+            return Vec::new();
+        }
+        let typed = current.to_string_lossy();
+        complete::vm_names(&Env::capture())
+            .into_iter()
+            .filter(|name| name.starts_with(typed.as_ref()))
+            .map(CompletionCandidate::new)
+            .collect()
+    }
+}
+
+fn candidates(values: Vec<String>) -> Vec<CompletionCandidate> {
+    values.into_iter().map(CompletionCandidate::new).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unquoted;
+
+    #[test]
+    fn a_typed_word_loses_its_quoting_only() {
+        assert_eq!(unquoted(r"my\ n"), "my n");
+        assert_eq!(unquoted("'my no"), "my no");
+        assert_eq!(unquoted(r#""a \"b\" \x"#), r#"a "b" \x"#);
+        assert_eq!(unquoted("$(rm -rf ~)"), "$(rm -rf ~)");
+        assert_eq!(unquoted(""), "");
+    }
+}

@@ -1,0 +1,181 @@
+//! Mistakes caught at `create` and `update`, through the real binary: each is refused with one
+//! line that names the fix (or, for units people type, understood), and changes nothing.
+
+use crate::common::{make_qcow2, TestEnv, ALPINE_VIRT, DEBIAN_CLOUD};
+
+/// The data root as a list of its VM names and each vm.toml, to show nothing changed.
+fn state(env: &TestEnv) -> Vec<(String, String)> {
+    let mut vms: Vec<(String, String)> = env.json(&["ls"]).data()["vms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|vm| {
+            let name = vm["name"].as_str().unwrap().to_owned();
+            let toml = env.vm_toml(&name);
+            (name, toml)
+        })
+        .collect();
+    vms.sort();
+    vms
+}
+
+/// Refused under --json with `code`, and as one `stoat: …` line for a person (a `hint:` line
+/// may follow), exit 1; the data root is as it was.
+fn refused(env: &TestEnv, args: &[&str], code: &str, names: &[&str]) {
+    let before = state(env);
+    let message = env.json(args).error(code);
+    for name in names {
+        assert!(message.contains(name), "{args:?}: {message}");
+    }
+    let human = env.run(args);
+    assert_eq!(human.status.code(), Some(1), "{args:?}");
+    let stderr = String::from_utf8_lossy(&human.stderr);
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.starts_with("hint: "))
+        .collect();
+    assert_eq!(said.len(), 1, "{args:?}: {stderr}");
+    assert!(said[0].starts_with("stoat: "), "{args:?}: {stderr}");
+    assert_eq!(state(env), before, "{args:?} changed the data root");
+}
+
+#[test]
+fn zero_or_impossible_cpus_and_ram_are_refused_with_an_example() {
+    let env = TestEnv::new();
+    env.plant_image(ALPINE_VIRT);
+    let create = |extra: &[&'static str]| {
+        let mut args = vec!["create", "w", "--image", "alpine-virt"];
+        args.extend_from_slice(extra);
+        args
+    };
+    refused(
+        &env,
+        &create(&["--cpus", "0"]),
+        "invalid_spec",
+        &["--cpus 2"],
+    );
+    refused(
+        &env,
+        &create(&["--cpus", "999"]),
+        "invalid_spec",
+        &["at most 255"],
+    );
+    refused(
+        &env,
+        &create(&["--ram", "0"]),
+        "invalid_spec",
+        &["--ram 2G"],
+    );
+    env.json(&create(&[])).data();
+    refused(
+        &env,
+        &["update", "w", "--cpus", "0"],
+        "invalid_spec",
+        &["--cpus 2"],
+    );
+    refused(
+        &env,
+        &["update", "w", "--ram", "0"],
+        "invalid_spec",
+        &["--ram 2G"],
+    );
+}
+
+#[test]
+fn ram_takes_the_units_people_type_and_refuses_others_naming_them() {
+    let env = TestEnv::new();
+    env.plant_image(ALPINE_VIRT);
+    let run = env.json(&["create", "w", "--image", "alpine-virt", "--ram", "2G"]);
+    assert_eq!(run.data()["vm"]["ram_mb"], 2048);
+    let run = env.json(&["update", "w", "--ram", "3072M"]);
+    assert_eq!(run.data()["vm"]["ram_mb"], 3072);
+    // A unit stoat does not take is a usage error naming the forms it does.
+    let message = env.json(&["update", "w", "--ram", "2.5G"]).error("usage");
+    assert!(message.contains("e.g. 2048, 2048M or 2G"), "{message}");
+    assert_eq!(env.json(&["get", "w"]).data()["vm"]["ram_mb"], 3072);
+}
+
+#[test]
+fn a_disk_smaller_than_the_cloud_image_is_refused_naming_both_sizes() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.root().join("isos")).unwrap();
+    make_qcow2(&env.root().join("isos").join(DEBIAN_CLOUD), "128M");
+    refused(
+        &env,
+        &["create", "w", "--image", "debian-13", "--disk", "64M"],
+        "invalid_spec",
+        &["64M", "128 MiB", "--disk 128M"],
+    );
+    let run = env.json(&["create", "w", "--image", "debian-13", "--disk", "128M"]);
+    assert_eq!(run.data()["vm"]["disk"], "128M");
+}
+
+#[test]
+fn a_stray_image_of_another_release_does_not_stand_in_for_a_catalog_id() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.root().join("isos")).unwrap();
+    make_qcow2(
+        &env.root()
+            .join("isos")
+            .join("debian-12-genericcloud-amd64.qcow2"),
+        "64M",
+    );
+    refused(
+        &env,
+        &["create", "w", "--image", "debian-13"],
+        "image_not_downloaded",
+        &["debian-13"],
+    );
+}
+
+#[test]
+fn the_verbs_lima_and_vagrant_users_type_do_what_they_mean() {
+    let env = TestEnv::new();
+    env.plant_image(ALPINE_VIRT);
+    env.json(&["create", "work", "--image", "alpine-virt"])
+        .data();
+    // `list` is `ls`, and its answer says so under --json.
+    let listed = env.json(&["list"]);
+    assert_eq!(listed.result["cmd"], "ls");
+    assert_eq!(listed.data()["vms"][0]["name"], "work");
+    // `stop` of a stopped VM converges like `down`; `shell` is `ssh` (refused: not running).
+    let stop = env.run(&["stop", "work"]);
+    assert!(stop.status.success(), "{stop:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&stop.stdout),
+        "work is already stopped\n"
+    );
+    assert_eq!(env.json(&["stop", "work"]).result["cmd"], "down");
+    let shell = env.run(&["shell", "work"]);
+    assert!(
+        String::from_utf8_lossy(&shell.stderr).contains("not running"),
+        "{shell:?}"
+    );
+    // `start` is `up` (the VM's QEMU is missing here: the answer is up's own error).
+    assert_eq!(env.json(&["start", "work"]).result["cmd"], "up");
+    // `delete` is `rm`.
+    let deleted = env.json(&["delete", "work", "-y"]);
+    assert_eq!(deleted.result["cmd"], "rm");
+    assert_eq!(env.json(&["ls"]).data()["vms"], serde_json::json!([]));
+}
+
+#[test]
+fn a_mistyped_vm_name_gets_the_nearest_one_as_a_hint_and_json_stays_plain() {
+    let env = TestEnv::new();
+    env.plant_image(ALPINE_VIRT);
+    env.json(&["create", "work", "--image", "alpine-virt"])
+        .data();
+    let human = env.run(&["get", "wrok"]);
+    assert_eq!(human.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&human.stderr);
+    assert!(stderr.contains("hint: did you mean work?"), "{stderr}");
+    // Nothing near: no hint.
+    let far = env.run(&["get", "database"]);
+    assert!(
+        !String::from_utf8_lossy(&far.stderr).contains("hint"),
+        "{far:?}"
+    );
+    // The wire message is the contract's, unchanged.
+    let message = env.json(&["get", "wrok"]).error("not_found");
+    assert!(!message.contains("did you mean"), "{message}");
+}

@@ -1,0 +1,329 @@
+//! The guest's network through the real binary.
+//!
+//! FAKE tier: `up` starts the VM's network process (passt, here stoat-fake's) beside QEMU and
+//! `down` leaves neither running; a VM without passt on PATH is refused naming the package.
+//! REAL tier (ignored unless asked for; the conformance test guest STOAT_REAL_GUEST names):
+//! from inside a booted guest, a server bound to the host's 127.0.0.1 and the VM's own ssh
+//! forward seen through the gateway are unreachable, while the VM's ssh and a user forward
+//! work from the host, and the guest reaches a host server on a non-loopback address (and
+//! the outside, when this host has it). With `update --host-loopback` the loopback server is
+//! reachable.
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::time::Duration;
+
+use crate::common::{fake_booted_qemu, free_port, real_guest, timed, RealGuard, Reaper, TestEnv};
+
+/// The PID in `<vm>/<pidfile>` when its process's cmdline names the VM directory.
+fn live_pid(vm_dir: &Path, pidfile: &str) -> Option<u32> {
+    let pid: u32 = std::fs::read_to_string(vm_dir.join(pidfile))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    String::from_utf8_lossy(&cmdline)
+        .contains(&format!("{}/", vm_dir.display()))
+        .then_some(pid)
+}
+
+fn write_fake_vm(env: &TestEnv, name: &str, port: u16, forward: u16) {
+    env.write_vm(
+        name,
+        &format!(
+            "name = \"{name}\"\nmode = \"live\"\nos = \"alpine\"\nbackend = \"apkovl\"\niso = \"isos/alpine-virt-3.20.3-x86_64.iso\"\nram = 256\ncpus = 1\nsshport = {port}\nsshuser = \"root\"\n\n[[forwards]]\nhostport = {forward}\nguestport = 80\n"
+        ),
+    );
+    env.plant_image("alpine-virt-3.20.3-x86_64.iso");
+    env.seed_boot_files(name);
+}
+
+#[test]
+fn up_starts_the_network_beside_qemu_and_down_stops_both() {
+    let env = TestEnv::new();
+    fake_booted_qemu(&env);
+    let _reaper = Reaper::watch(&env, &["n1"]);
+    let (port, forward) = (free_port(), free_port());
+    write_fake_vm(&env, "n1", port, forward);
+    let vm_dir = env.root().join("n1");
+    env.json(&["up", "n1"]);
+    let passt = live_pid(&vm_dir, "passt.pid").expect("passt runs while the VM does");
+    // The ssh port and the forward are passt's, on 127.0.0.1 only, and the gateway is cut
+    // from the host's loopback (no opt-in).
+    let argv = env.fake_argvs("passt").pop().expect("passt was run");
+    assert!(argv.contains(&"--no-map-gw".to_owned()), "{argv:?}");
+    let rules: Vec<&str> = argv
+        .windows(2)
+        .filter(|pair| pair[0] == "-t")
+        .map(|pair| pair[1].as_str())
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            format!("127.0.0.1/{port}:22"),
+            format!("127.0.0.1/{forward}:80")
+        ]
+    );
+    let qemu_argv = env.fake_argvs("qemu-system-x86_64").pop().unwrap();
+    assert!(
+        !qemu_argv.iter().any(|arg| arg.contains("hostfwd")),
+        "{qemu_argv:?}"
+    );
+    let shown = env.json(&["forward", "n1"]);
+    assert_eq!(shown.data()["active"], true, "passt has the saved forwards");
+    env.json(&["down", "n1"]);
+    assert_eq!(live_pid(&vm_dir, "qemu.pid"), None);
+    assert!(
+        !Path::new(&format!("/proc/{passt}")).exists() || live_pid(&vm_dir, "passt.pid").is_none(),
+        "passt {passt} still runs after down"
+    );
+    assert!(std::fs::read(format!("/proc/{passt}/cmdline"))
+        .map(|c| !String::from_utf8_lossy(&c).contains(&*vm_dir.to_string_lossy()))
+        .unwrap_or(true));
+
+    // The opt-in drops --no-map-gw at the next start.
+    let update = env.json(&["update", "n1", "--host-loopback"]);
+    assert_eq!(
+        update.data()["changed"],
+        serde_json::json!(["host_loopback"])
+    );
+    assert_eq!(update.data()["applies_at"], "now");
+    env.json(&["up", "n1"]);
+    let argv = env.fake_argvs("passt").pop().unwrap();
+    assert!(!argv.contains(&"--no-map-gw".to_owned()), "{argv:?}");
+    env.json(&["down", "n1"]);
+    let back = env.json(&["update", "n1", "--host-loopback=false"]);
+    assert_eq!(back.data()["changed"], serde_json::json!(["host_loopback"]));
+}
+
+#[test]
+fn up_without_passt_says_which_package_and_starts_nothing() {
+    let mut env = TestEnv::new();
+    env.fake_host_tools();
+    fake_booted_qemu(&env);
+    let _reaper = Reaper::watch(&env, &["n2"]);
+    std::fs::remove_file(env.bin().join("passt")).unwrap();
+    // Only the fakes: this host's own passt must not be found either.
+    let bin = env.bin().display().to_string();
+    env.set_env("PATH", &bin);
+    write_fake_vm(&env, "n2", free_port(), free_port());
+    let message = env.json(&["up", "n2"]).error("internal");
+    assert!(message.contains("install passt"), "{message}");
+    assert!(env.fake_argvs("qemu-system-x86_64").is_empty());
+    let doctor = env.json(&["doctor"]);
+    let check = doctor.data()["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|check| check["name"] == "passt")
+        .cloned()
+        .expect("doctor checks passt");
+    assert_eq!(check["ok"], false, "{check}");
+}
+
+// ---- REAL tier ----------------------------------------------------------------------------
+
+/// An HTTP server on `addr` answering every request with `body`, in a thread of this test
+/// (it ends with the test process); returns its port.
+fn http_server(addr: IpAddr, body: &'static str) -> u16 {
+    let listener = TcpListener::bind((addr, 0)).expect("bind the host server");
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut request = [0u8; 1024];
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let _ = stream.read(&mut request);
+            let _ = write!(
+                stream,
+                "HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+/// The host's own address on the interface of its default route (no packet is sent).
+fn host_outbound_address() -> Option<IpAddr> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("198.51.100.1:9").ok()?;
+    let addr = socket.local_addr().ok()?.ip();
+    (!addr.is_loopback() && !addr.is_unspecified()).then_some(addr)
+}
+
+/// The body of what the guest fetched with a GET of `path` from `addr`:`port` (busybox `nc`;
+/// the test guest's static `wget` crashes), or None when it got no HTTP answer. The request
+/// side stays open a while: some HTTP proxies drop a client that half-closes before they answer.
+fn guest_fetch(
+    env: &TestEnv,
+    vm: &str,
+    addr: &str,
+    port: u16,
+    host: &str,
+    path: &str,
+) -> Option<String> {
+    let run = env.json_raw(&[
+        "--json",
+        "exec",
+        vm,
+        "sh",
+        "-c",
+        &format!(
+            "(printf 'GET {path} HTTP/1.1\\r\\nHost: {host}\\r\\nConnection: close\\r\\n\\r\\n'; sleep 2) | timeout 8 nc {addr} {port}"
+        ),
+    ]);
+    let answer = run.data()["stdout"].as_str().unwrap_or("").to_owned();
+    if !answer.starts_with("HTTP/1.") {
+        return None;
+    }
+    Some(
+        answer
+            .split_once("\r\n\r\n")
+            .map(|(_, body)| body.to_owned())
+            .unwrap_or_default(),
+    )
+}
+
+/// True when the guest's `nc` hears an SSH banner from 10.0.2.2:`port` within a few seconds
+/// (busybox `nc -w` does not bound a connect that is never answered; `timeout` does).
+fn guest_hears_banner(env: &TestEnv, vm: &str, port: u16) -> bool {
+    let run = env.json_raw(&[
+        "--json",
+        "exec",
+        vm,
+        "sh",
+        "-c",
+        &format!("(sleep 3) | timeout 6 nc 10.0.2.2 {port} | head -c 4"),
+    ]);
+    run.data()["stdout"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("SSH")
+}
+
+#[test]
+#[ignore = "needs STOAT_REAL_GUEST"]
+fn real_guest_reaches_the_outside_and_its_forwards_but_not_the_host_loopback() {
+    let guest = real_guest();
+    let env = TestEnv::new();
+    let port = free_port();
+    let forward = free_port();
+    env.write_vm(
+        "net1",
+        &format!(
+            "name = \"net1\"\nmode = \"cloud\"\nos = \"\"\nbackend = \"cloudinit\"\nram = 256\ncpus = 1\ndisk = \"256M\"\nsshport = {port}\nsshuser = \"stoat\"\nbase = \"{}\"\n\n[[forwards]]\nhostport = {forward}\nguestport = 8000\n",
+            guest.image.display()
+        ),
+    );
+    let vm_dir = env.root().join("net1");
+    let _guard = RealGuard(vm_dir.clone());
+    let loopback_port = http_server(IpAddr::from([127, 0, 0, 1]), "host-loopback");
+    let up = timed("up", || env.run(&["up", "net1"]));
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+
+    // The stoat forwards work: ssh (exec ran) and a user forward to a guest server.
+    let serve = env.json_raw(&[
+        "--json",
+        "exec",
+        "net1",
+        "sh",
+        "-c",
+        "mkdir -p /tmp/www && echo guest-web > /tmp/www/index.html && busybox httpd -p 8000 -h /tmp/www && echo started",
+    ]);
+    assert_eq!(serve.data()["stdout"], "started\n", "{}", serve.stdout);
+    let mut page = String::new();
+    let mut stream = TcpStream::connect(("127.0.0.1", forward)).expect("the forward listens");
+    stream
+        .write_all(b"GET /index.html HTTP/1.0\r\n\r\n")
+        .unwrap();
+    stream.read_to_string(&mut page).unwrap();
+    assert!(page.ends_with("guest-web\n"), "{page}");
+
+    // The host's loopback is not reachable through the gateway: neither a server bound there
+    // nor the VM's own ssh forward (what another VM's ssh port would be too).
+    assert_eq!(
+        timed("guest -> host loopback", || guest_fetch(
+            &env,
+            "net1",
+            "10.0.2.2",
+            loopback_port,
+            "10.0.2.2",
+            "/"
+        )),
+        None
+    );
+    assert!(!guest_hears_banner(&env, "net1", port));
+
+    // The guest still reaches the host's other addresses, the way out.
+    let outbound = host_outbound_address().expect("this host has a non-loopback address");
+    let public_port = http_server(outbound, "host-public");
+    assert_eq!(
+        guest_fetch(
+            &env,
+            "net1",
+            &outbound.to_string(),
+            public_port,
+            "host",
+            "/"
+        )
+        .as_deref(),
+        Some("host-public")
+    );
+    // And the outside, by name (the guest's DNS, 10.0.2.3, is forwarded to the host's), when
+    // this host reaches it.
+    let outside = std::net::ToSocketAddrs::to_socket_addrs(&("deb.debian.org", 80))
+        .ok()
+        .and_then(|mut addrs| addrs.find(|addr| addr.is_ipv4()))
+        .filter(|addr| TcpStream::connect_timeout(addr, Duration::from_secs(5)).is_ok());
+    if outside.is_some() {
+        let lookup = env.json_raw(&[
+            "--json",
+            "exec",
+            "net1",
+            "sh",
+            "-c",
+            "nslookup deb.debian.org | awk '/^Address/ && !/#/ {a=$NF} END {print a}'",
+        ]);
+        let resolved = lookup.data()["stdout"].as_str().unwrap().trim().to_owned();
+        assert!(!resolved.is_empty(), "the guest's DNS: {}", lookup.stdout);
+        let page = guest_fetch(&env, "net1", &resolved, 80, "deb.debian.org", "/debian/");
+        assert!(
+            page.is_some(),
+            "the guest cannot reach what the host reaches ({resolved})"
+        );
+    } else {
+        eprintln!("NOTE: this host reaches no outside HTTP; the outside fetch was not tried");
+    }
+
+    let passt = live_pid(&vm_dir, "passt.pid").expect("passt runs");
+    env.json(&["down", "net1"]);
+    assert!(
+        live_pid(&vm_dir, "passt.pid").is_none(),
+        "passt {passt} outlived down"
+    );
+
+    // The opt-in: the guest reaches the host's loopback through its gateway.
+    let update = env.json(&["update", "net1", "--host-loopback"]);
+    assert_eq!(
+        update.data()["changed"],
+        serde_json::json!(["host_loopback"])
+    );
+    let up = timed("up (host loopback)", || env.run(&["up", "net1"]));
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    assert_eq!(
+        guest_fetch(&env, "net1", "10.0.2.2", loopback_port, "10.0.2.2", "/").as_deref(),
+        Some("host-loopback")
+    );
+    assert!(guest_hears_banner(&env, "net1", port));
+    env.json(&["down", "net1"]);
+}
