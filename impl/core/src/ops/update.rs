@@ -78,6 +78,9 @@ pub fn update(root: &Root, env: &Env, name: &str, spec: &UpdateSpec) -> Result<U
     let old = stored.config.clone();
     let new = planned_config(root, env, &stored, spec, running)?;
     let changed = changed_fields(&old, &new);
+    // Once the disk is being grown, the answer is decided by whether it grew: a cancel then
+    // waits for this command's own answer instead of the signal thread guessing one.
+    let _finishing = (new.disk != old.disk).then(crate::child::finishing);
     if new.disk != old.disk {
         grow_disk(env, &stored, &new.disk)?;
     }
