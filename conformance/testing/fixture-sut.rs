@@ -751,7 +751,6 @@ fn up(name: &str) -> Answer {
         return Err(fail("qemu_missing", "qemu-system-x86_64 is not on PATH"));
     }
     let dir = vm.dir.display().to_string();
-    let port = vm.int("sshport");
     let output = Command::new("qemu-system-x86_64")
         .args([
             "-accel",
@@ -767,10 +766,6 @@ fn up(name: &str) -> Answer {
             &format!("unix:{dir}/qmp.sock,server,nowait"),
             "-monitor",
             &format!("unix:{dir}/monitor.sock,server,nowait"),
-        ])
-        .args([
-            "-netdev",
-            &format!("user,id=net0,hostfwd=tcp:127.0.0.1:{port}-:22"),
         ])
         .args([
             "-display",
@@ -792,16 +787,6 @@ fn up(name: &str) -> Answer {
     let deadline = Instant::now() + Duration::from_secs(5);
     while !vm.running() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
-    }
-    // Like a VM runtime, up answers once the guest's ssh port answers: a guest that never
-    // boots keeps it waiting (until the deadline), so a signal sent once its QEMU started
-    // always finds it busy, never already answered.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while port > 0 && std::net::TcpStream::connect(("127.0.0.1", port as u16)).is_err() {
-        if Instant::now() >= deadline {
-            return Err(fail("timeout", "the guest's ssh port never answered"));
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
     Ok(json!({"vm": load(name)?.dto()}))
 }
