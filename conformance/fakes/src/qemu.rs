@@ -7,7 +7,8 @@
 //! script says `"no_ssh": true`), so "reachable" comes at once. A `-netdev stream` client on a
 //! unix socket (passt's) is connected at start, as QEMU does (nobody listening: the start
 //! fails), and held until the daemon exits; the fake `passt` ([`super::passt`]) then answers
-//! the forwarded ports. Two switches in the
+//! the forwarded ports. A scripted `start_gate` holds the launching parent after its daemon
+//! is ready, until the suite opens the gate (a QEMU slow to start). Two switches in the
 //! environment serve impl tests: `STOAT_FAKE_QEMU_ARGV` records the argv to a file, and
 //! `STOAT_FAKE_QEMU_NO_MONITOR=1` opens no monitor socket, so only signals stop it
 //! (`STOAT_FAKE_QEMU_NO_SSH=1` is the script's `no_ssh`, for a test that scripts other tools).
@@ -167,9 +168,36 @@ pub fn run(args: &[String]) -> i32 {
         }
         let ready = parsed.pidfile.as_ref().is_none_or(|p| p.exists());
         if ready || Instant::now() > deadline {
+            if let Some(gate) = &script.qemu.start_gate {
+                hold_at_gate(gate, &mut child);
+            }
             // The daemon is reparented once we exit; it is reaped by init.
             std::mem::forget(child);
             return 0;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The longest a scripted start gate holds QEMU's launching parent.
+const GATE_LIMIT: Duration = Duration::from_secs(30);
+
+/// Says it is held (`<gate>.held`), then waits until `gate` exists, the daemon ended or
+/// [`GATE_LIMIT`] passed.
+fn hold_at_gate(gate: &Path, child: &mut std::process::Child) {
+    let mut held = gate.as_os_str().to_owned();
+    held.push(".held");
+    if let Err(error) = std::fs::write(&held, b"") {
+        super::emit(
+            &[],
+            format!("stoat-fake qemu: cannot mark the start gate held: {error}\n").as_bytes(),
+        );
+        return;
+    }
+    let deadline = Instant::now() + GATE_LIMIT;
+    while !gate.exists() && Instant::now() < deadline {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return;
         }
         std::thread::sleep(Duration::from_millis(5));
     }

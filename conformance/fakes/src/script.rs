@@ -148,6 +148,11 @@ pub struct QemuScript {
     /// Do not answer an SSH banner on the forwarded ssh port (a guest that never boots).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_ssh: bool,
+    /// A QEMU slow to start: the `-daemonize` parent, once its daemon is ready, creates
+    /// `<gate>.held` and returns only when the file `gate` exists (or its daemon ended, or
+    /// 30 s passed). Its caller is then visibly at work until the suite opens the gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_gate: Option<std::path::PathBuf>,
 }
 
 /// The whole script file.

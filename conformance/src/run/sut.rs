@@ -54,6 +54,8 @@ pub struct SignalPlan {
     pub ready: std::sync::Arc<dyn Fn() -> bool + Send + Sync>,
     /// How long `ready` may take to hold; past it, or once the SUT exited, nothing is sent.
     pub within: Duration,
+    /// Run once the signal was sent (a fake holding the SUT at work is let go).
+    pub then: Option<std::sync::Arc<dyn Fn() + Send + Sync>>,
 }
 
 impl std::fmt::Debug for SignalPlan {
@@ -147,7 +149,11 @@ impl Sut {
                     if (plan.ready)() {
                         // SAFETY: kill(2) on the child we spawned; the waiter has not reaped
                         // it (checked just above), so the pid is still its own.
-                        return unsafe { libc::kill(pid, plan.signal) } == 0;
+                        let sent = unsafe { libc::kill(pid, plan.signal) } == 0;
+                        if let Some(then) = &plan.then {
+                            then();
+                        }
+                        return sent;
                     }
                     std::thread::sleep(Duration::from_millis(10));
                 }
