@@ -105,6 +105,17 @@ impl Sut {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
+        // A suite started in the background by a shell (`cmd &`) ignores SIGINT and SIGQUIT,
+        // and exec keeps ignored signals: the SUT gets the default dispositions it would have
+        // from a terminal, so the signal checks judge it, not how the suite was started.
+        // SAFETY: signal(2) is async-signal-safe, and the closure touches nothing else.
+        unsafe {
+            command.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
         let mut watched_read_end: Option<File> = None;
         let stdin_bytes = match &request.stdin {
             StdinPlan::Null => {
