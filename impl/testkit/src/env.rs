@@ -267,21 +267,6 @@ impl TestEnv {
         std::fs::write(dir.join("initramfs"), "fake initramfs\n").unwrap();
     }
 
-    /// Moves `vm`'s ssh port to one the kernel just found free: `create` picks from
-    /// 2200-2299, which other processes on a shared machine may hold by the time `up` checks.
-    pub fn use_free_ssh_port(&self, vm: &str) {
-        let port = crate::free_port().to_string();
-        let out = self
-            .cmd(&["update", vm, "--ssh-port", &port, "--json"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-    }
-
     /// Writes a vm.toml that does not parse.
     pub fn write_broken_vm(&self, name: &str) {
         self.write_vm(name, "name = \"x\"\nmode = \"disk\n");

@@ -237,38 +237,15 @@ fn run_block(env: &TestEnv, block: &Block) -> Result<(), String> {
     let state = env.tmp().join(".example-cwd");
     std::fs::write(&state, env.home().display().to_string()).unwrap();
     for (line, cmd) in block.commands() {
-        let mut moved = Vec::new();
-        loop {
-            let out = run_line(env, &state, &block.file, line, &cmd);
-            if out.status.success() {
-                break;
-            }
-            let text = format!(
-                "{}{}",
+        let out = run_line(env, &state, &block.file, line, &cmd);
+        if !out.status.success() {
+            return Err(format!(
+                "{}:{line}: `{cmd}` failed ({})\n--- stdout\n{}--- stderr\n{}",
+                block.file,
+                out.status,
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
-            );
-            match busy_ssh_port_of(&text).filter(|vm| !moved.contains(vm)) {
-                Some(vm) => {
-                    // The shared host took the port `create` picked before this VM could
-                    // start: not the example's fault. Move it as the message says, run again.
-                    println!(
-                        "{}:{line}: {vm}'s ssh port was taken; moving it",
-                        block.file
-                    );
-                    env.use_free_ssh_port(&vm);
-                    moved.push(vm);
-                }
-                None => {
-                    return Err(format!(
-                        "{}:{line}: `{cmd}` failed ({})\n--- stdout\n{}--- stderr\n{}",
-                        block.file,
-                        out.status,
-                        String::from_utf8_lossy(&out.stdout),
-                        String::from_utf8_lossy(&out.stderr)
-                    ))
-                }
-            }
+            ));
         }
     }
     Ok(())
@@ -285,14 +262,6 @@ fn run_line(env: &TestEnv, state: &Path, file: &str, line: usize, cmd: &str) -> 
     let out = env.shell(&script).current_dir(cwd.trim()).output().unwrap();
     println!("TIMING {file}:{line} {cmd}: {:.2?}", started.elapsed());
     out
-}
-
-/// The VM whose start failed because its ssh port is bound by someone else, if that is why.
-fn busy_ssh_port_of(output: &str) -> Option<String> {
-    let busy =
-        regex::Regex::new(r"cannot start ([^\s:]+): host port \d+ \(its ssh port\) is in use")
-            .unwrap();
-    busy.captures(output).map(|c| c[1].to_owned())
 }
 
 /// Stops every VM the sandbox still has running when dropped, pass or fail: `stoat down`
@@ -399,12 +368,6 @@ fn doc_examples_the_parser_reads_marks_setup_console_and_continuations() {
     assert!(blocks[1].problems[0].contains("is marked"), "{blocks:?}");
     assert!(blocks[2].problems[0].contains("names its language"));
     assert!(blocks[3].problems[0].contains("unknown no-run reason"));
-    let busy = "db   shop-db   error   cannot start shop-db: host port 2200 (its ssh port) is in use on 127.0.0.1 (address in use)";
-    assert_eq!(busy_ssh_port_of(busy).as_deref(), Some("shop-db"));
-    assert_eq!(
-        busy_ssh_port_of("host port 8080 (a forward) is in use"),
-        None
-    );
 }
 
 /// A `cd` carries over to the next line; a failing line is reported with its file, line and
@@ -506,12 +469,7 @@ fn doc_examples_the_init_template_uncommented_is_a_valid_project() {
 
     // `up` validates everything `create` would (recipe, params, forwards), then starts it.
     assert!(in_shop(&["pull", "debian-13", "--json"]).ok());
-    let mut up = in_shop(&["up", "--json"]);
-    if let Some(vm) = busy_ssh_port_of(&up.stdout) {
-        // As in run_block: the shared host took the port create picked.
-        env.use_free_ssh_port(&vm);
-        up = in_shop(&["up", "--json"]);
-    }
+    let up = in_shop(&["up", "--json"]);
     assert_eq!(up.data()["vms"][0]["status"], "ok", "{}", up.stdout);
     let vm = env.json(&["get", "shop-dev"]).data()["vm"].clone();
     assert_eq!(vm["state"], "running", "{vm}");

@@ -77,7 +77,6 @@ fn a_repull_of_a_changed_image_never_changes_the_base_of_a_vm_built_on_it() {
     assert_eq!(env.json(&["pull", "rel"]).data()["verified"], false);
     env.json(&["create", "r1", "--image", "rel", "--disk", "64M"])
         .data();
-    env.use_free_ssh_port("r1");
     env.json(&["up", "r1", "--no-wait"]).data();
     env.json(&["down", "r1"]).data();
     let r1_disk = env.root().join("r1/disk.qcow2");
@@ -100,7 +99,6 @@ fn a_repull_of_a_changed_image_never_changes_the_base_of_a_vm_built_on_it() {
     // A VM made now is built on the new file.
     env.json(&["create", "r2", "--image", "rel", "--disk", "64M"])
         .data();
-    env.use_free_ssh_port("r2");
     env.json(&["up", "r2", "--no-wait"]).data();
     env.json(&["down", "r2"]).data();
     let r2_disk = env.root().join("r2/disk.qcow2");

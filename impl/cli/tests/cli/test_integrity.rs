@@ -156,7 +156,6 @@ fn secrets_are_owner_only_whatever_the_umask() {
         0,
     )
     .data();
-    env.use_free_ssh_port("c");
     json_with_umask(&env, &["up", "c", "--no-wait"], 0).data();
     json_with_umask(&env, &["down", "c"], 0).data();
     env.plant_image(ALPINE_VIRT);
@@ -344,7 +343,6 @@ fn qemu_is_always_told_each_drive_format() {
     create_disk(&env, "d");
     env.seed_boot_files("d");
     for vm in ["c", "d"] {
-        env.use_free_ssh_port(vm);
         env.json(&["up", vm, "--no-wait"]).data();
         let argv = std::fs::read_to_string(env.root().join(vm).join("qemu.argv")).unwrap();
         let argv: Vec<&str> = argv.lines().collect();
