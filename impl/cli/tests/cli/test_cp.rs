@@ -120,6 +120,39 @@ fn several_sources_run_one_scp_to_the_guest_and_one_per_guest_source() {
     assert_eq!(from.data()["remote"], "/etc");
 }
 
+/// A copy from the guest that fails for one of several sources says which failed and which
+/// were copied (one scp ran per source), in one line, exit 1.
+#[test]
+fn a_failed_guest_source_is_named_beside_the_sources_that_were_copied() {
+    let (mut env, _reaper) = vm_with_fake_tools();
+    env.fake_script(&serde_json::json!({"tools": {
+        "ssh": [{"run_locally": true}],
+        "scp": [{
+            "when": {"arg_contains": "/etc/gone"},
+            "stderr": {"text": "scp: /etc/gone: No such file or directory\n"},
+            "exit": 1
+        }]
+    }}));
+    std::fs::create_dir_all(env.home().join("back")).unwrap();
+    let out = env.run(&[
+        "cp",
+        "w:/etc/hostname",
+        "w:/etc/gone",
+        "w:/etc/hosts",
+        "back",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(
+            "1 of 3 sources failed: w:/etc/gone (scp: /etc/gone: No such file or directory); copied: w:/etc/hostname, w:/etc/hosts"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(env.fake_argvs("scp").len(), 3, "every source was tried");
+}
+
 #[test]
 fn bad_copies_are_refused_and_copy_nothing() {
     let (mut env, _reaper) = vm_with_fake_tools();

@@ -142,7 +142,8 @@ pub fn transfer(
             .map(|path| vec![remote_spec(&stored, path).into()])
             .collect()
     };
-    let mut failures = Vec::new();
+    // Per batch: `None` when it copied, else what scp said.
+    let mut outcomes: Vec<Option<String>> = Vec::new();
     for batch in &batches {
         let run_scp = || -> Result<std::process::Output> {
             let route = mux.route();
@@ -174,23 +175,23 @@ pub fn transfer(
             }
             output = run_scp()?;
         }
-        if !output.status.success() {
-            // Like one scp of every source: the others are still copied, then it fails.
+        // Like one scp of every source: the others are still copied, then it fails.
+        outcomes.push((!output.status.success()).then(|| {
             let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
-            failures.push(if stderr.is_empty() {
+            if stderr.is_empty() {
                 output.status.to_string()
             } else {
                 stderr
-            });
-        }
+            }
+        }));
     }
-    if !failures.is_empty() {
+    if outcomes.iter().any(Option::is_some) {
         if !several {
             check_guest_side(env, &key, &mux, &stored, request)?;
         }
         return Err(Error::Tool {
             tool: "scp".into(),
-            message: format!("{}: {}", stored.name, failures.join("; ")),
+            message: failure_message(&stored.name, request, &outcomes),
         });
     }
     let record = |local: &Path, remote: &str| CpData {
@@ -211,6 +212,41 @@ pub fn transfer(
             .map(|remote| record(&locals[0], remote))
             .collect()
     })
+}
+
+/// What a failed copy says: scp's words, and with several guest sources (one scp each) which
+/// of them failed and which were copied, so a person knows what to copy again.
+fn failure_message(vm: &str, request: &Transfer, outcomes: &[Option<String>]) -> String {
+    let failed: Vec<&String> = outcomes.iter().flatten().collect();
+    if outcomes.len() < 2 {
+        return format!(
+            "{vm}: {}",
+            failed
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    let mut failures = Vec::new();
+    let mut copied = Vec::new();
+    for (source, outcome) in request.sources.iter().zip(outcomes) {
+        match outcome {
+            Some(said) => failures.push(format!("{vm}:{source} ({said})")),
+            None => copied.push(format!("{vm}:{source}")),
+        }
+    }
+    let copied = if copied.is_empty() {
+        "nothing was copied".to_owned()
+    } else {
+        format!("copied: {}", copied.join(", "))
+    };
+    format!(
+        "{vm}: {} of {} sources failed: {}; {copied}",
+        failures.len(),
+        outcomes.len(),
+        failures.join("; ")
+    )
 }
 
 /// True when scp says its connection went away (not that a file was refused).
