@@ -5,8 +5,8 @@
 //! The signals are held (blocked, so they stay pending) from before `main` until the
 //! handler is in place, so a signal at any instant still ends a `--json` run with exactly
 //! one result line. Only a second signal, an operation that stays quiet (no tool running, no
-//! undo in progress: it is blocked in stoat itself, on a read say) for [`QUIET`], or one
-//! that does not stop within a long grace period, makes this thread answer for it and exit:
+//! undo in progress, and none seen since the cancel: it is blocked in stoat itself, on a read
+//! say) for [`QUIET`], or one that does not stop within a long grace period, makes this thread answer for it and exit:
 //! that is a kill, which leaves each command done or not done.
 
 use std::time::Duration;
@@ -63,15 +63,20 @@ pub fn install(cancel: Cancel, terminator: Option<Terminator>) {
         };
         // The operation answers by itself (and the process ends) unless a second signal
         // comes or it is still running when the grace period ends.
+        // Once the operation was seen finishing work that decides its answer (a resize that
+        // took, a launch), that answer follows the work: quiet afterwards (saving the record,
+        // writing the answer on a starved host) is no reason to answer for it.
         let start = std::time::Instant::now();
         let mut last_busy = start;
+        let mut committed = false;
         while start.elapsed() < GRACE {
             if signals.pending().next().is_some() {
                 break;
             }
+            committed |= stoat_core::child::finishing_now();
             if stoat_core::child::busy() {
                 last_busy = std::time::Instant::now();
-            } else if last_busy.elapsed() >= QUIET {
+            } else if !committed && last_busy.elapsed() >= QUIET {
                 break;
             }
             std::thread::sleep(Duration::from_millis(20));

@@ -250,6 +250,12 @@ pub fn finishing() -> Finishing {
     Finishing(())
 }
 
+/// Whether [`Finishing`] work is in progress: the command has committed to an answer of its
+/// own, which follows that work.
+pub fn finishing_now() -> bool {
+    FINISHING.load(Ordering::SeqCst) > 0
+}
+
 /// Whether a tool runs or [`Finishing`] work is in progress: a cancelled command that is
 /// neither is blocked in stoat itself (on a read, say) or about to answer.
 pub fn busy() -> bool {
