@@ -1,6 +1,6 @@
-//! The catalog lint: every id unique and well-formed, cited (a known section and a quote
-//! found verbatim in the contract text or its decisions table when a copy is reachable
-//! through STOAT_SHARED_DIR; every section id defined in docs/contract.md), documented, and
+//! The catalog lint: every id unique and well-formed, cited (a known section, every section
+//! id defined in docs/contract.md; with the contract texts named by STOAT_SHARED_DIR, the
+//! ignored quote tests find each quote verbatim in them), documented, and
 //! wired (scenario checks have a body; mutant operators name real checks). Also keeps
 //! docs/checks.md current.
 
@@ -21,19 +21,15 @@ fn normalize(text: &str) -> String {
         .join(" ")
 }
 
-/// The shared documents, when this checkout can see them (a sibling `shared/`).
-fn shared_doc(relative: &str) -> Option<String> {
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut candidates = vec![
-        repo.join("../shared").join(relative),
-        PathBuf::from("/work/shared").join(relative),
-    ];
-    if let Some(dir) = std::env::var_os("STOAT_SHARED_DIR") {
-        candidates.insert(0, PathBuf::from(dir).join(relative));
-    }
-    candidates
-        .into_iter()
-        .find_map(|p| std::fs::read_to_string(p).ok())
+/// A document the quotes come from: the contract texts and design notes live outside this
+/// repository, so the tests that read them are ignored unless asked for, and asked for
+/// without STOAT_SHARED_DIR they fail.
+fn shared_doc(relative: &str) -> String {
+    let Some(dir) = std::env::var_os("STOAT_SHARED_DIR") else {
+        panic!("set STOAT_SHARED_DIR to the directory holding the contract texts and DESIGN.md");
+    };
+    let path = PathBuf::from(dir).join(relative);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 #[test]
@@ -121,25 +117,20 @@ fn every_check_is_cited_documented_and_wired() {
 }
 
 #[test]
+#[ignore = "needs STOAT_SHARED_DIR: the contract texts and design notes the quotes come from"]
 fn every_quote_is_verbatim_from_its_source() {
-    let contract = shared_doc("contract/stoat-json-v3.md").map(|t| normalize(&t));
-    let contract2 = shared_doc("contract/stoat-json-v2.md").map(|t| normalize(&t));
-    let design = shared_doc("DESIGN.md").map(|t| normalize(&t));
-    if contract.is_none() || contract2.is_none() || design.is_none() {
-        eprintln!(
-            "skipping quote verification: shared/ documents not reachable (set STOAT_SHARED_DIR)"
-        );
-        return;
-    }
+    let contract = normalize(&shared_doc("contract/stoat-json-v3.md"));
+    let contract2 = normalize(&shared_doc("contract/stoat-json-v2.md"));
+    let design = normalize(&shared_doc("DESIGN.md"));
     for def in all().iter().filter(|d| d.source != Source::Mcp) {
         let text = match def.source {
-            Source::Contract => contract.as_deref(),
-            Source::ContractV2 => contract2.as_deref(),
-            Source::Design | Source::Mcp => design.as_deref(),
+            Source::Contract => &contract,
+            Source::ContractV2 => &contract2,
+            Source::Design | Source::Mcp => &design,
         };
         let quote = normalize(def.quote);
         assert!(
-            text.is_some_and(|t| t.contains(&quote)),
+            text.contains(&quote),
             "{}: quote not found verbatim in its source: {quote:?}",
             def.id
         );
@@ -195,12 +186,13 @@ fn every_check_of_both_editions_cites_contract_2_words_in_an_edition_2_run() {
             );
         }
     }
-    let Some(contract2) = shared_doc("contract/stoat-json-v2.md").map(|t| normalize(&t)) else {
-        eprintln!(
-            "skipping quote verification: shared/ documents not reachable (set STOAT_SHARED_DIR)"
-        );
-        return;
-    };
+}
+
+/// The contract-2 sentence each such check cites is the contract-2 text's own.
+#[test]
+#[ignore = "needs STOAT_SHARED_DIR: the contract texts the quotes come from"]
+fn every_edition_2_quote_is_verbatim_from_contract_2() {
+    let contract2 = normalize(&shared_doc("contract/stoat-json-v2.md"));
     for def in all()
         .iter()
         .filter(|d| d.editions.contains(Edition::V2) && d.source != Source::Design)
