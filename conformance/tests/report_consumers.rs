@@ -9,8 +9,8 @@
 //!
 //! Inputs are real runs (the contract-written fixture SUT, a mutant of it, a SUT that fails
 //! the smoke stage, a run with a baseline) plus a saved report holding every status and raw
-//! control bytes. Without the consumers the tests say SKIP, unless STOAT_REPORT_CONSUMERS is
-//! set (as `make test` does): then a missing consumer fails.
+//! control bytes. The tests that need the consumers are ignored unless asked for (`make test`
+//! asks, with STOAT_REPORT_CONSUMERS); asked for without them, they fail.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,26 +19,22 @@ use serde_json::{json, Value};
 
 const CONSUMERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/consumers");
 
-fn consumers_dir(test: &str) -> Option<PathBuf> {
-    let (dir, required) = match std::env::var_os("STOAT_REPORT_CONSUMERS") {
-        Some(dir) => (PathBuf::from(dir), true),
-        None => (
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/report-consumers"),
-            false,
-        ),
-    };
+/// Where the consumers are installed (STOAT_REPORT_CONSUMERS, else target/report-consumers);
+/// the tests that use them are ignored unless asked for, and asked for without them they fail.
+fn consumers_dir(test: &str) -> PathBuf {
+    let dir = std::env::var_os("STOAT_REPORT_CONSUMERS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/report-consumers")
+        });
     let ready =
         dir.join("node/node_modules/tap-parser").is_dir() && dir.join("venv/bin/python").is_file();
-    if ready {
-        return Some(dir);
-    }
     assert!(
-        !required,
-        "{test}: the report consumers are not installed in {} (run conformance/tests/consumers/setup.sh)",
+        ready,
+        "{test}: the report consumers are not installed in {} (run `make report-consumers`)",
         dir.display()
     );
-    eprintln!("SKIP {test}: no report consumers; run conformance/tests/consumers/setup.sh");
-    None
+    dir
 }
 
 fn suite() -> Command {
@@ -342,10 +338,9 @@ fn is_bad(status: &str) -> bool {
 }
 
 #[test]
+#[ignore = "needs the report consumers (make report-consumers)"]
 fn prove_and_tap_parser_count_every_report_alike() {
-    let Some(consumers) = consumers_dir("prove_and_tap_parser_count_every_report_alike") else {
-        return;
-    };
+    let consumers = consumers_dir("prove_and_tap_parser_count_every_report_alike");
     let dir = tempfile::tempdir().expect("tmp");
     for (name, json_path) in reports() {
         let report: Value =
@@ -472,10 +467,9 @@ fn the_live_tap_file_is_the_rendered_one() {
 }
 
 #[test]
+#[ignore = "needs the report consumers (make report-consumers)"]
 fn junit_validates_and_two_parsers_read_it() {
-    let Some(consumers) = consumers_dir("junit_validates_and_two_parsers_read_it") else {
-        return;
-    };
+    let consumers = consumers_dir("junit_validates_and_two_parsers_read_it");
     let dir = tempfile::tempdir().expect("tmp");
     for (name, json_path) in reports() {
         let report: Value =
@@ -608,11 +602,9 @@ fn assert_fits(pages: usize, seen: &[Value]) {
 }
 
 #[test]
+#[ignore = "needs the report consumers (make report-consumers)"]
 fn html_fits_a_phone_and_a_desktop_with_failures_first() {
-    let Some(consumers) = consumers_dir("html_fits_a_phone_and_a_desktop_with_failures_first")
-    else {
-        return;
-    };
+    let consumers = consumers_dir("html_fits_a_phone_and_a_desktop_with_failures_first");
     // Screenshots stay next to the runs for a person to look at.
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-consumers-html");
     let _ = std::fs::remove_dir_all(&shots);
@@ -687,10 +679,9 @@ fn html_fits_a_phone_and_a_desktop_with_failures_first() {
 }
 
 #[test]
+#[ignore = "needs the report consumers (make report-consumers)"]
 fn several_implementations_side_by_side() {
-    let Some(consumers) = consumers_dir("several_implementations_side_by_side") else {
-        return;
-    };
+    let consumers = consumers_dir("several_implementations_side_by_side");
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-consumers-matrix");
     let _ = std::fs::remove_dir_all(&dir);
     let reports = reports();
@@ -780,12 +771,10 @@ fn several_implementations_side_by_side() {
 }
 
 #[test]
+#[ignore = "needs the report consumers (make report-consumers)"]
 fn markdown_holding_markup_characters_renders_on_cmark_gfm_as_the_plain_text() {
-    let Some(consumers) =
-        consumers_dir("markdown_holding_markup_characters_renders_on_cmark_gfm_as_the_plain_text")
-    else {
-        return;
-    };
+    let consumers =
+        consumers_dir("markdown_holding_markup_characters_renders_on_cmark_gfm_as_the_plain_text");
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-consumers-md");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("dir");
