@@ -990,8 +990,11 @@ fn real_recipes_first_boot_then_up_then_rerun() {
     assert_eq!(plan.data()["plan"][1]["name"], "app");
     assert_eq!(plan.data()["plan"][1]["reason"], "already applied");
 
-    // The script changes: the plan says so and apply runs app again (not base).
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    // The script changes: the plan says so and apply runs app again (not base). `at` has
+    // one-second resolution: the rerun must come in a later second than the first run.
+    while humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string() <= first_at {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let script = env.root().join("recipes/app/install.sh");
     let mut text = std::fs::read_to_string(&script).unwrap();
     text.push_str("echo app v2\n");

@@ -432,7 +432,6 @@ fn sigint_mid_download_answers_canceled_and_a_later_pull_resumes() {
         .spawn()
         .unwrap();
     wait_for_part_file(&env.root().join("isos"));
-    std::thread::sleep(Duration::from_millis(300));
     let started = Instant::now();
     // SAFETY: kill(2) on the PID of a child this test spawned and has not reaped.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -559,13 +558,16 @@ fn a_killed_pull_leaves_a_part_the_next_pull_resumes_and_prune_knows() {
     assert!(isos(&env).is_empty(), "{:?}", isos(&env));
 }
 
+/// Waits until a download's `.part` file holds bytes: the transfer is under way.
 fn wait_for_part_file(isos: &Path) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
         let found = std::fs::read_dir(isos)
             .map(|rd| {
-                rd.filter_map(|e| e.ok())
-                    .any(|e| e.file_name().to_string_lossy().ends_with(".part"))
+                rd.filter_map(|e| e.ok()).any(|e| {
+                    e.file_name().to_string_lossy().ends_with(".part")
+                        && e.metadata().is_ok_and(|m| m.len() > 0)
+                })
             })
             .unwrap_or(false);
         if found {
