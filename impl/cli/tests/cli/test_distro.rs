@@ -614,6 +614,32 @@ pub(crate) fn mixed_session(image: &Path, journal: bool) -> String {
         8,
         "{rounds}"
     );
+    if journal {
+        // The Debian image's bash reaches TCP through /dev/tcp: a server on the host's
+        // loopback is out of the guest's reach through its gateway, while one on the host's
+        // outbound address answers (the guest's network works; only the loopback is kept out).
+        let fetch = |addr: &str, port: u16| {
+            let script = format!(
+                "exec 3<>/dev/tcp/{addr}/{port} || exit 7; printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3; cat <&3"
+            );
+            let answer = run(&["exec", "s", "--", "timeout", "8", "bash", "-c", &script]);
+            answer["stdout"].as_str().unwrap_or_default().to_owned()
+        };
+        let loopback = crate::test_network::http_server([127, 0, 0, 1].into(), "host-loopback");
+        let reached = fetch("10.0.2.2", loopback);
+        assert!(
+            !reached.contains("host-loopback"),
+            "the guest reached the host's loopback: {reached}"
+        );
+        let outbound = crate::test_network::host_outbound_address()
+            .expect("this host has a non-loopback address");
+        let public = crate::test_network::http_server(outbound, "host-public");
+        let reached = fetch(&outbound.to_string(), public);
+        assert!(
+            reached.ends_with("host-public"),
+            "the guest's way out: {reached}"
+        );
+    }
     let said = if journal {
         let read = run(&[
             "exec",

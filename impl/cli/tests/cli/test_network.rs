@@ -127,7 +127,7 @@ fn up_without_passt_says_which_package_and_starts_nothing() {
 
 /// An HTTP server on `addr` answering every request with `body`, in a thread of this test
 /// (it ends with the test process); returns its port.
-fn http_server(addr: IpAddr, body: &'static str) -> u16 {
+pub(crate) fn http_server(addr: IpAddr, body: &'static str) -> u16 {
     let listener = TcpListener::bind((addr, 0)).expect("bind the host server");
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
@@ -146,7 +146,7 @@ fn http_server(addr: IpAddr, body: &'static str) -> u16 {
 }
 
 /// The host's own address on the interface of its default route (no packet is sent).
-fn host_outbound_address() -> Option<IpAddr> {
+pub(crate) fn host_outbound_address() -> Option<IpAddr> {
     let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
     socket.connect("198.51.100.1:9").ok()?;
     let addr = socket.local_addr().ok()?.ip();
