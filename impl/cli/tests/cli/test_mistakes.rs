@@ -217,3 +217,21 @@ fn a_mistyped_image_id_gets_the_nearest_catalog_or_local_id_as_a_hint() {
     env.json(&["pull", "debain-13"]).error("no_such_image");
     assert_eq!(state(&env), Vec::new());
 }
+
+#[test]
+fn a_file_that_is_no_image_is_refused_saying_what_image_takes() {
+    let env = TestEnv::new();
+    std::fs::write(env.home().join("notes.txt"), "my notes\n").unwrap();
+    refused(
+        &env,
+        &["create", "x", "--image", "./notes.txt"],
+        "invalid_spec",
+        &[
+            "notes.txt",
+            "not an ISO 9660 image",
+            "a catalog id",
+            "a qcow2 disk image",
+            "an installer or live ISO",
+        ],
+    );
+}
