@@ -241,8 +241,9 @@ pub struct CreateArgs {
     /// Host directory shown read-only at /mnt/host
     #[arg(long)]
     pub share: Option<String>,
-    /// Console password (cloudinit only); `random` makes one
-    #[arg(long)]
+    /// Password of the guest user `stoat` for a login at the VM's screen (cloud images only;
+    /// default: stoat; never over ssh); `random` makes one and shows it once
+    #[arg(long, value_name = "PASSWORD")]
     pub console_password: Option<String>,
     /// Recipes to apply (comma-separated or repeated)
     #[arg(long, value_delimiter = ',')]

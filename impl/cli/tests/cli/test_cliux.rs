@@ -115,6 +115,30 @@ fn a_random_console_password_is_shown_once_to_a_human_and_never_under_json_or_in
     assert!(!chosen.contains("mine-0123"), "{chosen}");
 }
 
+#[test]
+fn the_default_console_password_is_named_in_create_help_and_is_what_a_cloud_vm_gets() {
+    let env = TestEnv::new();
+    let help = stdout(&env.run(&["create", "--help"]));
+    let flag = help
+        .split("--console-password")
+        .nth(1)
+        .expect("create --help lists --console-password");
+    assert!(
+        flag.contains("default: stoat") && flag.contains("`stoat`"),
+        "{help}"
+    );
+    assert!(help.contains("--console-password random"), "{help}");
+    // A cloud VM made without the flag has that password, and nothing shows it.
+    env.plant_image(DEBIAN_CLOUD);
+    let human = stdout(&env.run(&["create", "d", "--image", "debian-13"]));
+    assert!(!human.contains("password"), "{human}");
+    assert!(
+        env.vm_toml("d").contains("console_password = \"stoat\""),
+        "{}",
+        env.vm_toml("d")
+    );
+}
+
 /// Asks the completion registered by `stoat completions bash` for the words of a command
 /// line whose last word is being completed, as bash's `complete -F` calls it.
 fn bash_completes(env: &TestEnv, words: &[&str]) -> Vec<String> {
