@@ -307,6 +307,101 @@ fn man_prints_a_page_per_command_and_writes_them_all() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no command `nope`"));
 }
 
+/// The commands a `--help` lists under `Commands:` (name only).
+fn listed_commands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|line| *line != "Commands:")
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
+        .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
+        .collect()
+}
+
+/// An `Examples:` block whose first line runs stoat.
+fn has_examples(help: &str) -> bool {
+    help.split("\nExamples:\n")
+        .nth(1)
+        .and_then(|block| block.lines().next())
+        .is_some_and(|line| line.starts_with("  ") && line.contains("stoat "))
+}
+
+#[test]
+fn every_command_shows_examples_in_its_help_and_its_man_page() {
+    let env = TestEnv::new();
+    // Every command a person can find from `stoat --help`, nested ones included.
+    let mut commands: Vec<String> = Vec::new();
+    let mut todo: Vec<String> = listed_commands(&stdout(&env.run(&["--help"])));
+    while let Some(path) = todo.pop() {
+        let words: Vec<&str> = path.split(' ').collect();
+        let mut args = words.clone();
+        args.push("--help");
+        let help = stdout(&env.run(&args));
+        assert!(
+            has_examples(&help),
+            "`stoat {path} --help` has no examples:\n{help}"
+        );
+        // `stoat help <cmd>` is the same text (for `help` itself: stoat's own).
+        let mut via_help = vec!["help"];
+        via_help.extend(&words);
+        if path != "help" {
+            assert_eq!(stdout(&env.run(&via_help)), help, "stoat help {path}");
+        }
+        if path != "help" {
+            todo.extend(
+                listed_commands(&help)
+                    .into_iter()
+                    .filter(|sub| sub != "help")
+                    .map(|sub| format!("{path} {sub}")),
+            );
+        }
+        commands.push(path);
+    }
+    assert!(commands.len() > 40, "{commands:?}");
+    for nested in ["recipe add", "guest show", "mcp install", "exec", "version"] {
+        assert!(
+            commands.iter().any(|c| c == nested),
+            "{nested}: {commands:?}"
+        );
+    }
+    // stoat itself.
+    let top = stdout(&env.run(&["--help"]));
+    assert!(has_examples(&top), "{top}");
+    // A man page per command, each with EXAMPLES; stoat.1 keeps its note as NOTES.
+    let dir = env.tmp().join("man1");
+    stdout(&env.run(&["man", "--dir", dir.to_str().unwrap()]));
+    let mut pages: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    pages.sort();
+    let mut expected: Vec<String> = commands
+        .iter()
+        .map(|path| format!("stoat-{}.1", path.replace(' ', "-")))
+        .chain(["stoat.1".to_owned()])
+        .collect();
+    expected.sort();
+    assert_eq!(pages, expected);
+    for page in &pages {
+        let text = std::fs::read_to_string(dir.join(page)).unwrap();
+        let examples = text
+            .split(".SH EXAMPLES\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{page} has no EXAMPLES"));
+        assert!(
+            examples
+                .lines()
+                .nth(1)
+                .is_some_and(|l| l.contains("stoat ")),
+            "{page}: {examples}"
+        );
+    }
+    let stoat_1 = std::fs::read_to_string(dir.join("stoat.1")).unwrap();
+    assert!(
+        stoat_1.contains(".SH NOTES") && !stoat_1.contains("Examples:"),
+        "{stoat_1}"
+    );
+}
+
 #[test]
 fn make_install_puts_binaries_man_pages_and_completions_under_the_prefix() {
     let env = TestEnv::new();
