@@ -2,8 +2,10 @@
 # Boot-to-reachable of the Debian cloud image (conformance/guest/distro/build.sh), through
 # stoat against raw QEMU, on a first boot (cloud-init's per-instance work: user, keys,
 # growpart, mounts) and on a second boot of the same disk:
-#   stoat: `stoat up --no-apply` (waits for sshd's banner) + `stoat exec bench true` until
-#          it works (cloud-init restarts sshd seconds after the banner first answers)
+#   stoat: `stoat up --no-apply`, which returns once stoat can log in (an authenticating
+#          `ssh ... true`, never a banner probe; that login stays as the VM's master), then
+#          `stoat exec bench true` through that master, repeated until it works (a guard:
+#          an `up` that returned before a login worked would still be timed to one)
 #   raw:   the very argv stoat ran (read back from /proc), with the same seed ISO, on a fresh
 #          overlay for the first boot; then an ssh poll (`ssh ... true` until it works)
 # Both end at the same point: the first login that runs a command.

@@ -15,6 +15,7 @@ pub const CREATE: &str = "Examples:
   stoat create work --image debian-13
   stoat create work --image debian-13 --cpus 4 --ram 4G --disk 20G
   stoat create dev --image debian-13 --recipes docker,devtools
+  stoat create work --image debian-13 --console-password random   one shown only now (default: stoat)
   stoat create mine --image ./disk.qcow2   a disk image of your own (stored absolute)";
 
 pub const UPDATE: &str = "Examples:
@@ -151,9 +152,84 @@ pub const MAN: &str = "Examples:
   stoat man create | man -l -
   stoat man --dir ~/.local/share/man/man1";
 
-/// Every block, for the test that parses each example: (the command's words, its block).
+pub const RECIPE_LIST: &str = "Examples:
+  stoat recipe list             every recipe, bundled, global and project, in search order
+  stoat --json recipe list";
+
+pub const RECIPE_SHOW: &str = "Examples:
+  stoat recipe show docker      its manifest: OS, params, outputs, health check";
+
+pub const RECIPE_NEW: &str = "Examples:
+  stoat recipe new hello                  a recipe skeleton in the data root's recipes/
+  stoat recipe new hello --os debian      one that targets Debian guests";
+
+pub const RECIPE_ADD: &str = "Examples:
+  stoat recipe add https://example.org/recipes/hello.git
+  stoat recipe add https://example.org/recipes/hello.git --ref v1
+  stoat recipe add ../hello --project     into this directory's stoat.toml and stoat.lock";
+
+pub const RECIPE_LOCK: &str = "Examples:
+  stoat recipe lock             pin the global remote recipes at their current commits
+  stoat recipe lock --project   write the project's pins into stoat.lock";
+
+pub const RECIPE_SYNC: &str = "Examples:
+  stoat recipe sync             fetch the remote recipes at their pins
+  stoat recipe sync --project   what a fresh checkout of a project runs first";
+
+pub const RECIPE_UPDATE: &str = "Examples:
+  stoat recipe update           move every remote recipe to its ref's newest commit
+  stoat recipe update hello     only this one";
+
+pub const RECIPE_RM: &str = "Examples:
+  stoat recipe rm hello
+  stoat recipe rm hello --project";
+
+pub const RECIPE_REFRESH: &str = "Examples:
+  stoat recipe refresh          reinstall the bundled recipes this stoat carries";
+
+pub const RECIPE_SEARCH: &str = "Examples:
+  stoat recipe search           everything the index offers
+  stoat recipe search docker    names and descriptions that mention docker";
+
+pub const GUEST_LS: &str = "Examples:
+  stoat guest ls                every guest OS definition, bundled and your own";
+
+pub const GUEST_SHOW: &str = "Examples:
+  stoat guest show debian       one definition: its user, escalation, package manager";
+
+pub const MCP_DOCTOR: &str = "Examples:
+  stoat mcp doctor              is this binary set up for MCP, and which clients know it";
+
+pub const MCP_INSTALL: &str = "Examples:
+  stoat mcp install claude-code
+  stoat mcp install vscode";
+
+pub const VERSION: &str = "Examples:
+  stoat version                 stoat's version and the contract it speaks
+  stoat --json version";
+
+pub const HELP: &str = "Examples:
+  stoat help                    every command
+  stoat help create             the same as stoat create --help
+  stoat help recipe add";
+
+/// `stoat` itself: a first session, then how programs use it (its man page shows the
+/// paragraph after the examples as NOTES).
+pub const STOAT: &str = "Examples:
+  stoat pull debian-13                    download and verify a catalog image
+  stoat create work --image debian-13     a VM on it
+  stoat up work                           start it; returns once stoat can log in
+  stoat exec work -- uname -a             run a command in it
+  stoat down work
+  stoat help create                       one command's help, with its examples
+
+Add --json anywhere (before exec's VM name) for machine-readable output: contract v3.";
+
+/// Every block, for the test that parses each example: (the command's words, its block;
+/// `""` is `stoat` itself).
 #[cfg(test)]
 pub const ALL: &[(&str, &str)] = &[
+    ("", STOAT),
     ("ls", LS),
     ("get", GET),
     ("create", CREATE),
@@ -187,11 +263,27 @@ pub const ALL: &[(&str, &str)] = &[
     ("mcp", MCP),
     ("completions", COMPLETIONS),
     ("man", MAN),
+    ("recipe list", RECIPE_LIST),
+    ("recipe show", RECIPE_SHOW),
+    ("recipe new", RECIPE_NEW),
+    ("recipe add", RECIPE_ADD),
+    ("recipe lock", RECIPE_LOCK),
+    ("recipe sync", RECIPE_SYNC),
+    ("recipe update", RECIPE_UPDATE),
+    ("recipe rm", RECIPE_RM),
+    ("recipe refresh", RECIPE_REFRESH),
+    ("recipe search", RECIPE_SEARCH),
+    ("guest ls", GUEST_LS),
+    ("guest show", GUEST_SHOW),
+    ("mcp doctor", MCP_DOCTOR),
+    ("mcp install", MCP_INSTALL),
+    ("version", VERSION),
+    ("help", HELP),
 ];
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
+    use clap::CommandFactory;
 
     use super::ALL;
     use crate::grammar::Cli;
@@ -216,30 +308,47 @@ mod tests {
     fn every_example_parses_and_belongs_to_its_command() {
         for (name, block) in ALL {
             let mut seen = 0;
+            let path: Vec<&str> = name.split_whitespace().collect();
             for line in block.lines().skip(1) {
                 let words = words(line);
                 if words.first().map(String::as_str) != Some("stoat") {
                     continue;
                 }
                 seen += 1;
-                let sub = words.iter().skip(1).find(|w| !w.starts_with('-'));
-                assert_eq!(sub.map(String::as_str), Some(*name), "{line}");
-                // exec's words after its VM name are the guest's: it has its own parser.
+                let subs: Vec<&str> = words
+                    .iter()
+                    .skip(1)
+                    .filter(|w| !w.starts_with('-'))
+                    .take(path.len())
+                    .map(String::as_str)
+                    .collect();
+                assert_eq!(subs, path, "{line}");
+                // The whole parse, as a run does it: `help <cmd>` rewritten, exec by hand.
                 let raw: Vec<std::ffi::OsString> = words[1..].iter().map(Into::into).collect();
-                if *name == "exec" {
-                    let parsed = crate::exec_args::parse(&words[1..], &raw);
-                    assert!(matches!(parsed, Ok(Some(_))), "{line}");
-                } else if let Err(e) = Cli::try_parse_from(&words) {
-                    panic!("{line}: {e}");
+                if let Err(e) = crate::parse(&words[1..], &raw) {
+                    panic!("{line}: {}", e.line);
                 }
             }
             assert!(seen > 0, "{name} has no example");
         }
-        use clap::CommandFactory;
-        for sub in Cli::command().get_subcommands() {
-            let listed = ALL.iter().any(|(name, _)| *name == sub.get_name());
-            let exempt = sub.is_hide_set() || matches!(sub.get_name(), "version" | "help");
-            assert!(listed || exempt, "{} has no examples", sub.get_name());
+    }
+
+    /// Every command a person can find (`--help`, a man page) has its block, nested ones too,
+    /// and the block its `--help` shows is the one listed here.
+    #[test]
+    fn every_visible_command_has_its_examples() {
+        fn walk(command: &clap::Command, path: &str) {
+            let listed = ALL.iter().find(|(name, _)| *name == path);
+            let after = command.get_after_help().map(|a| a.to_string());
+            match listed {
+                Some((_, block)) => assert_eq!(after.as_deref(), Some(*block), "{path}"),
+                None => panic!("`stoat {path}` has no examples"),
+            }
+            for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+                let path = format!("{path} {}", sub.get_name());
+                walk(sub, path.trim());
+            }
         }
+        walk(&Cli::command(), "");
     }
 }

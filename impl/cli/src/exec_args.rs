@@ -58,7 +58,10 @@ pub(crate) fn parse(args: &[String], raw: &[OsString]) -> Result<Option<Parsed>,
             };
             timeout = Some(crate::grammar::parse_positive_duration(&text)?);
         } else if token == "-h" || token == "--help" {
-            return Ok(Some(Parsed::Help(HELP.to_owned())));
+            return Ok(Some(Parsed::Help(format!(
+                "{HELP}\n{}\n",
+                crate::examples::EXEC
+            ))));
         } else {
             vm = Some(token.clone());
             break;

@@ -9,7 +9,7 @@ use clap::{ArgAction, Args, Parser, Subcommand};
     name = "stoat",
     disable_version_flag = true,
     disable_help_subcommand = true,
-    after_help = "Add --json anywhere (before exec's VM name) for machine-readable output: contract v3."
+    after_help = crate::examples::STOAT
 )]
 pub struct Cli {
     /// Suppress progress chatter; never prompt
@@ -136,8 +136,10 @@ pub enum Command {
     #[command(after_help = crate::examples::MAN)]
     Man(ManArgs),
     /// Print the version
+    #[command(after_help = crate::examples::VERSION)]
     Version,
     /// Print help
+    #[command(after_help = crate::examples::HELP)]
     Help,
 }
 
@@ -241,8 +243,9 @@ pub struct CreateArgs {
     /// Host directory shown read-only at /mnt/host
     #[arg(long)]
     pub share: Option<String>,
-    /// Console password (cloudinit only); `random` makes one
-    #[arg(long)]
+    /// Password of the guest user `stoat` for a login at the VM's screen (cloud images only;
+    /// default: stoat; never over ssh); `random` makes one and shows it once
+    #[arg(long, value_name = "PASSWORD")]
     pub console_password: Option<String>,
     /// Recipes to apply (comma-separated or repeated)
     #[arg(long, value_delimiter = ',')]
@@ -494,24 +497,34 @@ pub struct CheckRecipesArgs {
 #[derive(Debug, Subcommand)]
 pub enum RecipeCommand {
     /// Every recipe in search order, with its scope
+    #[command(after_help = crate::examples::RECIPE_LIST)]
     List,
     /// One recipe's manifest
+    #[command(after_help = crate::examples::RECIPE_SHOW)]
     Show(NameArg),
     /// Start a new local recipe
+    #[command(after_help = crate::examples::RECIPE_NEW)]
     New(RecipeNewArgs),
     /// Add a remote recipe from a git URL
+    #[command(after_help = crate::examples::RECIPE_ADD)]
     Add(RecipeAddArgs),
     /// Pin remote recipes
+    #[command(after_help = crate::examples::RECIPE_LOCK)]
     Lock(ProjectFlag),
     /// Fetch remote recipes at their pins
+    #[command(after_help = crate::examples::RECIPE_SYNC)]
     Sync(ProjectFlag),
     /// Move remote recipes to their refs' newest commits
+    #[command(after_help = crate::examples::RECIPE_UPDATE)]
     Update(OptNameProject),
     /// Remove a remote recipe
+    #[command(after_help = crate::examples::RECIPE_RM)]
     Rm(NameProject),
     /// Reinstall the bundled recipes
+    #[command(after_help = crate::examples::RECIPE_REFRESH)]
     Refresh,
     /// Search the recipe index
+    #[command(after_help = crate::examples::RECIPE_SEARCH)]
     Search(SearchArgs),
 }
 
@@ -579,8 +592,10 @@ pub struct SearchArgs {
 #[derive(Debug, Subcommand)]
 pub enum GuestCommand {
     /// Every guest OS definition
+    #[command(after_help = crate::examples::GUEST_LS)]
     Ls,
     /// One guest OS definition
+    #[command(after_help = crate::examples::GUEST_SHOW)]
     Show(NameArg),
 }
 
@@ -615,8 +630,10 @@ pub struct McpArgs {
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
     /// Check this binary's MCP set-up and the clients' configurations
+    #[command(after_help = crate::examples::MCP_DOCTOR)]
     Doctor,
     /// Add stoat to an MCP client's configuration
+    #[command(after_help = crate::examples::MCP_INSTALL)]
     Install(McpInstallArgs),
 }
 

@@ -151,13 +151,23 @@ fn run(
     };
     ctx.finish_progress();
     let hint = match &result {
-        Err(stoat_core::Error::NotFound { name }) if !json => ctx
+        Err(_) if json => None,
+        Err(stoat_core::Error::NotFound { name }) => ctx
             .root()
             .ok()
-            .and_then(|root| nearest_vm(root, name))
-            .map(|near| format!("did you mean {near}?")),
+            .and_then(|root| stoat_core::vm::list(root).ok())
+            .and_then(|vms| nearest(name, vms.iter().map(|vm| vm.name().to_owned()))),
+        // `create --image`: a catalog id or a file in isos/; `pull`: the catalog alone.
+        Err(stoat_core::Error::ImageNotFound { id }) => nearest(
+            id,
+            stoat_core::app::complete::image_ids(&ctx.env).into_iter(),
+        ),
+        Err(stoat_core::Error::NoSuchImage { id }) => stoat_core::images::catalog::load(&ctx.env)
+            .ok()
+            .and_then(|catalog| nearest(id, catalog.entries().iter().map(|e| e.id.clone()))),
         _ => None,
-    };
+    }
+    .map(|near| format!("did you mean {near}?"));
     output::Output::new(emitter).finish_hinted(cmd, result, hint)
 }
 
@@ -276,14 +286,11 @@ fn install_json_panic_hook(terminator: stoat_wire::Terminator) {
 
 pub(crate) use exec_args::ExecArgs;
 
-/// The VM name closest to a mistyped one (at most two edits away, or one for short names),
-/// for a person's `not found`.
-fn nearest_vm(root: &stoat_core::Root, typed: &str) -> Option<String> {
+/// The name closest to a mistyped one among `known` (at most two edits away, or one for
+/// short names), for a person's `not found`: a VM name, an image id.
+fn nearest(typed: &str, known: impl Iterator<Item = String>) -> Option<String> {
     let limit = if typed.chars().count() <= 4 { 1 } else { 2 };
-    stoat_core::vm::list(root)
-        .ok()?
-        .iter()
-        .map(|vm| vm.name().to_owned())
+    known
         .filter(|name| name != typed)
         .map(|name| (strsim::damerau_levenshtein(typed, &name), name))
         .filter(|(distance, _)| *distance <= limit)

@@ -11,6 +11,10 @@ use stoat_wire::{ErrorCode, WireError};
 pub enum Error {
     #[error("not found: {name}")]
     NotFound { name: String },
+    /// `create --image` names neither a catalog id nor a file stoat can find (upstream's
+    /// `not_found`; `pull`, whose subject is the catalog alone, says `no_such_image`).
+    #[error("not found: no catalog entry or local image called {id:?}")]
+    ImageNotFound { id: String },
     /// A named thing other than a VM (a recipe, a guest OS) does not exist.
     #[error("no {kind} called {name:?}; known: {known}")]
     UnknownName {
@@ -148,7 +152,9 @@ impl Error {
     /// Returns the contract code of this failure: THE one table.
     pub fn code(&self) -> ErrorCode {
         match self {
-            Error::NotFound { .. } | Error::UnknownName { .. } => ErrorCode::NotFound,
+            Error::NotFound { .. } | Error::UnknownName { .. } | Error::ImageNotFound { .. } => {
+                ErrorCode::NotFound
+            }
             Error::BadManifest { .. } => ErrorCode::Broken,
             Error::Broken { .. } => ErrorCode::Broken,
             Error::NameTaken { .. } => ErrorCode::NameTaken,

@@ -80,8 +80,16 @@ fn render(command: &clap::Command) -> std::io::Result<String> {
     let mut roff = roff::Roff::new();
     if let Some(after) = command.get_after_help() {
         let after = after.to_string();
+        // An `Examples:` block, and what follows it after a blank line (stoat's own note
+        // on --json) as NOTES.
         match after.strip_prefix("Examples:\n") {
-            Some(examples) => preformatted(&mut roff, "EXAMPLES", examples),
+            Some(rest) => {
+                let (examples, notes) = rest.split_once("\n\n").unwrap_or((rest, ""));
+                preformatted(&mut roff, "EXAMPLES", examples);
+                if !notes.trim().is_empty() {
+                    preformatted(&mut roff, "NOTES", notes);
+                }
+            }
             None => preformatted(&mut roff, "NOTES", &after),
         }
     }

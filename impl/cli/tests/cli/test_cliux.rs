@@ -115,6 +115,30 @@ fn a_random_console_password_is_shown_once_to_a_human_and_never_under_json_or_in
     assert!(!chosen.contains("mine-0123"), "{chosen}");
 }
 
+#[test]
+fn the_default_console_password_is_named_in_create_help_and_is_what_a_cloud_vm_gets() {
+    let env = TestEnv::new();
+    let help = stdout(&env.run(&["create", "--help"]));
+    let flag = help
+        .split("--console-password")
+        .nth(1)
+        .expect("create --help lists --console-password");
+    assert!(
+        flag.contains("default: stoat") && flag.contains("`stoat`"),
+        "{help}"
+    );
+    assert!(help.contains("--console-password random"), "{help}");
+    // A cloud VM made without the flag has that password, and nothing shows it.
+    env.plant_image(DEBIAN_CLOUD);
+    let human = stdout(&env.run(&["create", "d", "--image", "debian-13"]));
+    assert!(!human.contains("password"), "{human}");
+    assert!(
+        env.vm_toml("d").contains("console_password = \"stoat\""),
+        "{}",
+        env.vm_toml("d")
+    );
+}
+
 /// Asks the completion registered by `stoat completions bash` for the words of a command
 /// line whose last word is being completed, as bash's `complete -F` calls it.
 fn bash_completes(env: &TestEnv, words: &[&str]) -> Vec<String> {
@@ -281,6 +305,101 @@ fn man_prints_a_page_per_command_and_writes_them_all() {
     let bad = env.run(&["man", "nope"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no command `nope`"));
+}
+
+/// The commands a `--help` lists under `Commands:` (name only).
+fn listed_commands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|line| *line != "Commands:")
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
+        .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
+        .collect()
+}
+
+/// An `Examples:` block whose first line runs stoat.
+fn has_examples(help: &str) -> bool {
+    help.split("\nExamples:\n")
+        .nth(1)
+        .and_then(|block| block.lines().next())
+        .is_some_and(|line| line.starts_with("  ") && line.contains("stoat "))
+}
+
+#[test]
+fn every_command_shows_examples_in_its_help_and_its_man_page() {
+    let env = TestEnv::new();
+    // Every command a person can find from `stoat --help`, nested ones included.
+    let mut commands: Vec<String> = Vec::new();
+    let mut todo: Vec<String> = listed_commands(&stdout(&env.run(&["--help"])));
+    while let Some(path) = todo.pop() {
+        let words: Vec<&str> = path.split(' ').collect();
+        let mut args = words.clone();
+        args.push("--help");
+        let help = stdout(&env.run(&args));
+        assert!(
+            has_examples(&help),
+            "`stoat {path} --help` has no examples:\n{help}"
+        );
+        // `stoat help <cmd>` is the same text (for `help` itself: stoat's own).
+        let mut via_help = vec!["help"];
+        via_help.extend(&words);
+        if path != "help" {
+            assert_eq!(stdout(&env.run(&via_help)), help, "stoat help {path}");
+        }
+        if path != "help" {
+            todo.extend(
+                listed_commands(&help)
+                    .into_iter()
+                    .filter(|sub| sub != "help")
+                    .map(|sub| format!("{path} {sub}")),
+            );
+        }
+        commands.push(path);
+    }
+    assert!(commands.len() > 40, "{commands:?}");
+    for nested in ["recipe add", "guest show", "mcp install", "exec", "version"] {
+        assert!(
+            commands.iter().any(|c| c == nested),
+            "{nested}: {commands:?}"
+        );
+    }
+    // stoat itself.
+    let top = stdout(&env.run(&["--help"]));
+    assert!(has_examples(&top), "{top}");
+    // A man page per command, each with EXAMPLES; stoat.1 keeps its note as NOTES.
+    let dir = env.tmp().join("man1");
+    stdout(&env.run(&["man", "--dir", dir.to_str().unwrap()]));
+    let mut pages: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    pages.sort();
+    let mut expected: Vec<String> = commands
+        .iter()
+        .map(|path| format!("stoat-{}.1", path.replace(' ', "-")))
+        .chain(["stoat.1".to_owned()])
+        .collect();
+    expected.sort();
+    assert_eq!(pages, expected);
+    for page in &pages {
+        let text = std::fs::read_to_string(dir.join(page)).unwrap();
+        let examples = text
+            .split(".SH EXAMPLES\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{page} has no EXAMPLES"));
+        assert!(
+            examples
+                .lines()
+                .nth(1)
+                .is_some_and(|l| l.contains("stoat ")),
+            "{page}: {examples}"
+        );
+    }
+    let stoat_1 = std::fs::read_to_string(dir.join("stoat.1")).unwrap();
+    assert!(
+        stoat_1.contains(".SH NOTES") && !stoat_1.contains("Examples:"),
+        "{stoat_1}"
+    );
 }
 
 #[test]

@@ -179,3 +179,59 @@ fn a_mistyped_vm_name_gets_the_nearest_one_as_a_hint_and_json_stays_plain() {
     let message = env.json(&["get", "wrok"]).error("not_found");
     assert!(!message.contains("did you mean"), "{message}");
 }
+
+#[test]
+fn a_mistyped_image_id_gets_the_nearest_catalog_or_local_id_as_a_hint() {
+    let env = TestEnv::new();
+    env.plant_image("my-build.qcow2");
+    let hint_of = |args: &[&str]| {
+        let run = env.run(args);
+        assert_eq!(run.status.code(), Some(1), "{args:?}: {run:?}");
+        let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 2, "{args:?}: {stderr}");
+        assert!(lines[0].starts_with("stoat: "), "{args:?}: {stderr}");
+        lines[1].to_owned()
+    };
+    // create: a catalog id, or a file in isos/.
+    let create = ["create", "x", "--image", "debain-13"];
+    assert_eq!(hint_of(&create), "hint: did you mean debian-13?");
+    assert_eq!(
+        hint_of(&["create", "x", "--image", "my-biuld.qcow2"]),
+        "hint: did you mean my-build.qcow2?"
+    );
+    // pull: the catalog alone.
+    assert_eq!(
+        hint_of(&["pull", "debain-13"]),
+        "hint: did you mean debian-13?"
+    );
+    // Nothing near: the error alone.
+    let far = env.run(&["pull", "windows-xp"]);
+    assert!(
+        !String::from_utf8_lossy(&far.stderr).contains("hint"),
+        "{far:?}"
+    );
+    // The wire keeps the contract's codes and plain messages; nothing was created.
+    let message = env.json(&create).error("not_found");
+    assert!(!message.contains("did you mean"), "{message}");
+    env.json(&["pull", "debain-13"]).error("no_such_image");
+    assert_eq!(state(&env), Vec::new());
+}
+
+#[test]
+fn a_file_that_is_no_image_is_refused_saying_what_image_takes() {
+    let env = TestEnv::new();
+    std::fs::write(env.home().join("notes.txt"), "my notes\n").unwrap();
+    refused(
+        &env,
+        &["create", "x", "--image", "./notes.txt"],
+        "invalid_spec",
+        &[
+            "notes.txt",
+            "not an ISO 9660 image",
+            "a catalog id",
+            "a qcow2 disk image",
+            "an installer or live ISO",
+        ],
+    );
+}

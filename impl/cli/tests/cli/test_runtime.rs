@@ -1570,3 +1570,72 @@ fn exec_capture_of_100_mib_is_cut_at_8_mib_with_a_flag_in_bounded_memory() {
     );
     assert!(kib < 100 * 1024, "peak RSS {kib} KiB");
 }
+
+/// The ssh calls that ran a guest script (`... sh -s`, the 9p unmount around a live
+/// snapshot), each call's argv.
+fn script_calls(env: &TestEnv) -> Vec<Vec<String>> {
+    env.fake_argvs("ssh")
+        .into_iter()
+        .filter(|argv| argv.ends_with(&["sh".to_owned(), "-s".to_owned()]))
+        .collect()
+}
+
+#[test]
+fn a_live_snapshot_unmounts_the_shares_through_the_vms_master_when_one_answers() {
+    let env = TestEnv::new();
+    let port = free_port();
+    env.write_vm(
+        "d",
+        &format!(
+            "name = \"d\"\nmode = \"disk\"\ninstalled = true\nos = \"debian\"\nbackend = \"ssh\"\niso = \"/nonexistent/x.iso\"\nram = 256\ncpus = 1\nsshport = {port}\nsshuser = \"stoat\"\n"
+        ),
+    );
+    crate::common::make_qcow2(&env.root().join("d/disk.qcow2"), "16M");
+    // stoat-fake's QEMU with its monitor (savevm) and an ssh banner; its ssh logs each argv.
+    for tool in ["qemu-system-x86_64", "passt", "ssh"] {
+        env.fake_tool(tool);
+    }
+    let _reaper = Reaper::watch(&env, &["d"]);
+    env.json(&["up", "d", "--no-wait"]).data();
+    // The first exec would become the master: its argv names the VM's socket.
+    env.json_raw(&["--json", "exec", "--timeout", "20s", "d", "true"])
+        .data();
+    let socket = env
+        .fake_argvs("ssh")
+        .concat()
+        .into_iter()
+        .find_map(|word| word.strip_prefix("ControlPath=").map(str::to_owned))
+        .expect("exec names the master's socket");
+    // The fake ssh makes no socket: a listener stands in for a live master.
+    let master =
+        std::os::unix::net::UnixListener::bind(env.root().join("d").join(&socket)).unwrap();
+    env.clear_fake_calls();
+    env.json(&["snapshot", "d", "s1"]).data();
+    let calls = script_calls(&env);
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(
+        calls[0].contains(&"ControlMaster=no".to_owned())
+            && calls[0].contains(&format!("ControlPath={socket}")),
+        "the unmount goes through the master: {:?}",
+        calls[0]
+    );
+    // No master answering: the unmount connects directly, and never becomes the master.
+    drop(master);
+    std::fs::remove_file(env.root().join("d").join(&socket)).unwrap();
+    env.clear_fake_calls();
+    env.json(&["snapshot", "d", "s2"]).data();
+    let calls = script_calls(&env);
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(
+        !calls[0].iter().any(|word| word.starts_with("Control")),
+        "{:?}",
+        calls[0]
+    );
+    let tags: Vec<String> = env.json(&["snapshot", "d"]).data()["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["tag"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(tags, ["s1", "s2"]);
+}

@@ -2,7 +2,10 @@
 //! export is mounted in the guest (its open files cannot be saved), so stoat unmounts every
 //! mounted 9p share over ssh first, and mounts the same ones again afterwards, whether the
 //! monitor command worked or not. `loadvm` gets the same treatment: the restored guest is in
-//! the state of the save, where the shares were unmounted.
+//! the state of the save, where the shares were unmounted. Both scripts go through the VM's
+//! reused connection when its master answers (a restore ends it first, so the remount after
+//! one connects afresh), and a script ssh could not start is run again within a bound
+//! ([`GuestShell::capture`]).
 
 use std::time::Duration;
 
@@ -54,7 +57,11 @@ pub fn unmount(root: &Root, env: &Env, vm: &StoredVm) -> Paused {
         .ok()
         .and_then(|registry| registry.get(&vm.config.os).map(|g| g.escalate.clone()))
         .unwrap_or_else(|| vec!["sudo".to_owned(), "-n".to_owned()]);
-    let shell = match GuestShell::new(root, env, vm, &escalate) {
+    // Through the VM's master when one answers: a fresh connection costs a handshake, and
+    // sshd may hold a burst of them against the host (OpenSSH's PerSourcePenalties).
+    let shell = match GuestShell::new(root, env, vm, &escalate)
+        .and_then(|shell| shell.through_live_master(root, env, vm))
+    {
         Ok(shell) => shell,
         Err(err) => return unreachable(None, &err.to_string()),
     };

@@ -106,6 +106,12 @@ impl Mux {
         }
     }
 
+    /// A route through the master when one answers now, else `None`: for a call that must
+    /// not become the master itself (the caller then goes direct).
+    pub fn live_client(&self) -> Option<Route> {
+        live(&self.vm_dir, &self.socket).then(|| self.client())
+    }
+
     fn client(&self) -> Route {
         Route {
             options: options(&["ControlMaster=no", &format!("ControlPath={}", self.socket)]),

@@ -43,6 +43,8 @@ const ISO9660_MAGIC: &[u8] = b"CD001";
 
 /// Refuses a file that is not an ISO 9660 image (`CD001` at byte 32769): an installer or live
 /// image is one, and anything else (a key, a database, `/etc/shadow`) must not become a CD.
+/// Most often the file was never meant as an image at all, so the message says what `--image`
+/// takes.
 pub fn require_iso9660(image: &Path) -> Result<()> {
     use std::io::{Read, Seek, SeekFrom};
     let mut magic = [0u8; 5];
@@ -54,7 +56,7 @@ pub fn require_iso9660(image: &Path) -> Result<()> {
         return Ok(());
     }
     Err(Error::InvalidSpec(format!(
-        "image {} is not an ISO 9660 image (no CD001 at byte {ISO9660_OFFSET}); a live or installer image must be an ISO",
+        "image {} is not an ISO 9660 image (no CD001 at byte {ISO9660_OFFSET}); --image takes a catalog id (see `stoat images`), a qcow2 disk image (named .qcow2 or .img, or with --backend cloudinit), or an installer or live ISO",
         image.display()
     )))
 }

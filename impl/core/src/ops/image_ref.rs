@@ -53,8 +53,8 @@ pub fn resolve(root: &Root, env: &Env, image: &str) -> Result<ResolvedImage> {
 /// The error for an image that is neither in the catalog nor on disk. Upstream's code is
 /// `not_found`; v3's `no_such_image` is kept for `pull`, whose subject is the catalog alone.
 fn no_such_local_image(image: &str) -> Error {
-    Error::NotFound {
-        name: format!("no catalog entry or local image called {image:?}"),
+    Error::ImageNotFound {
+        id: image.to_owned(),
     }
 }
 
@@ -149,11 +149,11 @@ mod tests {
         assert!(by_file.is_byo());
         assert!(matches!(
             resolve(&root, &env, "../etc"),
-            Err(Error::NotFound { .. })
+            Err(Error::ImageNotFound { .. })
         ));
         assert!(matches!(
             resolve(&root, &env, ""),
-            Err(Error::NotFound { .. })
+            Err(Error::ImageNotFound { .. })
         ));
     }
 }

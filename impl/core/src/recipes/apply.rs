@@ -41,7 +41,7 @@ pub const LOG_FILE: &str = "last-provision.log";
 pub const FAILURE_FILE: &str = "last-provision.failed";
 /// The lock an apply holds, in the VM directory.
 pub const LOCK_FILE: &str = "provision.lock";
-/// How long apply waits for the guest's sshd banner (upstream's value, made for KVM).
+/// How long apply waits until it can log in to the guest (upstream's value, made for KVM).
 pub const SSH_WAIT: Duration = Duration::from_secs(90);
 /// The same under TCG: a systemd distribution with cloud-init needs 1-3 minutes to answer
 /// ssh without KVM on a 2-core host, so 90 s would fail `up` on a VM that is fine.

@@ -5,8 +5,13 @@
 //! [`GuestShell::stream`] merges stdout and stderr into one pipe and hands each line over as it
 //! arrives (the `log` events); [`GuestShell::capture`] collects stdout under a deadline (outputs,
 //! markers, health checks). A cancelled run sends SIGTERM to ssh, then SIGKILL after 5 s.
-//! These calls connect afresh, never through the VM's reused connection (`host::ssh_mux`): a
-//! multiplexed ssh hands its output pipe to the master, so killing it would not end our read.
+//! [`GuestShell::stream`] (apply's scripts) connects afresh, never through the VM's reused
+//! connection (`host::ssh_mux`): a multiplexed ssh hands its output pipe to the master, so
+//! killing it would not end our read, and the guest's watchdog would not see the connection
+//! end. A shell made [`GuestShell::through_live_master`] runs [`GuestShell::capture`] through
+//! the VM's master when one answers (a short script such as a live snapshot's unmount, which
+//! then opens no connection of its own); after a kill its read is given up after
+//! [`READ_AFTER_KILL`].
 //!
 //! A fresh connection can land in the seconds a cloud image's sshd restarts under cloud-init.
 //! The remote command first writes exec's session mark (`runtime::session_mark`) to stderr, so
@@ -20,7 +25,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::host::ssh_argv::ssh_args;
+use crate::host::ssh_argv::{ssh_args, ssh_args_with};
+use crate::host::ssh_mux::Mux;
 use crate::runtime::session_mark::{self, MarkFilter, WRITE_MARK};
 use crate::vm::StoredVm;
 use crate::{keys, Cancel, Env, Error, Result, Root};
@@ -33,6 +39,9 @@ pub const BEFORE_SESSION_RETRY: Duration = Duration::from_secs(60);
 const RETRY_PAUSE: Duration = Duration::from_secs(1);
 /// What a capture keeps of ssh's stderr: enough for the mark and ssh's own few lines.
 const STDERR_KEPT: u64 = 64 << 10;
+/// How long a capture still reads after killing its ssh: a multiplexed ssh's output pipe is
+/// also held by the master until the guest command ends.
+const READ_AFTER_KILL: Duration = Duration::from_secs(2);
 
 /// How to reach one VM's shell.
 pub struct GuestShell {
@@ -43,6 +52,9 @@ pub struct GuestShell {
     path_var: String,
     /// How long a run is tried again when ssh fails before any session.
     retry_for: Duration,
+    /// Set by [`GuestShell::through_live_master`]: what a capture needs to go through the
+    /// VM's master (its key, its VM, the master).
+    master: Option<(PathBuf, StoredVm, Mux)>,
 }
 
 /// How a captured run ended.
@@ -79,7 +91,17 @@ impl GuestShell {
             escalate,
             path_var: env.path_var().to_owned(),
             retry_for: BEFORE_SESSION_RETRY,
+            master: None,
         })
+    }
+
+    /// The same shell, whose captures go through the VM's master when one answers at the
+    /// time of each run (and directly otherwise: they never become the master).
+    pub fn through_live_master(mut self, root: &Root, env: &Env, vm: &StoredVm) -> Result<Self> {
+        let key = keys::ensure(root, env)?;
+        let mux = Mux::for_vm(&key, vm);
+        self.master = Some((key, vm.clone(), mux));
+        Ok(self)
     }
 
     /// The same shell, trying a run that ssh could not start again for `retry_for` at most
@@ -89,11 +111,26 @@ impl GuestShell {
         self
     }
 
-    fn command(&self, interpreter: &[&str]) -> Command {
+    /// The ssh command for one run; `through_master`: through the VM's master when this
+    /// shell has one and it answers now.
+    fn command(&self, interpreter: &[&str], through_master: bool) -> Command {
         let mut command = Command::new(&self.ssh);
         let watched = crate::host::ssh_argv::quote_remote_command(&[WATCHED.to_owned()]);
+        let routed = self
+            .master
+            .as_ref()
+            .filter(|_| through_master)
+            .and_then(|(key, vm, mux)| Some((key, vm, mux.live_client()?)));
+        match routed {
+            Some((key, vm, route)) => {
+                route.configure(&mut command);
+                command.args(ssh_args_with(key, vm, route.options()));
+            }
+            None => {
+                command.args(&self.args);
+            }
+        }
         command
-            .args(&self.args)
             .arg(WRITE_MARK.trim_end())
             .args(&self.escalate)
             // The interpreter's words stay the last arguments, as they always were.
@@ -148,7 +185,7 @@ impl GuestShell {
         let writer_err = writer
             .try_clone()
             .map_err(|e| Error::io("make a pipe for ssh", e))?;
-        let mut command = self.command(interpreter);
+        let mut command = self.command(interpreter, false);
         command.stdout(writer).stderr(writer_err);
         let mut child = command.spawn().map_err(|e| Error::io("run ssh", e))?;
         // The Command holds the pipe's write ends: drop it so the read end sees EOF.
@@ -201,7 +238,7 @@ impl GuestShell {
         timeout: Duration,
         cancel: &Cancel,
     ) -> Result<(Captured, bool)> {
-        let mut command = self.command(&["sh", "-s"]);
+        let mut command = self.command(&["sh", "-s"], true);
         command.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = command.spawn().map_err(|e| Error::io("run ssh", e))?;
         let feeder = feed_stdin(&mut child, body);
@@ -221,8 +258,9 @@ impl GuestShell {
             std::thread::sleep(POLL.min(deadline.saturating_duration_since(Instant::now())));
         };
         let _ = feeder.join();
-        let out = stdout.join().unwrap_or_default();
-        let (opened, _) = session_mark::split(&stderr.join().unwrap_or_default());
+        let read_until = status.is_none().then(|| Instant::now() + READ_AFTER_KILL);
+        let out = joined(stdout, read_until);
+        let (opened, _) = session_mark::split(&joined(stderr, read_until));
         cancel.check()?;
         let captured = Captured {
             status,
@@ -248,6 +286,20 @@ fn line_text(line: &[u8]) -> String {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     String::from_utf8_lossy(line).into_owned()
+}
+
+/// What a [`drain`] thread read; with `until`, given up (nothing) when the thread is still
+/// reading then: a pipe the killed ssh shared with a master may stay open for long.
+fn joined(reader: std::thread::JoinHandle<Vec<u8>>, until: Option<Instant>) -> Vec<u8> {
+    if let Some(until) = until {
+        while !reader.is_finished() {
+            if Instant::now() >= until {
+                return Vec::new();
+            }
+            std::thread::sleep(POLL.min(until.saturating_duration_since(Instant::now())));
+        }
+    }
+    reader.join().unwrap_or_default()
 }
 
 /// Reads a child's pipe to its end on a thread, keeping the first `limit` bytes.

@@ -5,7 +5,9 @@
 //! here is a whole login (`ssh … true` with stoat's key, batch mode): before the guest's sshd
 //! listens QEMU refuses it without the guest seeing anything, and once sshd listens it
 //! succeeds, and (through [`Mux::route`]) becomes the VM's reused connection, so the calls
-//! that follow (exec, cp, apply, a live snapshot's unmount) open no connection of their own.
+//! that follow (exec, cp, `stoat ssh`, a live snapshot's unmount and remount) open no
+//! connection of their own. apply's scripts still connect afresh (`recipes::guest_shell`
+//! says why).
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
