@@ -96,8 +96,10 @@ impl TestEnv {
         cmd
     }
 
-    /// `program` with the sandbox's cleared, pinned environment, run from HOME.
-    fn sandboxed(&self, program: &std::ffi::OsStr) -> std::process::Command {
+    /// `program` with the sandbox's cleared, pinned environment, run from HOME: how stoat
+    /// runs, and how a program that starts stoat itself (an MCP client) runs, so that the
+    /// stoat it starts sees the same environment, the fakes' script and call log included.
+    pub fn sandboxed(&self, program: &std::ffi::OsStr) -> std::process::Command {
         let mut cmd = std::process::Command::new(program);
         cmd.env_clear()
             .env("HOME", self.home())

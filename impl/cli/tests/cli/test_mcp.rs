@@ -412,8 +412,10 @@ fn create_update_destroy_through_mcp() {
 }
 
 /// Every tool that can succeed without a booted guest, called once successfully: `calls`
-/// validates each answer against the tool's outputSchema. The rest need a running VM and are
-/// validated by the real tier (`real_exec_and_copy_tools_on_the_test_guest`).
+/// validates each answer against the tool's outputSchema. The rest need a running VM: the
+/// Python SDK's run (test_mcp_client.rs) calls them on the fake tier's running VM and project,
+/// and the real tier calls exec and the copies on the test guest
+/// (`real_exec_and_copy_tools_on_the_test_guest`).
 #[test]
 fn every_tool_answers_what_its_output_schema_says() {
     let env = TestEnv::new();
