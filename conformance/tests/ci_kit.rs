@@ -407,3 +407,59 @@ fn run_args_and_sut_args_are_words_without_glob_expansion() {
     );
     assert!(summary.contains("passed"), "{summary}");
 }
+
+/// The action's `name` input (`STOAT_NAME`) names the implementation where the reports name
+/// one, `report --matrix --name`: its column in badge/matrix.md and its page; the badge and
+/// the action's outputs stay where they were.
+#[test]
+fn the_name_input_names_the_implementation_and_keeps_the_outputs() {
+    let action = std::fs::read_to_string(format!("{REPO}/action.yml")).expect("action.yml");
+    assert!(
+        action.contains("\n  name:\n") && action.contains("STOAT_NAME: ${{ inputs.name }}"),
+        "the action declares `name` and passes it on"
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    let bins = suite_bin_dir();
+    let (output, summary, outputs) = kit(
+        dir.path(),
+        &[
+            ("STOAT_SUT", env!("CARGO_BIN_EXE_stoat-fixture-sut")),
+            ("STOAT_SUITE_BIN_DIR", bins.to_str().expect("utf-8")),
+            ("STOAT_RUN_ARGS", "--id LS.* --tier pure"),
+            ("STOAT_REPORT_DIR", "named"),
+            ("STOAT_NAME", "their stoat"),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}\n{summary}");
+    assert!(
+        outputs.contains("exit-code=0\n") && outputs.contains("report-dir=named\n"),
+        "{outputs}"
+    );
+    assert!(outputs.contains("\nfailed=0\n"), "{outputs}");
+    let badge = dir.path().join("named/badge");
+    let matrix = std::fs::read_to_string(badge.join("matrix.md")).expect("matrix.md");
+    assert!(matrix.contains("| their stoat |"), "{matrix}");
+    let page = std::fs::read_to_string(badge.join("matrix.html")).expect("matrix.html");
+    assert!(page.contains("<a href=\"their stoat.html\">"), "{page}");
+    assert!(badge.join("their stoat.html").is_file());
+    let svgs: Vec<String> = std::fs::read_dir(&badge)
+        .expect("badge dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".svg"))
+        .collect();
+    assert_eq!(
+        svgs,
+        ["conformance.svg"],
+        "one badge, at its documented path"
+    );
+    for file in [
+        "conformance.json",
+        "junit.xml",
+        "conformance.tap",
+        "report.html",
+        "summary.md",
+    ] {
+        assert!(dir.path().join("named").join(file).is_file(), "no {file}");
+    }
+}
