@@ -223,28 +223,54 @@ fn the_action_the_script_and_the_documented_workflow_agree() {
         inputs.contains(&"sut") && inputs.contains(&"profile") && inputs.contains(&"baseline"),
         "{inputs:?}"
     );
-    // The documented workflow uses this action with inputs it declares.
+    // The documented workflows (the plain one and the sharded one) use this action with
+    // inputs it declares.
     let docs = std::fs::read_to_string(format!("{REPO}/docs/conformance.md")).expect("docs");
-    let workflow = docs
+    let workflows: Vec<&str> = docs
         .split("```yaml\n")
         .skip(1)
-        .find(|block| block.contains("uses: ") && block.contains("stoat-conformance"))
-        .and_then(|block| block.split("```").next())
-        .expect("a workflow in docs/conformance.md");
+        .filter_map(|block| block.split("```").next())
+        .filter(|block| block.contains("uses: OWNER/stoat@"))
+        .collect();
     assert!(
-        workflow.contains("on:") && workflow.contains("jobs:") && workflow.contains("runs-on:"),
-        "{workflow}"
+        workflows.len() >= 2
+            && workflows
+                .iter()
+                .any(|w| w.contains("--shard ${{ matrix.shard }}/3"))
+            && workflows.iter().any(|w| w.contains("report --merge")),
+        "a workflow and a sharded one in docs/conformance.md"
     );
-    let with = workflow
-        .split("        with:\n")
-        .nth(1)
-        .expect("the action's `with:`");
-    for line in with.lines().take_while(|l| l.starts_with("          ")) {
-        let key = line.trim().split(':').next().expect("key");
+    for workflow in workflows {
         assert!(
-            inputs.contains(&key),
-            "the workflow passes {key:?}, the action declares {inputs:?}"
+            workflow.contains("on:") && workflow.contains("jobs:") && workflow.contains("runs-on:"),
+            "{workflow}"
         );
+        let lines: Vec<&str> = workflow.lines().collect();
+        let indent = |l: &str| l.len() - l.trim_start().len();
+        for (at, line) in lines.iter().enumerate() {
+            if !line.trim_start().starts_with("uses: OWNER/stoat@") {
+                continue;
+            }
+            // The step's `with:`, at the indent of its `uses:`, then the keys under it.
+            let step = indent(line);
+            let with = lines[at + 1..]
+                .iter()
+                .take_while(|l| indent(l) >= step)
+                .position(|l| indent(l) == step && l.trim() == "with:")
+                .map(|p| at + 1 + p)
+                .unwrap_or_else(|| panic!("no `with:` after {line:?}"));
+            for key_line in lines[with + 1..]
+                .iter()
+                .take_while(|l| indent(l) > step)
+                .filter(|l| indent(l) == step + 2)
+            {
+                let key = key_line.trim().split(':').next().expect("key");
+                assert!(
+                    inputs.contains(&key),
+                    "the workflow passes {key:?}, the action declares {inputs:?}"
+                );
+            }
+        }
     }
 }
 
