@@ -21,7 +21,7 @@
 #                         (default: the directory above this script)
 #   STOAT_SUITE_ROOT      where a tarball is unpacked / cargo installs (default: a temp dir)
 # Outputs: in $STOAT_REPORT_DIR: conformance.json, junit.xml, conformance.tap, report.html,
-# summary.md, badge/conformance.svg; `exit-code=N`, `report-dir=...` and the counts
+# summary.md, badge/conformance.svg, docs/contract.md (what report.html's spec ids link to); `exit-code=N`, `report-dir=...` and the counts
 # (`passed=N`, `failed=N`, `crashed=N`, `warned=N`, `skipped=N`, `expected-failures=N`,
 # `stale-baseline=N`, `errored=N`, `invocations=N`) appended to $GITHUB_OUTPUT when set.
 # Built from source, the suite is reused when $STOAT_SUITE_ROOT already holds a build of the
@@ -98,6 +98,14 @@ status=0
 
 # 3. The summaries, whatever the verdict (a harness error may leave no report).
 if [ -f "$reports/conformance.json" ]; then
+    # The restated contract report.html's spec ids link to (docs/contract.md, relative to
+    # the page), from the suite that judged, so the links resolve in the uploaded artifact.
+    for contract in "$bin/docs/contract.md" "${source_dir:-}/docs/contract.md" "$here/../docs/contract.md"; do
+        if [ -f "$contract" ]; then
+            mkdir -p "$reports/docs" && cp "$contract" "$reports/docs/contract.md"
+            break
+        fi
+    done
     "$suite" report "$reports/conformance.json" --format md > "$reports/summary.md" || true
     # The kit owns badge/: a page or badge of an earlier run's name must not linger there.
     rm -rf "$reports/badge"

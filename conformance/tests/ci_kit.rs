@@ -485,7 +485,24 @@ fn the_name_input_names_the_implementation_and_keeps_the_outputs() {
         "conformance.tap",
         "report.html",
         "summary.md",
+        "docs/contract.md",
     ] {
         assert!(dir.path().join("named").join(file).is_file(), "no {file}");
+    }
+    // The report's spec-id links resolve inside the report directory (the artifact).
+    let html = std::fs::read_to_string(dir.path().join("named/report.html")).expect("html");
+    let contract =
+        std::fs::read_to_string(dir.path().join("named/docs/contract.md")).expect("contract");
+    let links = regex::Regex::new(r#"href="docs/contract\.md#([^"]+)""#).expect("re");
+    let fragments: Vec<String> = links
+        .captures_iter(&html)
+        .map(|c| c[1].to_string())
+        .collect();
+    assert!(!fragments.is_empty(), "the page links spec ids");
+    for fragment in fragments {
+        assert!(
+            contract.contains(&format!("<a id=\"{fragment}\"></a>")),
+            "no anchor {fragment}"
+        );
     }
 }
