@@ -10,6 +10,9 @@
 #   STOAT_BASELINE        its baseline of expected failures (TOML, optional)
 #   STOAT_RUN_ARGS        more `run` options, e.g. "--tier pure --contract 3" (optional)
 #   STOAT_REPORT_DIR      where the reports go (default: stoat-conformance-report)
+#   STOAT_NAME            the implementation's name where the reports name one: `report
+#                         --matrix --name` (its column in badge/matrix.*, its page badge/NAME.html;
+#                         default: the report file's, conformance); the badge stays conformance.svg
 #   How to get the suite, first that is set wins:
 #   STOAT_SUITE_BIN_DIR   a directory that already holds both binaries
 #   STOAT_SUITE_TARBALL   a tarball made by `make dist` (path or URL); the checksum file
@@ -18,7 +21,7 @@
 #                         (default: the directory above this script)
 #   STOAT_SUITE_ROOT      where a tarball is unpacked / cargo installs (default: a temp dir)
 # Outputs: in $STOAT_REPORT_DIR: conformance.json, junit.xml, conformance.tap, report.html,
-# summary.md, badge/conformance.svg; `exit-code=N`, `report-dir=...` and the counts
+# summary.md, badge/conformance.svg, docs/contract.md (what report.html's spec ids link to); `exit-code=N`, `report-dir=...` and the counts
 # (`passed=N`, `failed=N`, `crashed=N`, `warned=N`, `skipped=N`, `expected-failures=N`,
 # `stale-baseline=N`, `errored=N`, `invocations=N`) appended to $GITHUB_OUTPUT when set.
 # Built from source, the suite is reused when $STOAT_SUITE_ROOT already holds a build of the
@@ -95,8 +98,26 @@ status=0
 
 # 3. The summaries, whatever the verdict (a harness error may leave no report).
 if [ -f "$reports/conformance.json" ]; then
+    # The restated contract report.html's spec ids link to (docs/contract.md, relative to
+    # the page), from the suite that judged, so the links resolve in the uploaded artifact.
+    for contract in "$bin/docs/contract.md" "${source_dir:-}/docs/contract.md" "$here/../docs/contract.md"; do
+        if [ -f "$contract" ]; then
+            mkdir -p "$reports/docs" && cp "$contract" "$reports/docs/contract.md"
+            break
+        fi
+    done
     "$suite" report "$reports/conformance.json" --format md > "$reports/summary.md" || true
-    "$suite" report --matrix "$reports/conformance.json" --out "$reports/badge" > /dev/null || true
+    # The kit owns badge/: a page or badge of an earlier run's name must not linger there.
+    rm -rf "$reports/badge"
+    names=()
+    [ -n "${STOAT_NAME:-}" ] && names=(--name "$STOAT_NAME")
+    "$suite" report --matrix "$reports/conformance.json" "${names[@]}" --out "$reports/badge" > /dev/null || true
+    # One implementation, one badge, at the path the docs promise whatever its name.
+    for svg in "$reports"/badge/*.svg; do
+        if [ -f "$svg" ] && [ "$svg" != "$reports/badge/conformance.svg" ]; then
+            mv -f "$svg" "$reports/badge/conformance.svg"
+        fi
+    done
     if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
         cat "$reports/summary.md" >> "$GITHUB_STEP_SUMMARY"
     fi

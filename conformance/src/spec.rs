@@ -220,3 +220,21 @@ pub const MCP_QUOTES: &[(&str, &str, &str)] = &[
 pub fn section_title(anchor: &str) -> Option<&'static str> {
     SECTIONS.iter().find(|(a, _)| *a == anchor).map(|(_, t)| *t)
 }
+
+/// Where a report links a spec id: docs/contract.md, relative to the report's own file. The
+/// release tarball (ci-kit/dist.sh) ships that file at this path, so a report written at the
+/// top of the unpacked tarball (`./stoat-conformance run --html report.html`) resolves every
+/// link it holds; docs/decisions/reports.md says why it is relative.
+pub const CONTRACT_DOC: &str = "docs/contract.md";
+
+/// The HTML anchor docs/contract.md defines for a spec id (`<a id="json-v3-error-codes">`
+/// for `json-v3#error-codes`): the id with its `#` written as `-`, since a `#` cannot stand
+/// in a URL's fragment.
+pub fn doc_anchor(spec_id: &str) -> String {
+    spec_id.replace('#', "-")
+}
+
+/// The link from a report to the section a spec id names (`docs/contract.md#json-v3-types`).
+pub fn doc_link(spec_id: &str) -> String {
+    format!("{CONTRACT_DOC}#{}", doc_anchor(spec_id))
+}

@@ -244,8 +244,9 @@ fn docs_checks_md_is_current() {
     assert!(actual == expected, "docs/checks.md is stale: run `stoat-conformance list --format md > docs/checks.md` (or STOAT_BLESS=1 cargo test)");
 }
 
-/// Every section id a check may cite is defined in docs/contract.md, so a citation always
-/// resolves to a file in this repository.
+/// Every section id a check may cite is defined in docs/contract.md, named and with the
+/// HTML anchor the HTML report links to (`spec::doc_link`), so a citation always resolves to
+/// a file in this repository and in the release tarball.
 #[test]
 fn every_section_id_is_defined_in_docs_contract() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/contract.md");
@@ -253,7 +254,13 @@ fn every_section_id_is_defined_in_docs_contract() {
     let missing: Vec<&str> = SECTIONS
         .iter()
         .map(|(anchor, _)| *anchor)
-        .filter(|anchor| !text.contains(&format!("`{anchor}`")))
+        .filter(|anchor| {
+            let html_anchor = format!(
+                "<a id=\"{}\"></a>",
+                stoat_conformance::spec::doc_anchor(anchor)
+            );
+            !text.contains(&format!("`{anchor}`")) || !text.contains(&html_anchor)
+        })
         .collect();
     assert!(
         missing.is_empty(),

@@ -223,28 +223,54 @@ fn the_action_the_script_and_the_documented_workflow_agree() {
         inputs.contains(&"sut") && inputs.contains(&"profile") && inputs.contains(&"baseline"),
         "{inputs:?}"
     );
-    // The documented workflow uses this action with inputs it declares.
+    // The documented workflows (the plain one and the sharded one) use this action with
+    // inputs it declares.
     let docs = std::fs::read_to_string(format!("{REPO}/docs/conformance.md")).expect("docs");
-    let workflow = docs
+    let workflows: Vec<&str> = docs
         .split("```yaml\n")
         .skip(1)
-        .find(|block| block.contains("uses: ") && block.contains("stoat-conformance"))
-        .and_then(|block| block.split("```").next())
-        .expect("a workflow in docs/conformance.md");
+        .filter_map(|block| block.split("```").next())
+        .filter(|block| block.contains("uses: OWNER/stoat@"))
+        .collect();
     assert!(
-        workflow.contains("on:") && workflow.contains("jobs:") && workflow.contains("runs-on:"),
-        "{workflow}"
+        workflows.len() >= 2
+            && workflows
+                .iter()
+                .any(|w| w.contains("--shard ${{ matrix.shard }}/3"))
+            && workflows.iter().any(|w| w.contains("report --merge")),
+        "a workflow and a sharded one in docs/conformance.md"
     );
-    let with = workflow
-        .split("        with:\n")
-        .nth(1)
-        .expect("the action's `with:`");
-    for line in with.lines().take_while(|l| l.starts_with("          ")) {
-        let key = line.trim().split(':').next().expect("key");
+    for workflow in workflows {
         assert!(
-            inputs.contains(&key),
-            "the workflow passes {key:?}, the action declares {inputs:?}"
+            workflow.contains("on:") && workflow.contains("jobs:") && workflow.contains("runs-on:"),
+            "{workflow}"
         );
+        let lines: Vec<&str> = workflow.lines().collect();
+        let indent = |l: &str| l.len() - l.trim_start().len();
+        for (at, line) in lines.iter().enumerate() {
+            if !line.trim_start().starts_with("uses: OWNER/stoat@") {
+                continue;
+            }
+            // The step's `with:`, at the indent of its `uses:`, then the keys under it.
+            let step = indent(line);
+            let with = lines[at + 1..]
+                .iter()
+                .take_while(|l| indent(l) >= step)
+                .position(|l| indent(l) == step && l.trim() == "with:")
+                .map(|p| at + 1 + p)
+                .unwrap_or_else(|| panic!("no `with:` after {line:?}"));
+            for key_line in lines[with + 1..]
+                .iter()
+                .take_while(|l| indent(l) > step)
+                .filter(|l| indent(l) == step + 2)
+            {
+                let key = key_line.trim().split(':').next().expect("key");
+                assert!(
+                    inputs.contains(&key),
+                    "the workflow passes {key:?}, the action declares {inputs:?}"
+                );
+            }
+        }
     }
 }
 
@@ -406,4 +432,77 @@ fn run_args_and_sut_args_are_words_without_glob_expansion() {
         "{ids:?}"
     );
     assert!(summary.contains("passed"), "{summary}");
+}
+
+/// The action's `name` input (`STOAT_NAME`) names the implementation where the reports name
+/// one, `report --matrix --name`: its column in badge/matrix.md and its page; the badge and
+/// the action's outputs stay where they were.
+#[test]
+fn the_name_input_names_the_implementation_and_keeps_the_outputs() {
+    let action = std::fs::read_to_string(format!("{REPO}/action.yml")).expect("action.yml");
+    assert!(
+        action.contains("\n  name:\n") && action.contains("STOAT_NAME: ${{ inputs.name }}"),
+        "the action declares `name` and passes it on"
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    let bins = suite_bin_dir();
+    let (output, summary, outputs) = kit(
+        dir.path(),
+        &[
+            ("STOAT_SUT", env!("CARGO_BIN_EXE_stoat-fixture-sut")),
+            ("STOAT_SUITE_BIN_DIR", bins.to_str().expect("utf-8")),
+            ("STOAT_RUN_ARGS", "--id LS.* --tier pure"),
+            ("STOAT_REPORT_DIR", "named"),
+            ("STOAT_NAME", "their stoat"),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}\n{summary}");
+    assert!(
+        outputs.contains("exit-code=0\n") && outputs.contains("report-dir=named\n"),
+        "{outputs}"
+    );
+    assert!(outputs.contains("\nfailed=0\n"), "{outputs}");
+    let badge = dir.path().join("named/badge");
+    let matrix = std::fs::read_to_string(badge.join("matrix.md")).expect("matrix.md");
+    assert!(matrix.contains("| their stoat |"), "{matrix}");
+    let page = std::fs::read_to_string(badge.join("matrix.html")).expect("matrix.html");
+    assert!(page.contains("<a href=\"their stoat.html\">"), "{page}");
+    assert!(badge.join("their stoat.html").is_file());
+    let svgs: Vec<String> = std::fs::read_dir(&badge)
+        .expect("badge dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".svg"))
+        .collect();
+    assert_eq!(
+        svgs,
+        ["conformance.svg"],
+        "one badge, at its documented path"
+    );
+    for file in [
+        "conformance.json",
+        "junit.xml",
+        "conformance.tap",
+        "report.html",
+        "summary.md",
+        "docs/contract.md",
+    ] {
+        assert!(dir.path().join("named").join(file).is_file(), "no {file}");
+    }
+    // The report's spec-id links resolve inside the report directory (the artifact).
+    let html = std::fs::read_to_string(dir.path().join("named/report.html")).expect("html");
+    let contract =
+        std::fs::read_to_string(dir.path().join("named/docs/contract.md")).expect("contract");
+    let links = regex::Regex::new(r#"href="docs/contract\.md#([^"]+)""#).expect("re");
+    let fragments: Vec<String> = links
+        .captures_iter(&html)
+        .map(|c| c[1].to_string())
+        .collect();
+    assert!(!fragments.is_empty(), "the page links spec ids");
+    for fragment in fragments {
+        assert!(
+            contract.contains(&format!("<a id=\"{fragment}\"></a>")),
+            "no anchor {fragment}"
+        );
+    }
 }

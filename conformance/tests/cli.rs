@@ -312,3 +312,56 @@ fn matrix_and_compare_show_names_reasons_links_and_the_rows_that_differ() {
     );
     assert!(!text.contains("different editions"), "{text}");
 }
+
+/// `report --compare` of a contract-3 run and a contract-2 run warns first that the two
+/// judged different editions, before any status change it lists.
+#[test]
+fn compare_warns_when_the_two_runs_judged_different_editions() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let run = |name: &str, sut: &[&str]| {
+        let path = dir.path().join(format!("{name}.json"));
+        conformance()
+            .args([
+                "run",
+                "--id",
+                "LS.*",
+                "--id",
+                "GET.not-found",
+                "--json-report",
+            ])
+            .arg(&path)
+            .arg("--")
+            .args(sut)
+            .assert()
+            .code(0);
+        path
+    };
+    let v3 = run("v3", &[fixture()]);
+    let v2 = run("v2", &[fixture(), "--fixture-speaks-contract-2"]);
+    let compared = conformance()
+        .arg("report")
+        .arg(&v3)
+        .arg("--compare")
+        .arg(&v2)
+        .output()
+        .expect("compare");
+    let text = String::from_utf8_lossy(&compared.stdout);
+    let warning =
+        "> **Warning:** the two runs judged different editions (contract 3 before, 2 after)";
+    let at = text
+        .find(warning)
+        .unwrap_or_else(|| panic!("no warning: {text}"));
+    assert!(
+        text.find("| summary |").is_some_and(|table| at < table),
+        "the warning comes first: {text}"
+    );
+    // Against itself, the same edition: no warning.
+    let same = conformance()
+        .arg("report")
+        .arg(&v2)
+        .arg("--compare")
+        .arg(&v2)
+        .output()
+        .expect("compare");
+    assert!(!String::from_utf8_lossy(&same.stdout).contains("different editions"));
+}

@@ -213,7 +213,9 @@ fn up_canceled(case: &mut Case<'_>) -> Result<(), HarnessError> {
         // signal was sent, so the signal always finds `up` at work, even one that answers
         // without waiting for the guest: the verdict never depends on the host's timing.
         sandbox.set_env("STOAT_FAKE_SSH_CONNECT", "1");
-        let gate = sandbox.root.join("qemu-start-gate");
+        // Among the fakes' own files: the suite and the fake write the gate, not the SUT.
+        std::fs::create_dir_all(&sandbox.fake_gates).map_err(HarnessError::Sandbox)?;
+        let gate = sandbox.fake_gates.join("qemu-start");
         sandbox.write_script(&FakeScript {
             qemu: QemuScript {
                 no_ssh: true,

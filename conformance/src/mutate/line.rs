@@ -2,6 +2,9 @@
 //! stream, the result and what follows it at exit): one function per operator, given the
 //! line's value, its `type` and its text; `None` keeps the line as the SUT wrote it.
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
 use serde_json::{json, Value};
 
 use super::result::planted_password;
@@ -142,6 +145,59 @@ pub(super) fn mcp_answer_notification(line: &str) -> Option<String> {
     let notification =
         value.get("method").is_some_and(Value::is_string) && value.get("id").is_none();
     notification.then(|| json!({"jsonrpc": "2.0", "id": null, "result": {}}).to_string())
+}
+
+/// `mcp-rate-unlimited`'s memory of one MCP session (the kit wraps one server): the tool
+/// each `tools/call` request named, by its id as JSON text, and each tool's last successful
+/// result.
+struct McpCalls {
+    tool_of: BTreeMap<String, String>,
+    last_ok: BTreeMap<String, Value>,
+}
+
+static MCP_CALLS: Mutex<McpCalls> = Mutex::new(McpCalls {
+    tool_of: BTreeMap::new(),
+    last_ok: BTreeMap::new(),
+});
+
+/// `mcp-rate-unlimited`, on the way in: notes which tool a `tools/call` request names; the
+/// request itself goes on to the SUT unchanged.
+pub(super) fn mcp_note_tool_call(line: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(line).ok()?;
+    if value.get("method").and_then(Value::as_str) != Some("tools/call") {
+        return None;
+    }
+    let id = value.get("id")?.to_string();
+    let tool = value.pointer("/params/name").and_then(Value::as_str)?;
+    if let Ok(mut calls) = MCP_CALLS.lock() {
+        calls.tool_of.insert(id, tool.to_string());
+    }
+    None
+}
+
+/// `mcp-rate-unlimited`, on the way out: a tool call refused with `rate_limited` is answered
+/// with that tool's last successful result instead, as a server without rate buckets would
+/// have answered a repeated read; every successful result is remembered for that.
+pub(super) fn mcp_rate_unlimited(
+    value: &mut Value,
+    _kind: &str,
+    _line: &str,
+) -> Option<Vec<String>> {
+    value.get("jsonrpc")?;
+    let id = value.get("id")?.to_string();
+    let result = value.get("result")?.clone();
+    let mut calls = MCP_CALLS.lock().ok()?;
+    let tool = calls.tool_of.get(&id)?.clone();
+    let refused = result.get("isError").and_then(Value::as_bool) == Some(true);
+    if !refused {
+        calls.last_ok.insert(tool, result);
+        return None;
+    }
+    if !result.to_string().contains("rate_limited") {
+        return None;
+    }
+    value["result"] = calls.last_ok.get(&tool)?.clone();
+    Some(vec![value.to_string()])
 }
 
 /// Whether `value` is the server's answer to `initialize` (a result naming its revision).

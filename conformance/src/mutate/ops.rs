@@ -118,6 +118,7 @@ operators![
     McpStrayLine,
     McpVersionOlder,
     McpTextDisagrees,
+    McpRateUnlimited,
     CanceledNoResult,
     CanceledExit0,
     CanceledVmStarted,
@@ -893,6 +894,16 @@ impl Op {
                 caught_by: &["MCP.structured-content-text"],
                 triggers: &["MCP.structured-content-text"],
                 acts: &[Act::Line(line::mcp_text_disagrees)],
+            },
+            Op::McpRateUnlimited => About {
+                name: "mcp-rate-unlimited",
+                breaks: "stoat mcp enforcing no rate bucket: a tool call refused with rate_limited is answered as allowed (that tool's last successful result in the session, under the refused call's id)",
+                caught_by: &["MCP.rate-limited"],
+                triggers: &["MCP.rate-limited"],
+                acts: &[
+                    Act::StdinLine(line::mcp_note_tool_call),
+                    Act::Line(line::mcp_rate_unlimited),
+                ],
             },
             Op::CanceledNoResult => About {
                 name: "canceled-no-result",

@@ -289,7 +289,7 @@ fn checks_table(out: &mut String, checks: &[&CheckResult]) {
             "</td><td class=\"wide\">{}</td><td class=\"wide nw\">{}</td><td class=\"wide nw\">{}</td></tr>",
             escape(&super::level_label(check)),
             escape(&check.tier),
-            escape(&check.spec_ref)
+            spec_link(&check.spec_ref)
         );
     }
     out.push_str("</table></div>\n");
@@ -316,7 +316,7 @@ fn evidence(out: &mut String, check: &CheckResult) {
             finding.level.as_str(),
             escape(&finding.pointer),
             escape(&finding.message),
-            escape(&finding.spec_ref)
+            spec_link(&finding.spec_ref)
         );
     }
     out.push_str("</ul>");
@@ -423,6 +423,26 @@ fn cut(text: &str, max: usize) -> String {
     let mut out: String = text.chars().take(max).collect();
     out.push('\u{2026}');
     out
+}
+
+/// A spec id as a link to its section in the restated contract the suite ships
+/// ([`crate::spec::doc_link`], relative to the page); text that is not a spec id stays text.
+fn spec_link(spec_ref: &str) -> String {
+    let is_spec_id = spec_ref.split_once('#').is_some_and(|(family, section)| {
+        !family.is_empty()
+            && !section.is_empty()
+            && spec_ref
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '#' | '_' | '.'))
+    });
+    if !is_spec_id {
+        return escape(spec_ref);
+    }
+    format!(
+        "<a href=\"{}\">{}</a>",
+        escape(&crate::spec::doc_link(spec_ref)),
+        escape(spec_ref)
+    )
 }
 
 /// Escapes text for HTML element content and attribute values; control characters (an

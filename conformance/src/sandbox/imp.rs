@@ -71,6 +71,9 @@ pub struct Sandbox {
     pub fake_script: PathBuf,
     pub fake_log: PathBuf,
     pub fake_pids: PathBuf,
+    /// Where the suite and the fake tools hand each other gate files (a scripted start
+    /// gate): their files, not the SUT's, so writes there are never the SUT's findings.
+    pub fake_gates: PathBuf,
     /// A directory outside every path the SUT is told about, with a planted file: nothing
     /// may touch it (nor HOME, bin or the sandbox root itself).
     pub canary_dir: PathBuf,
@@ -125,6 +128,7 @@ impl Sandbox {
             fake_script: root.join("fake-script.json"),
             fake_log: root.join("fake-log.jsonl"),
             fake_pids: root.join("fake-pids"),
+            fake_gates: root.join("fake-gates"),
             canary_dir: root.join(format!("canary-{token}")),
             // No token: the sandbox root already makes it unique, and a BYO path shows in
             // reproduction argv, which must read the same in two runs.
@@ -318,7 +322,8 @@ impl Sandbox {
     }
 
     /// Every path outside the areas the SUT may write (STOAT_HOME, TMPDIR, its cwd, the
-    /// fakes' log and pid files), with size and mtime: compare two with [`changes_between`].
+    /// fakes' log, pid and gate files), with size and mtime: compare two with
+    /// [`changes_between`].
     pub fn outside_snapshot(&self) -> TreeSnapshot {
         let mut out = TreeSnapshot::new();
         let allowed = [
@@ -327,6 +332,7 @@ impl Sandbox {
             &self.work,
             &self.fake_log,
             &self.fake_pids,
+            &self.fake_gates,
         ];
         snapshot_into(&self.root, &allowed, &mut out);
         out
