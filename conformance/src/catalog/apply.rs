@@ -391,12 +391,14 @@ fn locked_skipped_reason(case: &mut Case<'_>) -> Result<(), HarnessError> {
     let seed = case.seed();
     let ready = format!("holding-{seed}");
     let release = sandbox.tmp.join(format!("release-{seed}"));
-    // The first apply's recipe prints a line, then waits (bounded) until the suite ran the
-    // second apply: the second one surely meets the first holding the VM.
+    // The first apply's recipe prints a line, then waits until the suite ran the second
+    // apply: the second one surely meets the first holding the VM. The wait is bounded in
+    // wall-clock seconds (a count of short sleeps stretches on a loaded host), well inside
+    // the invocation timeout, since an SUT without the lock runs the recipe twice.
     write_recipe_script(
         &sandbox,
         &format!(
-            "echo {ready}\ni=0\nwhile [ ! -e '{file}' ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done\n",
+            "echo {ready}\nend=$(( $(date +%s) + 15 ))\nwhile [ ! -e '{file}' ] && [ \"$(date +%s)\" -lt \"$end\" ]; do sleep 0.05; done\n",
             file = release.display()
         ),
     )?;
