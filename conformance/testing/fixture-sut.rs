@@ -1203,7 +1203,8 @@ fn forward(name: &str, parsed: &Parsed) -> Answer {
             .map_err(|_| usage(format!("{text:?} is not a port")))?;
         requested = saved.iter().copied().filter(|(h, _)| *h != host).collect();
     } else if pairs.is_empty() && !parsed.has("--clear") {
-        let active = !running || same(&saved, &started);
+        // Active: forwarding now, which a stopped VM does not.
+        let active = running && same(&saved, &started);
         return Ok(json!({"vm": name, "forwards": vm.forwards(), "active": active}));
     }
     for (host, guest) in &requested {
