@@ -213,7 +213,9 @@ fn up_canceled(case: &mut Case<'_>) -> Result<(), HarnessError> {
         // signal was sent, so the signal always finds `up` at work, even one that answers
         // without waiting for the guest: the verdict never depends on the host's timing.
         sandbox.set_env("STOAT_FAKE_SSH_CONNECT", "1");
-        let gate = sandbox.root.join("qemu-start-gate");
+        // In TMPDIR: the gate and its `.held` mark are the suite's own files, which the
+        // fake QEMU writes while `up` runs, so SANDBOX.no-writes-outside must not count them.
+        let gate = sandbox.tmp.join("qemu-start-gate");
         sandbox.write_script(&FakeScript {
             qemu: QemuScript {
                 no_ssh: true,
