@@ -60,6 +60,7 @@ pub fn command(args: ExploreArgs) -> Result<u8, HarnessError> {
         timeout: Duration::from_secs(args.timeout),
         edition: Edition::default(),
         data_root_var: None,
+        profile_env: Vec::new(),
     };
     if let Some(clients) = args.concurrent {
         return concurrent(&engine, &args, clients as usize);

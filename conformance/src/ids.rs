@@ -72,3 +72,9 @@ pub const SANDBOX_NO_WRITES_OUTSIDE: CheckId =
 pub const PROJECT_FANOUT_JSON_LINES: CheckId =
     CheckId::new("PROJECT.fanout-json-lines", Should, "design#decisions");
 pub const SMOKE_VERSION: CheckId = CheckId::new("SMOKE.version", Must, "json-v3#per-command-data");
+/// The `explore` engine inside `run` (catalog/explore.rs); the mutant kit names them as the
+/// killers of its state-breaking operators.
+pub const EXPLORE_SEQUENTIAL: CheckId =
+    CheckId::new("EXPLORE.sequential", Must, "json-v3#per-command-data");
+pub const EXPLORE_CONCURRENT: CheckId =
+    CheckId::new("EXPLORE.concurrent", Should, "design#decisions");

@@ -80,6 +80,9 @@ fn usage(message: impl Into<String>) -> Failure {
 }
 
 const VALUE_FLAGS: &[&str] = &[
+    "--agent-access",
+    "--add",
+    "--remove",
     "--ram",
     "--cpus",
     "--disk",
@@ -289,6 +292,30 @@ fn ensure_root() {
     }
 }
 
+/// Commands that read or change VM records run one at a time: an exclusive flock on
+/// `logs/fixture.lock`, held until the returned file is dropped at the command's end. So
+/// concurrent commands on one data root answer as some order of them would
+/// (EXPLORE.concurrent), as a data-root lock makes the reference's. The lifecycle commands
+/// take none: a `wait` must not hold up the `down` it waits for.
+fn records_lock(cmd: &str) -> Option<std::fs::File> {
+    use std::os::fd::AsRawFd as _;
+    if !matches!(
+        cmd,
+        "create" | "clone" | "update" | "rm" | "forward" | "snapshot" | "get" | "ls"
+    ) {
+        return None;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(root().join("logs").join("fixture.lock"))
+        .ok()?;
+    // SAFETY: flock on a descriptor this function owns; the lock goes with the file.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+    Some(file)
+}
+
 fn log_line(line: &str) {
     if let Ok(mut file) = std::fs::OpenOptions::new()
         .create(true)
@@ -311,6 +338,7 @@ fn dispatch(cmd: &str, args: &[String], json_mode: bool) -> Answer {
         ensure_root();
         log_line(&format!("cli cmd={cmd}"));
     }
+    let _records = records_lock(cmd);
     let name = parsed.positionals.first().cloned();
     let need_name = || {
         name.clone()
@@ -375,6 +403,11 @@ fn dispatch(cmd: &str, args: &[String], json_mode: bool) -> Answer {
             Some("list") => Ok(
                 json!({"roots": [{"path": root().join("recipes").display().to_string(), "scope": "global"}], "recipes": []}),
             ),
+            // The fixture ships no recipes (`recipes` lists none), so none can be shown.
+            Some("show") => match parsed.positionals.get(1) {
+                Some(recipe) => Err(fail("not_found", format!("no recipe named {recipe}"))),
+                None => Err(usage("recipe show needs a name")),
+            },
             _ => Err(usage("recipe needs an action")),
         },
         "guest" => match parsed.positionals.first().map(String::as_str) {
@@ -505,9 +538,17 @@ impl Vm {
             "recipes": recipes, "ssh_port": self.int("sshport"), "ssh_user": self.str("sshuser"),
             "installed": self.table().get("installed").and_then(|v| v.as_bool()).unwrap_or(false),
             "forwards": self.forwards(), "allow_exec": allow_exec.unwrap_or(true),
-            "agent_access": if allow_exec == Some(true) { "exec" } else { "manage" }, "display": display,
+            "agent_access": self.access(allow_exec), "display": display,
             "project": "", "key": "", "project_missing": false,
         })
+    }
+    /// The stored access level, else the contract's mapping of allow_exec.
+    fn access(&self, allow_exec: Option<bool>) -> String {
+        match self.table().get("agent_access").and_then(|v| v.as_str()) {
+            Some(level) => level.to_string(),
+            None if allow_exec == Some(true) => "exec".into(),
+            None => "manage".into(),
+        }
     }
     fn save(&self, table: &toml::Table) -> Result<(), Failure> {
         let text = toml::to_string(table).map_err(|e| fail("internal", e.to_string()))?;
@@ -575,6 +616,31 @@ fn free_port() -> i64 {
     (2200..2300).find(|p| !used.contains(p)).unwrap_or(2299)
 }
 
+/// An integer flag at least `min`, if given.
+fn int_flag(parsed: &Parsed, flag: &str, min: i64) -> Result<Option<i64>, Failure> {
+    let Some(text) = parsed.flag(flag) else {
+        return Ok(None);
+    };
+    let value: i64 = text
+        .parse()
+        .map_err(|_| usage(format!("{flag} needs an integer")))?;
+    if value < min {
+        return Err(fail("invalid_spec", format!("{flag} {value} is too small")));
+    }
+    Ok(Some(value))
+}
+
+/// `--agent-access LEVEL`, if given.
+fn access_flag(parsed: &Parsed) -> Result<Option<String>, Failure> {
+    match parsed.flag("--agent-access") {
+        None => Ok(None),
+        Some(level) if ["none", "observe", "manage", "exec"].contains(&level) => {
+            Ok(Some(level.to_string()))
+        }
+        Some(level) => Err(usage(format!("--agent-access {level:?} is not a level"))),
+    }
+}
+
 fn create(name: &str, parsed: &Parsed) -> Answer {
     let image = parsed
         .flag("--image")
@@ -582,7 +648,8 @@ fn create(name: &str, parsed: &Parsed) -> Answer {
     if root().join(name).exists() {
         return Err(fail("name_taken", format!("{name} already exists")));
     }
-    if !Path::new(image).is_file() {
+    // A file on disk, else a file of that name under isos/ (a downloaded image by name).
+    if !Path::new(image).is_file() && !root().join("isos").join(image).is_file() {
         return Err(fail(
             "image_not_downloaded",
             format!("image {image} is not downloaded"),
@@ -590,12 +657,15 @@ fn create(name: &str, parsed: &Parsed) -> Answer {
     }
     let mode = parsed.flag("--mode").unwrap_or("live");
     let mut table = toml::Table::new();
+    let cpus = int_flag(parsed, "--cpus", 1)?.unwrap_or(4);
+    let ram = int_flag(parsed, "--ram", 256)?.unwrap_or(4096);
+    let access = access_flag(parsed)?;
     table.insert("name".into(), name.into());
     table.insert("mode".into(), mode.into());
     table.insert("os".into(), "alpine".into());
     table.insert("iso".into(), image.into());
-    table.insert("ram".into(), 4096.into());
-    table.insert("cpus".into(), 4.into());
+    table.insert("ram".into(), ram.into());
+    table.insert("cpus".into(), cpus.into());
     table.insert(
         "disk".into(),
         (if mode == "live" { "" } else { "8G" }).into(),
@@ -603,9 +673,29 @@ fn create(name: &str, parsed: &Parsed) -> Answer {
     table.insert("sshport".into(), free_port().into());
     table.insert("backend".into(), "apkovl".into());
     table.insert("sshuser".into(), "root".into());
-    table.insert("allow_exec".into(), true.into());
+    table.insert(
+        "allow_exec".into(),
+        access.as_deref().is_none_or(|a| a == "exec").into(),
+    );
+    if let Some(access) = access {
+        table.insert("agent_access".into(), access.into());
+    }
     let dir = root().join(name);
     std::fs::create_dir_all(&dir).map_err(|e| fail("internal", e.to_string()))?;
+    if mode != "live" {
+        // The disk the snapshots live in (the fake qemu-img keeps them beside it).
+        let made = Command::new("qemu-img")
+            .args(["create", "-f", "qcow2"])
+            .arg(dir.join("disk.qcow2"))
+            .arg(parsed.flag("--disk").unwrap_or("8G"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if !made.map(|s| s.success()).unwrap_or(false) {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(fail("internal", "qemu-img create failed"));
+        }
+    }
     let vm = Vm {
         name: name.to_string(),
         dir,
@@ -632,6 +722,14 @@ fn clone(parsed: &Parsed) -> Answer {
     table.insert("sshport".into(), free_port().into());
     let dir = root().join(new);
     std::fs::create_dir_all(&dir).map_err(|e| fail("internal", e.to_string()))?;
+    // The disk and what the fake qemu-img keeps beside it (its snapshots) are copied.
+    for entry in std::fs::read_dir(&vm.dir).into_iter().flatten().flatten() {
+        let file = entry.file_name();
+        if file.to_string_lossy().starts_with("disk") {
+            std::fs::copy(entry.path(), dir.join(&file))
+                .map_err(|_| fail("internal", format!("copying {source}'s disk failed")))?;
+        }
+    }
     let copy = Vm {
         name: new.clone(),
         dir,
@@ -642,7 +740,7 @@ fn clone(parsed: &Parsed) -> Answer {
 }
 
 fn update(name: &str, parsed: &Parsed) -> Answer {
-    let given: Vec<&str> = ["--cpus", "--disk", "--ram", "--ssh-port"]
+    let given: Vec<&str> = ["--cpus", "--disk", "--ram", "--ssh-port", "--agent-access"]
         .into_iter()
         .filter(|f| parsed.has(f))
         .collect();
@@ -668,6 +766,13 @@ fn update(name: &str, parsed: &Parsed) -> Answer {
                 table.insert(key.into(), value.into());
                 changed.push(wire);
             }
+        }
+    }
+    if let Some(level) = access_flag(parsed)? {
+        if vm.access(vm.table().get("allow_exec").and_then(|v| v.as_bool())) != level {
+            table.insert("allow_exec".into(), (level == "exec").into());
+            table.insert("agent_access".into(), level.into());
+            changed.push("agent_access");
         }
     }
     if let Some(text) = parsed.flag("--disk") {
@@ -788,6 +893,10 @@ fn up(name: &str) -> Answer {
     while !vm.running() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
+    let _ = std::fs::write(
+        vm.dir.join("started-forwards.json"),
+        Value::Array(vm.forwards()).to_string(),
+    );
     Ok(json!({"vm": load(name)?.dto()}))
 }
 
@@ -1049,7 +1158,7 @@ fn forward(name: &str, parsed: &Parsed) -> Answer {
     if parsed.has("--clear") && !pairs.is_empty() {
         return Err(usage("--clear takes no pairs"));
     }
-    let mut requested = Vec::new();
+    let mut requested: Vec<(i64, i64)> = Vec::new();
     for pair in pairs {
         let parsed_pair = pair.split_once(':').and_then(|(h, g)| {
             Some((h.trim().parse::<i64>().ok()?, g.trim().parse::<i64>().ok()?))
@@ -1064,8 +1173,39 @@ fn forward(name: &str, parsed: &Parsed) -> Answer {
         return Ok(json!({"vm": name, "forwards": [], "active": false}));
     }
     let running = vm.running();
-    if pairs.is_empty() && !parsed.has("--clear") {
-        return Ok(json!({"vm": name, "forwards": vm.forwards(), "active": running}));
+    let saved = pairs_of(&vm.forwards());
+    // A running VM forwards what it started with (up writes it down); a saved change waits
+    // for the next start.
+    let started = std::fs::read_to_string(vm.dir.join("started-forwards.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<Vec<Value>>(&text).ok())
+        .map(|rows| pairs_of(&rows))
+        .unwrap_or_else(|| saved.clone());
+    let same = |a: &[(i64, i64)], b: &[(i64, i64)]| {
+        let (mut a, mut b) = (a.to_vec(), b.to_vec());
+        a.sort_unstable();
+        b.sort_unstable();
+        a == b
+    };
+    let one_pair = |text: &str| {
+        text.split_once(':')
+            .and_then(|(h, g)| Some((h.trim().parse::<i64>().ok()?, g.trim().parse::<i64>().ok()?)))
+            .ok_or_else(|| usage(format!("{text:?} is not HOST:GUEST")))
+    };
+    if let Some(text) = parsed.flag("--add") {
+        let (host, guest) = one_pair(text)?;
+        requested = saved.iter().copied().filter(|(h, _)| *h != host).collect();
+        requested.push((host, guest));
+    } else if let Some(text) = parsed.flag("--remove") {
+        let host: i64 = text
+            .trim()
+            .parse()
+            .map_err(|_| usage(format!("{text:?} is not a port")))?;
+        requested = saved.iter().copied().filter(|(h, _)| *h != host).collect();
+    } else if pairs.is_empty() && !parsed.has("--clear") {
+        // Active: forwarding now, which a stopped VM does not.
+        let active = running && same(&saved, &started);
+        return Ok(json!({"vm": name, "forwards": vm.forwards(), "active": active}));
     }
     for (host, guest) in &requested {
         if !(1..=65535).contains(host) || !(1..=65535).contains(guest) {
@@ -1094,9 +1234,18 @@ fn forward(name: &str, parsed: &Parsed) -> Answer {
         .iter()
         .map(|(h, g)| json!({"host_port": h, "guest_port": g}))
         .collect();
+    // Active now when stopped (the next start uses it) or when it is what the VM runs with.
+    let now = !running || same(&requested, &started);
     Ok(
-        json!({"vm": name, "forwards": forwards, "active": !running, "applies_at": if running { "next_start" } else { "now" }}),
+        json!({"vm": name, "forwards": forwards, "active": now, "applies_at": if now { "now" } else { "next_start" }}),
     )
+}
+
+/// The (host, guest) pairs of forward rows as the wire shows them.
+fn pairs_of(rows: &[Value]) -> Vec<(i64, i64)> {
+    rows.iter()
+        .filter_map(|row| Some((row["host_port"].as_i64()?, row["guest_port"].as_i64()?)))
+        .collect()
 }
 
 fn snapshot(name: &str, parsed: &Parsed) -> Answer {
@@ -1116,24 +1265,26 @@ fn snapshot(name: &str, parsed: &Parsed) -> Answer {
     }
     let disk = vm.dir.join("disk.qcow2");
     let Some(tag) = tag else {
-        let output = Command::new("qemu-img")
-            .arg("snapshot")
-            .arg("-l")
-            .arg(&disk)
-            .output()
-            .map_err(|e| fail("internal", e.to_string()))?;
-        let text = String::from_utf8_lossy(&output.stdout);
-        let rows: Vec<Value> = text
-            .lines()
-            .filter_map(|line| {
-                let f: Vec<&str> = line.split_whitespace().collect();
-                (f.len() >= 6 && f[4].len() == 10 && f[4].as_bytes()[4] == b'-').then(|| {
-                    json!({"tag": f[1], "vm_state": !f[2].starts_with('0'), "size_display": format!("{} {}", f[2], f[3]), "created_display": format!("{} {}", f[4], f[5])})
-                })
-            })
-            .collect();
-        return Ok(json!({"vm": name, "snapshots": rows}));
+        return Ok(json!({"vm": name, "snapshots": snapshot_rows(&disk)?}));
     };
+    if vm.running() {
+        return Err(fail(
+            "already_running",
+            format!("{name} is running; stop it to act on its snapshots"),
+        ));
+    }
+    let exists = snapshot_rows(&disk)?
+        .iter()
+        .any(|row| row["tag"].as_str() == Some(tag.as_str()));
+    if (parsed.has("--restore") || parsed.has("--delete")) && !exists {
+        return Err(fail("not_found", format!("{name} has no snapshot {tag}")));
+    }
+    if !parsed.has("--restore") && !parsed.has("--delete") && exists {
+        return Err(fail(
+            "invalid_spec",
+            format!("{name} has a snapshot {tag} already"),
+        ));
+    }
     let (flag, action) = if parsed.has("--restore") {
         ("-a", "restore")
     } else if parsed.has("--delete") {
@@ -1149,15 +1300,36 @@ fn snapshot(name: &str, parsed: &Parsed) -> Answer {
         .output()
         .map_err(|e| fail("internal", e.to_string()))?;
     if !output.status.success() {
+        // qemu-img's own words name the disk's host path, which never reaches the wire.
         return Err(fail(
             "internal",
-            format!(
-                "qemu-img: {}",
-                String::from_utf8_lossy(&output.stderr).trim()
-            ),
+            format!("qemu-img snapshot {flag} {tag} failed"),
         ));
     }
     Ok(json!({"vm": name, "tag": tag, "action": action}))
+}
+
+/// The snapshots `qemu-img snapshot -l` lists for `disk`.
+fn snapshot_rows(disk: &Path) -> Result<Vec<Value>, Failure> {
+    {
+        let output = Command::new("qemu-img")
+            .arg("snapshot")
+            .arg("-l")
+            .arg(disk)
+            .output()
+            .map_err(|e| fail("internal", e.to_string()))?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        let rows: Vec<Value> = text
+            .lines()
+            .filter_map(|line| {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                (f.len() >= 6 && f[4].len() == 10 && f[4].as_bytes()[4] == b'-').then(|| {
+                    json!({"tag": f[1], "vm_state": !f[2].starts_with('0'), "size_display": format!("{} {}", f[2], f[3]), "created_display": format!("{} {}", f[4], f[5])})
+                })
+            })
+            .collect();
+        Ok(rows)
+    }
 }
 
 fn logs(name: Option<&str>, parsed: &Parsed) -> Answer {

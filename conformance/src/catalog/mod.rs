@@ -8,6 +8,7 @@ mod basics;
 mod def;
 mod errors;
 mod exec;
+mod explore;
 mod helpers;
 mod leaks;
 mod lifecycle;
@@ -52,6 +53,7 @@ pub fn all() -> &'static [CheckDef] {
             mcp::CHECKS,
             remote::CHECKS,
             signals::CHECKS,
+            explore::CHECKS,
         ] {
             out.extend_from_slice(part);
         }

@@ -329,6 +329,16 @@ fn millis(d: Duration) -> f64 {
 /// The failing history, round by round, and the verdict: how to read it is in
 /// docs/conformance.md ("Reading a concurrent failure").
 pub fn render(plan: &Plan, run: &Run) -> String {
+    render_with(plan, run, true)
+}
+
+/// [`render`] without the operations' times (a finding's message, which a run repeated
+/// with the same outcome should repeat word for word; the written file keeps the times).
+pub fn render_untimed(plan: &Plan, run: &Run) -> String {
+    render_with(plan, run, false)
+}
+
+fn render_with(plan: &Plan, run: &Run, timed: bool) -> String {
     let rounds = plan.iter().map(Vec::len).max().unwrap_or(0);
     let mut out = format!(
         "concurrent history ({} clients, {rounds} rounds, {} commands, then {} read-backs):\n",
@@ -346,11 +356,14 @@ pub fn render(plan: &Plan, run: &Run) -> String {
                 out.push_str("  read-back (after every client finished)\n");
             }
         }
+        let when = if timed {
+            format!(" [{:>8.1} ..{:>8.1} ms]", millis(op.start), millis(op.end))
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "    #{index} {:<9} [{:>8.1} ..{:>8.1} ms] {}\n         answer: {}\n",
+            "    #{index} {:<9}{when} {}\n         answer: {}\n",
             who(op),
-            millis(op.start),
-            millis(op.end),
             op.cmd.shell(),
             crate::oracle::excerpt(&op.answered.answer)
         ));

@@ -30,6 +30,8 @@ pub struct Engine {
     pub edition: Edition,
     /// The SUT profile's data-root variable (`None`: `STOAT_HOME`).
     pub data_root_var: Option<String>,
+    /// Extra environment from the SUT profile (`run --profile`), after the suite's own.
+    pub profile_env: Vec<(String, String)>,
 }
 
 /// One invocation of a history run: a step or a read-back after one.
@@ -83,6 +85,7 @@ impl Engine {
             fakes: self.fakes.clone(),
             seed_keys: true,
             data_root_var: self.data_root_var.clone(),
+            profile_env: self.profile_env.clone(),
             ..SandboxOptions::default()
         })?;
         let isos = sandbox.data.join("isos");

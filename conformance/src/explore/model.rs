@@ -1714,7 +1714,8 @@ fn agree(model: &mut Model, name: &str, vm: Option<&Value>, at: &str) -> Result<
         (Power::Stopping, Some("stopped")) => want.power = Power::Stopped,
         (power, _) => {
             return Err(format!(
-                "{at}/state is {state:?}, the model holds it {}",
+                "{at}/state is {}, the model holds it {}",
+                shown(state),
                 power.word()
             ))
         }
@@ -1724,13 +1725,15 @@ fn agree(model: &mut Model, name: &str, vm: Option<&Value>, at: &str) -> Result<
     let access = field("agent_access").and_then(Value::as_str);
     if !access.is_some_and(|a| ACCESS.contains(&a)) {
         return Err(format!(
-            "{at}/agent_access is {access:?}, not a level the contract names"
+            "{at}/agent_access is {}, not a level the contract names",
+            shown(access)
         ));
     }
     match &want.agent_access {
         Some(level) if Some(level.as_str()) != access => {
             return Err(format!(
-                "{at}/agent_access is {access:?}, the model holds {level:?}"
+                "{at}/agent_access is {}, the model holds {level:?}",
+                shown(access)
             ));
         }
         _ => want.agent_access = access.map(str::to_string),
@@ -1785,6 +1788,15 @@ fn agree(model: &mut Model, name: &str, vm: Option<&Value>, at: &str) -> Result<
         want.disk = mode.map(|m| m == "disk");
     }
     Ok(())
+}
+
+/// A string field as a problem names it: quoted, or `missing` when the answer lacks it (no
+/// Rust debug text reaches a report).
+fn shown(value: Option<&str>) -> String {
+    match value {
+        Some(text) => format!("{text:?}"),
+        None => "missing".into(),
+    }
 }
 
 fn hold_u64(held: &mut Option<u64>, got: Option<&Value>, at: &str) -> Result<(), String> {

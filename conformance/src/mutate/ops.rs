@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::result::Answer;
 use super::{argv, around, line, result};
+use crate::ids;
 
 /// Declares [`Op`] and [`Op::ALL`] from one list, so the two cannot drift apart.
 macro_rules! operators {
@@ -142,7 +143,8 @@ operators![
 ];
 
 /// The killer of an operator that breaks state across invocations: `stoat-conformance
-/// explore` (its histories, not one catalog check, catch it; tests/explore.rs proves it).
+/// explore` (its histories catch it; tests/explore.rs proves it). One whose history comes
+/// within the small budget of `run`'s `EXPLORE.sequential` names that check too.
 pub const EXPLORE: &str = "explore";
 /// The killer of an operator that breaks only when commands overlap: `stoat-conformance
 /// explore --concurrent K` (tests/explore.rs proves it, and that the sequential mode does not).
@@ -165,14 +167,25 @@ pub struct About {
 }
 
 impl About {
-    /// Whether `explore` is what must kill this operator (rather than catalog checks).
+    /// Whether `explore` must kill this operator (tests/explore.rs proves it); catalog
+    /// checks may kill it too ([`About::checks`], the `EXPLORE.*` checks of `run`).
     pub fn explored(&self) -> bool {
-        self.caught_by == [EXPLORE] || self.concurrent()
+        self.caught_by.contains(&EXPLORE) || self.concurrent()
     }
 
-    /// Whether only `explore --concurrent` can kill this operator.
+    /// Whether only `explore --concurrent` (or its check in `run`) can kill this operator.
     pub fn concurrent(&self) -> bool {
-        self.caught_by == [EXPLORE_CONCURRENT]
+        self.caught_by.contains(&EXPLORE_CONCURRENT)
+    }
+
+    /// The catalog checks that must flag this operator in a `run` (`caught_by` without the
+    /// `explore` verb's own names): what the mutant self-tests hold it to.
+    pub fn checks(&self) -> Vec<&'static str> {
+        self.caught_by
+            .iter()
+            .copied()
+            .filter(|id| *id != EXPLORE && *id != EXPLORE_CONCURRENT)
+            .collect()
     }
 }
 
@@ -929,8 +942,8 @@ impl Op {
             Op::UpdatePersistedElsewhere => About {
                 name: "update-persisted-elsewhere",
                 breaks: "update --cpus N storing N+1 while its answer shows N",
-                caught_by: &[EXPLORE],
-                triggers: &[EXPLORE],
+                caught_by: &[EXPLORE, ids::EXPLORE_SEQUENTIAL.name],
+                triggers: &[ids::EXPLORE_SEQUENTIAL.name],
                 acts: &[
                     Act::Argv(argv::update_persisted_elsewhere),
                     Act::Result(result::update_persisted_elsewhere),
@@ -939,8 +952,8 @@ impl Op {
             Op::RmKeepsVm => About {
                 name: "rm-keeps-vm",
                 breaks: "rm -y answering {name, deleted: true} and deleting nothing",
-                caught_by: &[EXPLORE],
-                triggers: &[EXPLORE],
+                caught_by: &[EXPLORE, ids::EXPLORE_SEQUENTIAL.name],
+                triggers: &[ids::EXPLORE_SEQUENTIAL.name],
                 acts: &[Act::Instead(argv::rm_keeps_vm)],
             },
             Op::ForwardClearUnsaved => About {
@@ -953,8 +966,8 @@ impl Op {
             Op::CreateRaceBothWin => About {
                 name: "create-race-both-win",
                 breaks: "two overlapping creates of one name both answering ok: a create that found the name free when it began and lost the race answers the winner's VM instead of name_taken",
-                caught_by: &[EXPLORE_CONCURRENT],
-                triggers: &[EXPLORE_CONCURRENT],
+                caught_by: &[EXPLORE_CONCURRENT, ids::EXPLORE_CONCURRENT.name],
+                triggers: &[ids::EXPLORE_CONCURRENT.name],
                 acts: &[
                     Act::Argv(argv::create_race_note),
                     Act::Result(result::create_race_both_win),
