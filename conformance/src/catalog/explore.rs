@@ -75,24 +75,43 @@ fn engine(case: &Case<'_>) -> Engine {
     }
 }
 
-/// At most `lines` lines of `text`, saying how many were left out.
-fn first_lines(text: &str, lines: usize) -> String {
-    let total = text.lines().count();
-    let mut out: Vec<&str> = text.lines().take(lines).collect();
-    let more = format!(
-        "... ({} more lines in the file)",
-        total.saturating_sub(lines)
-    );
-    if total > lines {
-        out.push(&more);
+/// The most a finding's line holds: each finding is one line of the report.
+const LINE_CAP: usize = 360;
+
+/// `text` as one report line of at most [`LINE_CAP`] characters (cut on a character).
+fn one_line(text: &str) -> String {
+    let flat = text
+        .split('\n')
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join(" / ");
+    match flat.char_indices().nth(LINE_CAP) {
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+        None => flat,
     }
-    out.join("\n")
+}
+
+/// Reports `lines` as findings of their own under `pointer`, at most [`MESSAGE_LINES`] of
+/// them, saying how many were left out.
+fn fail_lines(case: &mut Case<'_>, pointer: &str, lines: &[String]) {
+    for line in lines.iter().take(MESSAGE_LINES) {
+        case.fail(pointer.to_owned(), one_line(line));
+    }
+    if lines.len() > MESSAGE_LINES {
+        case.fail(
+            pointer.to_owned(),
+            format!(
+                "... ({} more lines in the file)",
+                lines.len() - MESSAGE_LINES
+            ),
+        );
+    }
 }
 
 /// The shrunk run in a finding's few lines: every step's command, then the failing
 /// invocation with the model's expectation, the answer and the problem (the file and
 /// `explore` print every read-back too).
-fn steps(run: &explore::Run) -> String {
+fn steps(run: &explore::Run) -> Vec<String> {
     let mut out = Vec::new();
     for invocation in &run.log {
         let failed = invocation.problem.is_some();
@@ -104,22 +123,22 @@ fn steps(run: &explore::Run) -> String {
         } else {
             format!("step {}", invocation.step + 1)
         };
-        let marker = if failed { "FAIL" } else { "ok  " };
+        let marker = if failed { "FAIL" } else { "ok" };
         out.push(format!("{marker} {kind}: {}", invocation.cmd.shell()));
         if let Some(problem) = &invocation.problem {
             out.push(format!(
-                "       model ({}): {}",
+                "  model ({}): {}",
                 invocation.spec,
                 invocation.expected.join(" | or | ")
             ));
             out.push(format!(
-                "       answer: {}",
+                "  answer: {}",
                 crate::oracle::excerpt(&invocation.answer)
             ));
-            out.push(format!("       problem: {problem}"));
+            out.push(format!("  problem: {problem}"));
         }
     }
-    out.join("\n")
+    out
 }
 
 /// The SUT's argv as a replay command names it.
@@ -174,17 +193,18 @@ fn sequential(case: &mut Case<'_>) -> Result<(), HarnessError> {
             sut_words(case)
         ),
     };
-    let message = format!(
-        "history {} of {} (seed {}) disagrees with the contract model, shrunk from {} to {} steps: {}\n{}\n{written}",
+    let mut lines = vec![format!(
+        "history {} of {} (seed {}) disagrees with the contract model, shrunk from {} to {} steps: {}",
         found.index,
         budget.histories,
         budget.seed,
         found.original.len(),
         found.shrunk.len(),
         failure.problem.as_deref().unwrap_or("failed"),
-        first_lines(&steps(&found.run), MESSAGE_LINES),
-    );
-    case.fail(pointer, message);
+    )];
+    lines.extend(steps(&found.run));
+    lines.push(written);
+    fail_lines(case, &pointer, &lines);
     Ok(())
 }
 
@@ -204,24 +224,28 @@ fn concurrent_histories(case: &mut Case<'_>) -> Result<(), HarnessError> {
         Some(concurrent::Failure::Alone { op, .. }) => format!("operation #{op}"),
         _ => "the history".to_string(),
     };
-    let message = format!(
-        "concurrent history {} of {} (seed {}, {} clients) is not explained by the contract model, shrunk from {} to {} commands:\n{}\nhistory: {} (rerun: stoat-conformance explore --concurrent {} --seed {} --histories {} -- {})",
+    let mut lines = vec![format!(
+        "concurrent history {} of {} (seed {}, {} clients) is not explained by the contract model, shrunk from {} to {} commands:",
         found.index,
         budget.histories,
         budget.seed,
         budget.clients,
         concurrent::size(&found.original),
         concurrent::size(&found.shrunk),
-        first_lines(
-            &concurrent::render_untimed(&found.shrunk, &found.run),
-            MESSAGE_LINES
-        ),
+    )];
+    lines.extend(
+        concurrent::render_untimed(&found.shrunk, &found.run)
+            .lines()
+            .map(str::to_owned),
+    );
+    lines.push(format!(
+        "history: {} (rerun: stoat-conformance explore --concurrent {} --seed {} --histories {} -- {})",
         path.display(),
         budget.clients,
         budget.seed,
         found.index + 1,
         sut_words(case)
-    );
-    case.fail(pointer, message);
+    ));
+    fail_lines(case, &pointer, &lines);
     Ok(())
 }
