@@ -6,8 +6,8 @@
 //! handler is in place, so a signal at any instant still ends a `--json` run with exactly
 //! one result line. Only a second signal, an operation that stays quiet (no tool running, no
 //! undo in progress, and none seen since the cancel: it is blocked in stoat itself, on a read
-//! say) for [`QUIET`], or one that does not stop within a long grace period, makes this thread answer for it and exit:
-//! that is a kill, which leaves each command done or not done.
+//! say) for [`QUIET`], or one that does not stop within a long grace period, makes this
+//! thread answer for it and exit: that is a kill, which leaves each command done or not done.
 
 use std::time::Duration;
 
