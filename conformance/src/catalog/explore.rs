@@ -49,7 +49,7 @@ pub(super) const CHECKS: &[CheckDef] = &[
         level: ids::EXPLORE_CONCURRENT.level,
         tier: Tier::Fake,
         spec: ids::EXPLORE_CONCURRENT.spec,
-        quote: "build what a user of a VM manager would expect",
+        quote: "commands run at once on one data root answer as some order of them would, and never `internal`",
         title: "3 clients on one data root (creates of one name, updates, rm, clone, snapshots of one tag, forwards): no answer is internal, and some order that keeps the real-time order explains every answer and the read-back (linearizable)",
         tags: &["explore", "concurrency"],
         source: Source::Design,

@@ -25,7 +25,7 @@ pub(super) const CHECKS: &[CheckDef] = &[
         level: Should,
         tier: Tier::Pure,
         spec: "design#decisions",
-        quote: "never write a console password anywhere, stoat's own log included",
+        quote: "a console password is never written anywhere, stoat's own log included",
         title: "after the sweep, nothing under <root>/logs holds the console password",
         tags: &["leaks", "logs"],
         source: Source::Design,

@@ -9,7 +9,7 @@ use crate::spec::{Editions, Source};
 
 pub(super) const CHECKS: &[CheckDef] = &[
     CheckDef {
-        quote: "stays pure JSON lines (the seed's known defect is not copied): progress is events, never prose",
+        quote: "the project fan-out stays pure JSON lines: its progress is events, never prose",
         title: "a project fan-out (up/down/apply answering ProjectRun) writes only JSON lines; the contract tolerates prose there, so this is judged apart from ENV.json-lines",
         tags: &["project", "envelope"],
         editions: Editions::V3 { change: "contract 2 has no project fan-out" },

@@ -47,7 +47,7 @@ pub(super) const CHECKS: &[CheckDef] = &[
             level: Must,
             tier: Tier::Pure,
             spec: "design#decisions",
-            quote: "tests on a loopback server",
+            quote: "`STOAT_CATALOG=<file.toml>` replaces it (mirrors, offline hosts, loopback tests)",
             title: "after `pull`, isos/ holds exactly the served bytes under the URL's file name, no partial file, and the checksum file was fetched",
             tags: &["pull"],
             source: Source::Design,
