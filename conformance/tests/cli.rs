@@ -221,6 +221,27 @@ fn list_formats() {
         .all(|r| r["id"].as_str().unwrap_or("").starts_with("ENV.")));
 }
 
+/// Runs the suite with `args` against `sut`, its JSON report written to `<dir>/<name>.json`;
+/// returns the exit status and the report's path.
+fn json_report(
+    dir: &std::path::Path,
+    name: &str,
+    args: &[&str],
+    sut: &[&str],
+) -> (Option<i32>, std::path::PathBuf) {
+    let path = dir.join(format!("{name}.json"));
+    let output = conformance()
+        .arg("run")
+        .args(args)
+        .arg("--json-report")
+        .arg(&path)
+        .arg("--")
+        .args(sut)
+        .output()
+        .expect("run");
+    (output.status.code(), path)
+}
+
 /// Two implementations side by side as a maintainer reads them on a phone: named columns,
 /// each cell linking into that implementation's own page (written beside the matrix), a
 /// failure's reason on the page, a header that stays in view, a switch to the rows that
@@ -229,22 +250,13 @@ fn list_formats() {
 fn matrix_and_compare_show_names_reasons_links_and_the_rows_that_differ() {
     let dir = tempfile::tempdir().expect("tmp");
     let run = |name: &str, sut: &[&str]| {
-        let path = dir.path().join(format!("{name}.json"));
-        conformance()
-            .args([
-                "run",
-                "--id",
-                "LS.empty-is-array",
-                "--id",
-                "LS.lists-fixture",
-                "--json-report",
-            ])
-            .arg(&path)
-            .arg("--")
-            .args(sut)
-            .output()
-            .expect("run");
-        path
+        json_report(
+            dir.path(),
+            name,
+            &["--id", "LS.empty-is-array", "--id", "LS.lists-fixture"],
+            sut,
+        )
+        .1
     };
     let clean = run("a", &[fixture()]);
     let mutant = run(
@@ -319,21 +331,13 @@ fn matrix_and_compare_show_names_reasons_links_and_the_rows_that_differ() {
 fn compare_warns_when_the_two_runs_judged_different_editions() {
     let dir = tempfile::tempdir().expect("tmp");
     let run = |name: &str, sut: &[&str]| {
-        let path = dir.path().join(format!("{name}.json"));
-        conformance()
-            .args([
-                "run",
-                "--id",
-                "LS.*",
-                "--id",
-                "GET.not-found",
-                "--json-report",
-            ])
-            .arg(&path)
-            .arg("--")
-            .args(sut)
-            .assert()
-            .code(0);
+        let (code, path) = json_report(
+            dir.path(),
+            name,
+            &["--id", "LS.*", "--id", "GET.not-found"],
+            sut,
+        );
+        assert_eq!(code, Some(0), "{name}");
         path
     };
     let v3 = run("v3", &[fixture()]);
