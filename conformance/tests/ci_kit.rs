@@ -8,6 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+#[path = "support/dist.rs"]
+mod dist;
 #[path = "support/reference.rs"]
 mod support;
 
@@ -92,17 +94,9 @@ fn the_kit_passes_the_reference_and_fails_a_mutant_from_a_release_tarball() {
     }
 
     // A release tarball of these binaries, as `make dist` packs them.
-    let dist = Command::new(format!("{REPO}/ci-kit/dist.sh"))
-        .arg(dir.path().join("dist"))
-        .env("STOAT_DIST_BIN_DIR", &bins)
-        .output()
-        .expect("dist.sh");
-    assert!(
-        dist.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dist.stderr)
-    );
-    let tarball = String::from_utf8_lossy(&dist.stdout).trim().to_string();
+    let tarball = dist::pack(&dir.path().join("dist"), &bins)
+        .display()
+        .to_string();
     let listing = Command::new("tar")
         .arg("-tzf")
         .arg(&tarball)

@@ -11,7 +11,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const REPO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+#[path = "support/dist.rs"]
+mod dist;
+
 
 fn fixture() -> &'static str {
     env!("CARGO_BIN_EXE_stoat-fixture-sut")
@@ -23,17 +25,7 @@ fn unpack_tarball(work: &Path, empty: &Path) -> PathBuf {
     let bins = Path::new(env!("CARGO_BIN_EXE_stoat-conformance"))
         .parent()
         .expect("bin dir");
-    let dist = Command::new(format!("{REPO}/ci-kit/dist.sh"))
-        .arg(work.join("dist"))
-        .env("STOAT_DIST_BIN_DIR", bins)
-        .output()
-        .expect("dist.sh");
-    assert!(
-        dist.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dist.stderr)
-    );
-    let tarball = String::from_utf8_lossy(&dist.stdout).trim().to_string();
+    let tarball = dist::pack(&work.join("dist"), bins);
     std::fs::create_dir_all(empty).expect("empty dir");
     let untar = Command::new("tar")
         .arg("-xzf")
