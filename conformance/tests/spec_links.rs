@@ -14,7 +14,6 @@ use serde_json::Value;
 #[path = "support/dist.rs"]
 mod dist;
 
-
 fn fixture() -> &'static str {
     env!("CARGO_BIN_EXE_stoat-fixture-sut")
 }
