@@ -230,18 +230,18 @@ impl Tmux {
         assert!(self.tmux(&args).status.success());
     }
 
-    /// The pane's text, polled until `done` holds for it (or 20 s: the assertion shows it).
+    /// The pane's text once `done` holds for it (within 20 s, or the test fails showing it).
     fn screen_when(&self, done: impl Fn(&str) -> bool) -> String {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        loop {
+        crate::common::eventually(std::time::Duration::from_secs(20), || {
             let shown =
                 String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "0"]).stdout)
                     .into_owned();
-            if done(&shown) || std::time::Instant::now() > deadline {
-                return shown;
+            if done(&shown) {
+                Ok(shown)
+            } else {
+                Err(format!("the pane shows:\n{shown}"))
             }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        })
     }
 }
 
@@ -420,10 +420,7 @@ fn make_install_puts_binaries_man_pages_and_completions_under_the_prefix() {
         .unwrap();
     stdout(&made);
     let installed = prefix.join("bin/stoat");
-    let version = std::process::Command::new(&installed)
-        .arg("version")
-        .output()
-        .unwrap();
+    let version = env.command(&installed).arg("version").output().unwrap();
     assert!(stdout(&version).starts_with("stoat "));
     for file in [
         "share/man/man1/stoat.1",
