@@ -76,10 +76,11 @@ fn a_random_console_password_is_shown_once_to_a_human_and_never_under_json_or_in
         .expect("a random password in vm.toml")[1]
         .to_owned();
     assert_eq!(human.matches(&stored).count(), 1, "{human}");
-    let port = regex::Regex::new(r"ssh port \d+").unwrap();
-    let masked = human.replace(&stored, "<password>");
-    let shown = port.replace(&masked, "ssh port <port>").into_owned();
-    insta::assert_snapshot!(shown, @r"
+    let mut settings = env.snapshot_settings();
+    settings.add_filter(&stored, "<password>");
+    settings.add_filter(r"ssh port \d+", "ssh port <port>");
+    let _masked = settings.bind_to_scope();
+    insta::assert_snapshot!(human, @r"
     created r: debian cloud (cloudinit), 4 cpus, 4096 MB, 8G disk, ssh port <port>
     start it with: stoat up r
     console password (shown only now): <password>
