@@ -71,9 +71,10 @@ fn forward(rng: &mut Rng, name: &str) -> (u64, u64) {
 /// removed since), half of those the one the command before named, so a VM meets several
 /// commands in a row (created, started, snapshotted while running, stopped); the rest
 /// name any of the three, so missing VMs and taken names still come up. A forward clear
-/// names the VM a set or add last gave forwards, a snapshot delete the disk VM and tag a
-/// save last named (else the disk VM last created), and a save the last disk VM that
-/// runs, when there is one. Which VMs exist
+/// names the VM a set or add last gave forwards, a clone copies it and the next update
+/// or add names that clone, a snapshot delete names the disk VM and tag a save last named
+/// (else the disk VM last created), and a save the last disk VM that runs, when there is
+/// one. Which VMs exist
 /// is the generator's guess (a create may fail); the model judges what really happened.
 pub fn history(seed: u64, steps: usize) -> Vec<Cmd> {
     let mut rng = Rng::new(seed);
@@ -83,6 +84,8 @@ pub fn history(seed: u64, steps: usize) -> Vec<Cmd> {
     // The disk VMs created (so snapshots are theirs to save), and the tags a save named on
     // one and no delete since.
     let mut disks: Vec<String> = Vec::new();
+    // A clone of a VM given forwards that no update or add has named since.
+    let mut cloned: Option<String> = None;
     // The made VMs an up named and no down since.
     let mut running: Vec<String> = Vec::new();
     let mut saved: Vec<(String, &'static str)> = Vec::new();
@@ -107,6 +110,16 @@ pub fn history(seed: u64, steps: usize) -> Vec<Cmd> {
                     *tag = saved_tag;
                 }
                 (Cmd::SnapshotDelete { name, .. }, _, None, Some(with)) => name.clone_from(with),
+                // A clone copies a VM given forwards, and the next update or add names that
+                // clone, when there are such: a clone's forwards show only when it changes.
+                (Cmd::Clone { source, .. }, Some(with), ..) => source.clone_from(with),
+                (Cmd::Update { name, .. } | Cmd::ForwardAdd { name, .. }, ..)
+                    if cloned.is_some() =>
+                {
+                    if let Some(with) = cloned.take() {
+                        *name = with;
+                    }
+                }
                 // A save names a disk VM that runs (the save a monitor makes) when there is one.
                 (Cmd::SnapshotSave { name, .. }, ..) => {
                     if let Some(with) = disks.iter().rev().find(|d| running.contains(d)) {
@@ -122,7 +135,12 @@ pub fn history(seed: u64, steps: usize) -> Vec<Cmd> {
                         disks.push(name.clone());
                     }
                 }
-                Cmd::Clone { name, .. } if !made.contains(name) => made.push(name.clone()),
+                Cmd::Clone { name, source } if !made.contains(name) => {
+                    made.push(name.clone());
+                    if forwarded.contains(source) {
+                        cloned = Some(name.clone());
+                    }
+                }
                 Cmd::Rm { name, yes: true } => {
                     made.retain(|m| m != name);
                     forwarded.retain(|m| m != name);
