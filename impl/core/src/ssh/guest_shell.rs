@@ -14,7 +14,7 @@
 //! [`READ_AFTER_KILL`].
 //!
 //! A fresh connection can land in the seconds a cloud image's sshd restarts under cloud-init.
-//! The remote command first writes exec's session mark (`runtime::session_mark`) to stderr, so
+//! The remote command first writes exec's session mark (`ssh::session_mark`) to stderr, so
 //! a run whose ssh exits 255 without it never started the interpreter: it is run again, for up
 //! to [`BEFORE_SESSION_RETRY`], instead of reading as a failed script or an empty answer.
 
@@ -25,9 +25,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::host::ssh_argv::{ssh_args, ssh_args_with};
-use crate::host::ssh_mux::Mux;
-use crate::runtime::session_mark::{self, MarkFilter, WRITE_MARK};
+use crate::ssh::argv::{ssh_args, ssh_args_with};
+use crate::ssh::mux::Mux;
+use crate::ssh::session_mark::{self, MarkFilter, WRITE_MARK};
 use crate::vm::StoredVm;
 use crate::{keys, Cancel, Env, Error, Result, Root};
 
@@ -75,11 +75,7 @@ impl GuestShell {
     /// The shell of `vm`; `escalate` is the guest's escalation argv (from the guest registry).
     pub fn new(root: &Root, env: &Env, vm: &StoredVm, escalate: &[String]) -> Result<GuestShell> {
         let key = keys::ensure(root, env)?;
-        let ssh = env.which("ssh").ok_or_else(|| Error::Tool {
-            tool: "ssh".into(),
-            message: "not found on PATH; install openssh-client (`stoat doctor` checks the host)"
-                .into(),
-        })?;
+        let ssh = env.require_tool("ssh", "openssh-client")?;
         let escalate = if vm.config.ssh_user() == "root" {
             Vec::new()
         } else {
@@ -115,7 +111,7 @@ impl GuestShell {
     /// shell has one and it answers now.
     fn command(&self, interpreter: &[&str], through_master: bool) -> Command {
         let mut command = Command::new(&self.ssh);
-        let watched = crate::host::ssh_argv::quote_remote_command(&[WATCHED.to_owned()]);
+        let watched = crate::ssh::argv::quote_remote_command(&[WATCHED.to_owned()]);
         let routed = self
             .master
             .as_ref()

@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 
 use sha2::{Digest, Sha256};
 
-use super::ssh_argv;
+use super::argv as ssh_argv;
 use crate::lock::{self, LockGuard};
 use crate::vm::StoredVm;
 use crate::Env;

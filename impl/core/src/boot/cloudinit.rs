@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::tool;
 use crate::vm::StoredVm;
 use crate::{keys, Env, Error, Result, Root};
 
@@ -23,18 +22,14 @@ const MERGE_HOW: &str = "list(append)+dict(recurse_list)";
 /// Prepares a cloud VM's disk and seed; returns (disk, seed ISO). The disk is made only on
 /// first start; the seed whenever it is missing (a crash between the two must not strand it).
 pub fn prepare(root: &Root, env: &Env, stored: &StoredVm) -> Result<(PathBuf, PathBuf)> {
-    let disk = stored.dir.join("disk.qcow2");
+    let disk = crate::qemu::VmPaths::new(&stored.dir).disk;
     let seed_iso = stored.dir.join("ovl").join("seed.iso");
     let first_start = !disk.exists();
     if !first_start && seed_iso.exists() {
         return Ok((disk, seed_iso));
     }
     // Check every tool before making anything, so a missing one leaves nothing behind.
-    let xorriso = env.which("xorriso").ok_or_else(|| Error::Tool {
-        tool: "xorriso".into(),
-        message: "xorriso is required for cloud-init provisioning; install xorriso (libisoburn)"
-            .into(),
-    })?;
+    let xorriso = env.require_tool("xorriso", "xorriso")?;
     let key = keys::ensure(root, env)?;
     let pubkey = std::fs::read_to_string(key.with_extension("pub"))
         .map_err(|e| Error::io("read the stoat public key", e))?;
@@ -56,7 +51,7 @@ fn make_disk(env: &Env, stored: &StoredVm, disk: &Path) -> Result<()> {
             stored.name, stored.config.base
         )));
     }
-    let qemu_img = tool(env, "qemu-img", "qemu-utils")?;
+    let qemu_img = env.require_tool("qemu-img", "qemu-utils")?;
     let partial = stored.dir.join(".disk.qcow2.partial");
     let _ = std::fs::remove_file(&partial);
     let made = run_tool(
@@ -81,7 +76,7 @@ fn make_disk(env: &Env, stored: &StoredVm, disk: &Path) -> Result<()> {
                 .arg(&stored.config.disk),
         )
     })
-    .and_then(|()| crate::ops::make_private(&partial))
+    .and_then(|()| crate::root::make_private(&partial))
     .and_then(|()| {
         std::fs::rename(&partial, disk)
             .map_err(|e| Error::io(format!("rename {}", disk.display()), e))
@@ -133,7 +128,7 @@ fn write_seed(
         });
     }
     // The seed holds the console password and recipe secrets: owner-only, whatever the umask.
-    crate::ops::make_private(iso)?;
+    crate::root::make_private(iso)?;
     Ok(())
 }
 

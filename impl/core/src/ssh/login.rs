@@ -14,9 +14,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::child;
-use crate::host::ssh_argv::ssh_args_with;
-use crate::host::ssh_mux::Mux;
 use crate::qemu;
+use crate::ssh::argv::ssh_args_with;
+use crate::ssh::mux::Mux;
 use crate::vm::StoredVm;
 use crate::{keys, Cancel, Env, Error, Result, Root};
 
@@ -54,7 +54,7 @@ impl Login {
     /// The login to `stored` with the data root's key and the host's `ssh`.
     pub(crate) fn new(root: &Root, env: &Env, stored: &StoredVm) -> Result<Login> {
         let key = keys::ensure(root, env)?;
-        let ssh = super::tool(env, "ssh", "openssh-client")?;
+        let ssh = env.require_tool("ssh", "openssh-client")?;
         Ok(Login {
             mux: Mux::for_vm(&key, stored),
             ssh,

@@ -38,12 +38,7 @@ pub fn ensure(env: &Env, iso: &Path, vm_dir: &Path) -> Result<BootFiles> {
     if files.cached() {
         return Ok(files);
     }
-    let xorriso = env.which("xorriso").ok_or_else(|| Error::Tool {
-        tool: "xorriso".into(),
-        message: "xorriso is required to boot an Alpine ISO (it extracts the kernel); \
-                  install xorriso (libisoburn)"
-            .into(),
-    })?;
+    let xorriso = env.require_tool("xorriso", "xorriso")?;
     if !iso.is_file() {
         return Err(Error::InvalidSpec(format!(
             "the VM's ISO {} is not an existing file",

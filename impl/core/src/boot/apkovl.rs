@@ -268,7 +268,7 @@ Progress is in the VM's console.log; run `stoat up` again afterwards.\n\n";
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::tarball::EntryKind;
+    use crate::boot::tarball::EntryKind;
 
     fn facts(share: bool, install: bool) -> OverlayFacts {
         OverlayFacts {
