@@ -24,7 +24,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::common::{create_disk_args, JsonRun, TestEnv, ALPINE_VIRT};
-use crate::test_cancel::{finish_then_die, qemu_io, slow_qemu_img_when, Running};
+use crate::test_cancel::{
+    finish_then_die, qemu_io, slow_qemu_img_when, spawn_json, wait_for_tool, ANSWER,
+};
 use crate::test_integrity::{killed_at, leftovers};
 
 /// The text every host file a hostile row plants holds; it must never reach a guest.
@@ -165,10 +167,10 @@ fn run_kill_row(row: &KillRow) {
                 _ => String::new(),
             };
             let pid_file = slow_qemu_img_when(&env, when, &on_term);
-            let mut run = Running::start(&env, row.args);
-            run.wait_for_tool(&pid_file);
+            let mut run = spawn_json(&env, row.args);
+            wait_for_tool(&mut run, &pid_file);
             run.signal(libc::SIGTERM);
-            let answer = run.finish();
+            let answer = run.json(ANSWER);
             std::fs::remove_file(env.bin().join("qemu-img")).unwrap();
             Some(answer)
         }
