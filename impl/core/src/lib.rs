@@ -6,6 +6,7 @@
 //! table from failures to contract error codes.
 
 pub mod app;
+pub mod boot;
 pub mod bounded;
 pub mod child;
 pub mod display;
@@ -13,6 +14,7 @@ pub mod env;
 pub mod error;
 pub mod events;
 pub mod fault;
+pub mod git;
 pub mod guests;
 pub mod host;
 pub mod images;
@@ -32,6 +34,7 @@ pub mod root;
 pub mod runtime;
 pub mod shell;
 pub mod size;
+pub mod ssh;
 pub mod vm;
 
 pub use env::Env;

@@ -7,47 +7,30 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{JsonRun, TestEnv, PLANTED_PASSWORD};
+use crate::common::{JsonRun, Spawned, TestEnv, PLANTED_PASSWORD};
 
-/// The stoat binary with the same hermetic environment `TestEnv::cmd` sets.
+/// `stoat mcp` in the test's sandbox, with `extra` variables on top.
 fn mcp_command(env: &TestEnv, extra: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("stoat"));
-    cmd.env_clear()
-        .env("HOME", env.home())
-        .env("STOAT_HOME", env.root())
-        .env("PATH", format!("{}:/usr/bin:/bin", env.bin().display()))
-        .env("STOAT_ACCEL", "tcg")
-        .env("STOAT_GRAPHICAL", "0")
-        .env("TMPDIR", env.tmp())
-        .env("LANG", "C.UTF-8")
-        .current_dir(env.home())
-        .arg("mcp");
-    for (k, v) in extra {
-        cmd.env(k, v);
-    }
+    let mut cmd = env.std_cmd(&["mcp"]);
+    cmd.envs(extra.iter().copied());
     cmd
 }
 
 /// Runs one MCP session: writes `lines` to stdin, closes it, and returns every stdout line
 /// parsed (each must be a JSON-RPC 2.0 message). The server must exit 0 at end of input.
 fn session(env: &TestEnv, extra: &[(&str, &str)], lines: &[String]) -> Vec<Value> {
-    let mut child = mcp_command(env, extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        for line in lines {
-            stdin.write_all(line.as_bytes()).unwrap();
-            stdin.write_all(b"\n").unwrap();
-        }
+    let mut server = Spawned::start(mcp_command(env, extra).stdin(Stdio::piped()));
+    let stdin = server.stdin().as_mut().unwrap();
+    for line in lines {
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
     }
-    let out = child.wait_with_output().unwrap();
+    // wait closes stdin: the end of input ends the session.
+    let out = server.wait(Duration::from_secs(300));
     let stdout = String::from_utf8(out.stdout).expect("stdout is UTF-8");
     assert!(
         out.status.success(),

@@ -13,7 +13,8 @@ use stoat_wire::StreamBytes;
 
 use super::Session;
 use crate::recipes::apply::{self, ApplyRequest};
-use crate::runtime::{cp, cp_stream, down, exec, login, screenshot, up, wait};
+use crate::runtime::{cp, cp_stream, down, exec, screenshot, up, wait};
+use crate::ssh::login;
 use crate::{child, vm, Error, Result};
 
 /// What `up` did: the VM re-read after everything, and the apply it ran after boot, if any.

@@ -11,6 +11,7 @@ pub mod inspect;
 pub mod local;
 pub mod part;
 pub mod pull;
+pub mod qemu_img;
 pub mod store;
 
 pub use catalog::{Catalog, CatalogEntry, Checksum};

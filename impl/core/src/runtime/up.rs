@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use stoat_wire::dto::Vm;
 
-use super::{apkovl, cloudinit};
+use crate::boot::{apkovl, cloudinit};
 use crate::qemu::{self, Accel, LaunchSpec, VmPaths, PASST_BINARY, QEMU_BINARY};
 use crate::vm::{self, StoredVm};
 use crate::{display, lock, log, ports, Env, Error, Result, Root};
@@ -59,11 +59,7 @@ fn start(root: &Root, env: &Env, name: &str) -> Result<Vm> {
         return Err(Error::AlreadyRunning { name: stored.name });
     }
     let accel = Accel::parse(env.get(qemu::accel::ACCEL_ENV))?;
-    qemu::accel::ensure_bootable(
-        accel,
-        crate::host::doctor::kvm_device_path(env),
-        crate::host::doctor::cpuinfo_path(env),
-    )?;
+    qemu::accel::ensure_bootable(accel, env.kvm_device(), env.cpuinfo())?;
     let binary = env.which(QEMU_BINARY).ok_or_else(|| {
         Error::QemuMissing(format!(
             "{QEMU_BINARY} not found on PATH; install qemu-system-x86"
@@ -165,7 +161,7 @@ fn mark_installed_if_grown(mut stored: StoredVm) -> Result<StoredVm> {
     if stored.config.mode != "disk" || stored.config.installed {
         return Ok(stored);
     }
-    let size = std::fs::metadata(stored.dir.join("disk.qcow2"))
+    let size = std::fs::metadata(VmPaths::new(&stored.dir).disk)
         .map(|m| m.len())
         .unwrap_or(0);
     if size > INSTALLED_DISK_BYTES {
@@ -186,7 +182,7 @@ fn attach_media(root: &Root, env: &Env, stored: &StoredVm, spec: &mut LaunchSpec
             false
         }
         "disk" => {
-            spec.disk = Some(stored.dir.join("disk.qcow2"));
+            spec.disk = Some(VmPaths::new(&stored.dir).disk);
             !config.installed
         }
         "live" => true,
