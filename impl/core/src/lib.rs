@@ -32,6 +32,7 @@ pub mod recipe_state;
 pub mod recipes;
 pub mod root;
 pub mod runtime;
+pub mod shell;
 pub mod size;
 pub mod ssh;
 pub mod vm;

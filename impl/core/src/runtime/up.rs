@@ -59,11 +59,7 @@ fn start(root: &Root, env: &Env, name: &str) -> Result<Vm> {
         return Err(Error::AlreadyRunning { name: stored.name });
     }
     let accel = Accel::parse(env.get(qemu::accel::ACCEL_ENV))?;
-    qemu::accel::ensure_bootable(
-        accel,
-        crate::host::doctor::kvm_device_path(env),
-        crate::host::doctor::cpuinfo_path(env),
-    )?;
+    qemu::accel::ensure_bootable(accel, env.kvm_device(), env.cpuinfo())?;
     let binary = env.which(QEMU_BINARY).ok_or_else(|| {
         Error::QemuMissing(format!(
             "{QEMU_BINARY} not found on PATH; install qemu-system-x86"
@@ -89,6 +85,8 @@ fn start(root: &Root, env: &Env, name: &str) -> Result<Vm> {
         .map(|f| (f.hostport, f.guestport))
         .collect();
     spec.host_loopback = stored.config.host_loopback;
+    // This very binary caps the running boot's console (qemu/console.rs).
+    spec.console_logger = std::env::current_exe().ok();
     spec.display =
         match display::display_for(&stored.config.display, display::graphical_session(env)) {
             stoat_wire::dto::Display::Window => qemu::Display::Window,
@@ -243,7 +241,13 @@ fn iso_path(root: &Root, iso: &str) -> PathBuf {
 /// A socket left by a QEMU that died would make the new one fail to bind.
 fn remove_stale_sockets(vm_dir: &Path) {
     let paths = VmPaths::new(vm_dir);
-    for socket in [paths.monitor_socket, paths.qmp_socket, paths.vnc_socket] {
+    let console = qemu::console::socket_path(vm_dir);
+    for socket in [
+        paths.monitor_socket,
+        paths.qmp_socket,
+        paths.vnc_socket,
+        console,
+    ] {
         let _ = std::fs::remove_file(socket);
     }
 }
