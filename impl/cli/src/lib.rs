@@ -152,19 +152,19 @@ fn run(
     ctx.finish_progress();
     let hint = match &result {
         Err(_) if json => None,
-        Err(stoat_core::Error::NotFound { name }) => ctx
-            .root()
-            .ok()
-            .and_then(|root| stoat_core::vm::list(root).ok())
-            .and_then(|vms| nearest(name, vms.iter().map(|vm| vm.name().to_owned()))),
+        Err(stoat_core::Error::NotFound { name }) => nearest(
+            name,
+            stoat_core::app::complete::vm_names(&ctx.env).into_iter(),
+        ),
         // `create --image`: a catalog id or a file in isos/; `pull`: the catalog alone.
         Err(stoat_core::Error::ImageNotFound { id }) => nearest(
             id,
             stoat_core::app::complete::image_ids(&ctx.env).into_iter(),
         ),
-        Err(stoat_core::Error::NoSuchImage { id }) => stoat_core::images::catalog::load(&ctx.env)
-            .ok()
-            .and_then(|catalog| nearest(id, catalog.entries().iter().map(|e| e.id.clone()))),
+        Err(stoat_core::Error::NoSuchImage { id }) => nearest(
+            id,
+            stoat_core::app::complete::catalog_ids(&ctx.env).into_iter(),
+        ),
         _ => None,
     }
     .map(|near| format!("did you mean {near}?"));

@@ -7,8 +7,7 @@
 
 use std::io::{BufRead, Write};
 
-use stoat_core::app::vmops::{self, ForwardChange};
-use stoat_core::ops::{create::CreateSpec, update::UpdateSpec};
+use stoat_core::app::vmops::{self, CreateSpec, ForwardChange, UpdateSpec};
 use stoat_core::{Error, Result};
 use stoat_wire::dto::{AppliesAt, ForwardData, UpdateData, Vm};
 
@@ -43,11 +42,8 @@ pub fn create(ctx: &Ctx, args: CreateArgs) -> Result<Reply> {
         let mut human = create_human(&data.vm);
         if random_password {
             // Shown this once, to the person who asked for it; never under --json, never logged.
-            let stored = stoat_core::vm::load_ok(ctx.root()?, &data.vm.name)?;
-            human.push_str(&format!(
-                "console password (shown only now): {}\n",
-                stored.config.console_password
-            ));
+            let password = vmops::console_password(ctx, &data.vm.name)?;
+            human.push_str(&format!("console password (shown only now): {password}\n"));
         }
         Ok(human)
     })?;

@@ -9,12 +9,10 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use stoat_core::app::{
-    self, host::PruneOptions, host::SnapshotAction, vmops::ForwardChange, Session,
-};
-use stoat_core::ops::{create::CreateSpec, update::UpdateSpec};
-use stoat_core::recipes::apply::ApplyRequest;
-use stoat_core::runtime::{cp::CopyRequest, wait::Until};
+use stoat_core::app::project::Project;
+use stoat_core::app::runtime::{ApplyRequest, CopyRequest, Streams, Until, REACH_WAIT};
+use stoat_core::app::vmops::{CreateSpec, ForwardChange, UpdateSpec};
+use stoat_core::app::{self, host::PruneOptions, host::SnapshotAction, Session};
 use stoat_core::{Error, Result};
 use stoat_wire::dto::{
     AgentAccess, ApplyResult, CopyDirection, CopyResult, ForwardList, WaitResult,
@@ -22,7 +20,6 @@ use stoat_wire::dto::{
 
 use super::guards::{self, Class};
 use super::schemas;
-use stoat_core::project::Project;
 
 /// Runs a tool once its arguments passed the guards and the input schema.
 pub type Runner = fn(&Session, Map<String, Value>) -> Result<Value>;
@@ -835,13 +832,7 @@ fn exec(ctx: &Session, args: ExecArgs) -> Result<impl Serialize> {
         .into_iter()
         .map(std::ffi::OsString::from)
         .collect();
-    app::runtime::exec(
-        ctx,
-        &args.vm,
-        &command,
-        stoat_core::runtime::exec::Streams::Capture,
-        stoat_core::runtime::exec::REACH_WAIT,
-    )
+    app::runtime::exec(ctx, &args.vm, &command, Streams::Capture, REACH_WAIT)
 }
 
 fn copy_to(ctx: &Session, args: CopyArgs) -> Result<CopyResult> {
@@ -878,7 +869,7 @@ fn copy(ctx: &Session, args: CopyArgs, to_remote: bool) -> Result<CopyResult> {
         remote: args.remote.clone(),
     };
     let cwd = std::env::current_dir().map_err(|e| Error::io("read the current directory", e))?;
-    let data = app::runtime::cp(ctx, &cwd, &request, stoat_core::runtime::exec::REACH_WAIT)?;
+    let data = app::runtime::cp(ctx, &cwd, &request, REACH_WAIT)?;
     if data.local != local_text {
         return Err(Error::Internal(format!(
             "cp copied {} instead of the authorised {local_text}",
@@ -898,14 +889,7 @@ fn copy(ctx: &Session, args: CopyArgs, to_remote: bool) -> Result<CopyResult> {
 /// (The server has already moved the session to the tool's `dir`.)
 fn project_with_access(ctx: &Session, tool: &str, class: Class) -> Result<Project> {
     let project = app::project::required(ctx)?;
-    let root = ctx.root()?;
-    for decl in &project.vms {
-        match guards::access_of(root, &decl.name) {
-            Ok(have) => guards::require(tool, &decl.name, have, class.needs())?,
-            Err(Error::NotFound { .. }) => {}
-            Err(e) => return Err(e),
-        }
-    }
+    app::mcp::require_project_access(ctx, tool, &project, class.needs())?;
     Ok(project)
 }
 

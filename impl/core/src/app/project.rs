@@ -16,10 +16,13 @@ use stoat_wire::dto::{InitResult, LsData, ProjectRun, ProjectStatus, RecipePinsD
 use super::Session;
 use crate::ops::{self, create::CreateSpec, forward::PortPair, update::UpdateSpec};
 use crate::project::status::{self, Existing, Mismatch};
-use crate::project::{fanout, lock, Declaration, Project, PROJECT_FILE};
+use crate::project::{fanout, lock, Declaration};
 use crate::recipes::apply::ApplyRequest;
 use crate::runtime::wait::Until;
 use crate::{vm, Error, Result};
+
+pub use crate::project::fanout::{any_failed, STARTED};
+pub use crate::project::{Project, PROJECT_FILE};
 
 /// The project at or above the session's working directory; `None` outside a project.
 pub fn current(s: &Session) -> Result<Option<Project>> {

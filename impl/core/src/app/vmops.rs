@@ -5,13 +5,12 @@
 use stoat_wire::dto::{CloneData, ForwardData, RmData, UpdateData, VmData};
 
 use super::Session;
-use crate::ops::{
-    self,
-    create::CreateSpec,
-    forward::{Edit, PortPair},
-    update::UpdateSpec,
-};
+use crate::ops;
 use crate::{Error, Result};
+
+pub use crate::ops::create::CreateSpec;
+pub use crate::ops::forward::{Edit, PortPair};
+pub use crate::ops::update::UpdateSpec;
 
 /// `create`.
 pub fn create(s: &Session, spec: &CreateSpec) -> Result<VmData> {
@@ -21,6 +20,12 @@ pub fn create(s: &Session, spec: &CreateSpec) -> Result<VmData> {
     Ok(VmData {
         vm: stored.to_wire(&s.env),
     })
+}
+
+/// The console password `create` saved for `name` (generated when it was asked for
+/// `random`): shown once to the person who asked, never on the wire or in a log.
+pub fn console_password(s: &Session, name: &str) -> Result<String> {
+    Ok(crate::vm::load_ok(s.root()?, name)?.config.console_password)
 }
 
 /// `update <vm>`: refuses an empty change as a usage error.

@@ -215,6 +215,7 @@ fn read_tail(path: &Path, tail: i64) -> Result<Vec<String>> {
 
 /// Splits on `\n` after trimming trailing newlines, keeping the last `tail` when `tail > 0`.
 /// A trailing `\r` (a console's CRLF) is dropped from each line.
+#[cfg(test)]
 pub fn tail_lines(text: &str, tail: i64) -> Vec<String> {
     let trimmed = text.trim_end_matches(['\n', '\r']);
     if trimmed.is_empty() {

@@ -12,5 +12,3 @@ pub mod local;
 pub mod part;
 pub mod pull;
 pub mod store;
-
-pub use catalog::{Catalog, CatalogEntry, Checksum};

@@ -771,6 +771,7 @@ impl<'s> ProvisionLog<'s> {
 }
 
 /// The recipe name of a marker line `=== recipe <name> ===` (upstream ParseRecipeMarker).
+#[cfg(test)]
 pub fn parse_marker(line: &str) -> Option<&str> {
     let line = line.trim();
     let name = line.strip_prefix("=== recipe ")?.strip_suffix(" ===")?;
