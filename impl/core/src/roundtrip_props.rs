@@ -66,7 +66,8 @@ fn vm_config() -> impl Strategy<Value = VmConfig> {
             (allow_exec, agent_access, (project, key), recipe_params, applied),
         )| VmConfig {
             name,
-            mode,
+            // Any word: the known ones, `""` and the rest (kept as written) all read back.
+            mode: crate::vm::Mode::parse(&mode),
             os,
             iso,
             ram,
@@ -86,7 +87,7 @@ fn vm_config() -> impl Strategy<Value = VmConfig> {
                 })
                 .collect(),
             host_loopback,
-            backend,
+            backend: crate::vm::Backend::parse(&backend),
             base,
             sshuser,
             console_password: "cpw".into(),

@@ -129,7 +129,8 @@ pub fn wait(ctx: &Ctx, args: WaitArgs) -> Result<Reply> {
     let Some(project) = app_project::current(ctx)? else {
         return single(ctx, Command::Wait(args));
     };
-    run_reply(app_project::wait(ctx, &project, &args.until, args.timeout)?)
+    let until = super::runtime::until(&args.until)?;
+    run_reply(app_project::wait(ctx, &project, until, args.timeout)?)
 }
 
 /// `apply` with no VM name (`--dry-run` needs a VM: a plan is per VM).

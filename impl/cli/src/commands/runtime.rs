@@ -91,7 +91,7 @@ pub fn down(ctx: &Ctx, vm: Option<&str>) -> Result<Reply> {
 /// `wait <vm> --until X --timeout D`.
 pub fn wait(ctx: &Ctx, args: &WaitArgs) -> Result<Reply> {
     let name = required_vm("wait", args.vm.as_deref())?;
-    let until = Until::parse(&args.until)?;
+    let until = until(&args.until)?;
     let data = runtime::wait(ctx, name, until, args.timeout)?;
     let state = match data.until.as_str() {
         "applied" => "has its recipes applied",
@@ -158,6 +158,15 @@ pub fn screenshot(ctx: &Ctx, args: &ScreenshotArgs) -> Result<Reply> {
         data.path, data.width, data.height, data.bytes
     );
     Ok(Reply::new(&data, human))
+}
+
+/// `--until`'s value as core's [`Until`].
+pub fn until(text: &str) -> Result<Until> {
+    Until::parse(text).ok_or_else(|| {
+        Error::Usage(format!(
+            "wait: --until must be reachable, stopped or applied, not {text:?}"
+        ))
+    })
 }
 
 fn required_vm<'a>(cmd: &str, vm: Option<&'a str>) -> Result<&'a str> {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use stoat_core::app::project::Project;
 use stoat_core::app::runtime::{ApplyRequest, CopyRequest, Streams, Until, REACH_WAIT};
-use stoat_core::app::vmops::{CreateSpec, ForwardChange, UpdateSpec};
+use stoat_core::app::vmops::{Backend, CreateSpec, Edit, ForwardChange, Mode, UpdateSpec};
 use stoat_core::app::{self, host::PruneOptions, host::SnapshotAction, Session};
 use stoat_core::{Error, Result};
 use stoat_wire::dto::{
@@ -716,8 +716,8 @@ fn create(ctx: &Session, args: CreateArgs) -> Result<impl Serialize> {
         name: args.name,
         image: args.image,
         os: args.os,
-        backend: args.backend,
-        mode: args.mode,
+        backend: args.backend.as_deref().and_then(Backend::given),
+        mode: args.mode.as_deref().and_then(Mode::given),
         ram_mb: args.ram_mb,
         cpus: args.cpus,
         disk: args.disk,
@@ -764,9 +764,15 @@ fn update(ctx: &Session, args: UpdateArgs) -> Result<impl Serialize> {
         cpus: args.cpus,
         ssh_port: args.ssh_port,
         disk: args.disk,
-        recipes: args.recipes.map(|names| names.join(",")),
+        recipes: args.recipes,
         ..UpdateSpec::default()
     };
+    if spec.is_empty() {
+        return Err(Error::Usage(
+            "update: nothing to change; pass at least one of ram_mb, cpus, ssh_port, disk, recipes"
+                .into(),
+        ));
+    }
     app::vmops::update(ctx, &args.vm, &spec)
 }
 
@@ -784,12 +790,22 @@ fn restore(ctx: &Session, args: SnapshotArgs) -> Result<impl Serialize> {
 }
 
 fn forward(ctx: &Session, args: ForwardArgs) -> Result<ForwardList> {
-    let change = ForwardChange::parse(
-        &args.pairs.unwrap_or_default(),
-        args.clear.unwrap_or(false),
-        &[],
-        &[],
-    )?;
+    let pairs = args.pairs.unwrap_or_default();
+    let change = match (args.clear.unwrap_or(false), pairs.is_empty()) {
+        (true, false) => {
+            return Err(Error::Usage(
+                "forward: clear takes no pairs; pass one or the other".into(),
+            ))
+        }
+        (true, true) => ForwardChange::Edit(Edit::Replace(Vec::new())),
+        (false, true) => ForwardChange::Show,
+        (false, false) => ForwardChange::Edit(Edit::Replace(
+            pairs
+                .iter()
+                .map(|pair| app::vmops::parse_pair(pair))
+                .collect::<Result<_>>()?,
+        )),
+    };
     let data = app::vmops::forward(ctx, &args.vm, &change)?;
     // ForwardList: the forwards after the call, nothing else.
     Ok(ForwardList {
@@ -919,7 +935,7 @@ fn project_wait(ctx: &Session, _: ProjectArgs) -> Result<impl Serialize> {
     app::project::wait(
         ctx,
         &project,
-        "reachable",
+        Until::Reachable,
         std::time::Duration::from_secs(120),
     )
 }

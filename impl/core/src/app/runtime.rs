@@ -14,6 +14,7 @@ use stoat_wire::StreamBytes;
 use super::Session;
 use crate::recipes::apply;
 use crate::runtime::{cp, cp_stream, down, exec, login, screenshot, up, wait};
+use crate::vm::Mode;
 use crate::{child, vm, Error, Result};
 
 pub use crate::recipes::apply::ApplyRequest;
@@ -98,7 +99,7 @@ fn after_start(
 ) -> Result<UpOutcome> {
     let root = s.root()?;
     let stored = vm::load_ok(root, name)?;
-    let installing = stored.config.mode == "disk" && !stored.config.installed;
+    let installing = stored.config.mode == Mode::Disk && !stored.config.installed;
     let reachable = match reach_wait {
         Some(limit) if !installing => {
             let still = |waited: Duration| {

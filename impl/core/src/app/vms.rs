@@ -3,6 +3,7 @@
 use stoat_wire::dto::{GetData, Health, LsData, RecipeDetail, VmData, VmStatus};
 
 use super::Session;
+use crate::vm::Mode;
 use crate::vm::{self, Loaded};
 use crate::Result;
 
@@ -155,7 +156,7 @@ pub fn get_facts(s: &Session, name: &str) -> Result<Option<GetFacts>> {
 
 /// The file name of the image a VM boots from: a cloud VM's base, else its ISO or disk image.
 fn image_name(config: &crate::vm::VmConfig) -> String {
-    let source = if config.mode == "cloud" && !config.base.is_empty() {
+    let source = if config.mode == Mode::Cloud && !config.base.is_empty() {
         &config.base
     } else {
         &config.iso
