@@ -4,10 +4,14 @@
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::os::unix::net::UnixStream;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use stoat_conformance::fakes::script::{FakeScript, QemuScript, Rule, ScriptBytes};
 use stoat_conformance::sandbox::{Sandbox, SandboxOptions};
+
+#[path = "support/wait.rs"]
+mod wait;
+use wait::eventually;
 
 fn sandbox() -> Sandbox {
     Sandbox::new(SandboxOptions {
@@ -217,18 +221,8 @@ fn qemu_daemonizes_speaks_qmp_and_exits_on_powerdown() {
         reader.read_line(&mut line).expect("reply");
         assert!(line.contains(expect), "{command} -> {line}");
     }
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while std::path::Path::new(&format!("/proc/{pid}/cmdline")).exists()
-        && std::fs::read(format!("/proc/{pid}/cmdline"))
-            .map(|c| !c.is_empty())
-            .unwrap_or(false)
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the fake qemu did not exit after system_powerdown"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // The fake qemu exits after system_powerdown.
+    eventually(Duration::from_secs(5), || !running(pid));
     assert!(!pidfile.exists(), "the pidfile is removed on exit");
 }
 
@@ -364,41 +358,34 @@ fn the_pidfile_is_complete_once_it_exists_and_the_monitor_runs_a_command_sent_be
         .arg(format!("unix:{},server,nowait", monitor.display()))
         .spawn()
         .expect("spawn");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let pid = loop {
-        assert!(Instant::now() < deadline, "no pidfile");
-        if let Ok(text) = std::fs::read_to_string(&pidfile) {
-            // Atomic: a pidfile that exists holds the whole PID and its newline.
-            assert!(
-                text.ends_with('\n'),
-                "a partial pidfile was visible: {text:?}"
-            );
-            break text.trim().parse::<u32>().expect("pid");
-        }
-        std::thread::yield_now();
-    };
+    let pid = eventually(Duration::from_secs(10), || {
+        let text = std::fs::read_to_string(&pidfile).ok()?;
+        // Atomic: a pidfile that exists holds the whole PID and its newline.
+        assert!(
+            text.ends_with('\n'),
+            "a partial pidfile was visible: {text:?}"
+        );
+        Some(text.trim().parse::<u32>().expect("pid"))
+    });
     assert_eq!(pid, child.id());
 
     // A client that writes a command and hangs up without reading anything.
     let mut client = UnixStream::connect(&monitor).expect("monitor");
     client.write_all(b"savevm quick\n").expect("write");
     drop(client);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    // The command written before the close was not dropped.
+    eventually(Duration::from_secs(10), || {
         let reply = qmp_once(
             &qmp,
             "{\"execute\":\"human-monitor-command\",\"arguments\":{\"command-line\":\"info snapshots\"}}",
         )
         .unwrap_or_default();
         if reply.contains("quick") {
-            break;
+            Ok(())
+        } else {
+            Err(format!("info snapshots: {reply}"))
         }
-        assert!(
-            Instant::now() < deadline,
-            "the command written before close was dropped: {reply}"
-        );
-        std::thread::yield_now();
-    }
+    });
     // quit: the fake may exit before its reply is read.
     let _ = qmp_once(&qmp, "{\"execute\":\"quit\"}");
     let status = child.wait().expect("wait");
@@ -448,9 +435,11 @@ fn qemu_records_its_argv_and_without_a_monitor_only_a_signal_stops_it() {
     assert!(!qmp.exists(), "no QMP socket without a monitor");
     // SAFETY: kill(2) on the daemon this test started, named by its pidfile.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| !c.is_empty()) {
-        assert!(Instant::now() < deadline, "SIGTERM did not stop the fake");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // SIGTERM stops the fake.
+    eventually(Duration::from_secs(10), || !running(pid));
+}
+
+/// Whether process `pid` still runs (a zombie has an empty cmdline).
+fn running(pid: impl std::fmt::Display) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| !c.is_empty())
 }

@@ -118,6 +118,17 @@ impl Env {
         }
     }
 
+    /// Finds `tool` on PATH, or fails with `tool_missing` naming the Debian `package` that
+    /// provides it: the one way core asks for a host program it cannot work without.
+    pub fn require_tool(&self, tool: &str, package: &str) -> crate::Result<PathBuf> {
+        self.which(tool).ok_or_else(|| crate::Error::Tool {
+            tool: tool.into(),
+            message: format!(
+                "not found on PATH; install {package} (`stoat doctor` checks the host)"
+            ),
+        })
+    }
+
     /// Finds an executable on PATH.
     pub fn which(&self, tool: &str) -> Option<PathBuf> {
         use std::os::unix::fs::PermissionsExt;

@@ -33,10 +33,7 @@ fn ensure_pair(root: &Root, env: &Env, key: PathBuf, comment: &str) -> Result<Pa
     }
     let _ = std::fs::remove_file(&key);
     let _ = std::fs::remove_file(&public);
-    let keygen = env.which("ssh-keygen").ok_or_else(|| Error::Tool {
-        tool: "ssh-keygen".into(),
-        message: "not found on PATH; install openssh-client".into(),
-    })?;
+    let keygen = env.require_tool("ssh-keygen", "openssh-client")?;
     let mut command = Command::new(keygen);
     command
         .args(["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f"])

@@ -14,6 +14,7 @@
 //! stderr. The working directory is read where a relative path or the project lookup needs it.
 
 pub mod app;
+pub(crate) mod boot;
 pub(crate) mod bounded;
 pub(crate) mod child;
 pub(crate) mod display;
@@ -21,6 +22,7 @@ pub(crate) mod env;
 pub(crate) mod error;
 pub(crate) mod events;
 pub(crate) mod fault;
+pub(crate) mod git;
 pub(crate) mod guests;
 pub(crate) mod host;
 pub(crate) mod images;
@@ -39,6 +41,7 @@ pub(crate) mod recipes;
 pub(crate) mod root;
 pub(crate) mod runtime;
 pub(crate) mod size;
+pub(crate) mod ssh;
 pub(crate) mod vm;
 
 #[cfg(feature = "fuzzing")]

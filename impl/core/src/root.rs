@@ -12,6 +12,20 @@ use crate::{Env, Error, Result};
 /// Directory names under the root that are never VMs.
 pub const RESERVED: &[&str] = &["isos", "recipes", "shared", "logs", "guests"];
 
+/// Makes a file owner-only (0600), whatever the umask it was made under.
+pub fn make_private(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| {
+        Error::io(
+            format!(
+                "chmod {}",
+                path.file_name().unwrap_or_default().to_string_lossy()
+            ),
+            e,
+        )
+    })
+}
+
 /// The resolved data root.
 #[derive(Debug, Clone)]
 pub struct Root {

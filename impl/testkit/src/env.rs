@@ -7,7 +7,7 @@ use std::process::Output;
 use assert_cmd::Command;
 use serde_json::Value;
 
-use crate::{stoat_fake, JsonRun, PLANTED_PASSWORD};
+use crate::{stoat_fake, JsonRun, Spawned, PLANTED_PASSWORD};
 
 /// The host tools `stoat-fake` answers as, in the order doctor checks them.
 pub const FAKE_HOST_TOOLS: &[&str] = &[
@@ -79,9 +79,14 @@ impl TestEnv {
 
     /// [`TestEnv::cmd`] as a std command, for a test that must read a running stoat's output.
     pub fn std_cmd(&self, args: &[&str]) -> std::process::Command {
-        let mut cmd = self.sandboxed(assert_cmd::cargo::cargo_bin("stoat").as_os_str());
+        let mut cmd = self.command(assert_cmd::cargo::cargo_bin("stoat"));
         cmd.args(args);
         cmd
+    }
+
+    /// Starts stoat with `args` in the background ([`Spawned`]: killed if the test ends first).
+    pub fn spawn(&self, args: &[&str]) -> Spawned {
+        Spawned::start(&mut self.std_cmd(args))
     }
 
     /// `bash -c SCRIPT` in the same sandbox, with the built `stoat` first on PATH under its
@@ -91,15 +96,16 @@ impl TestEnv {
         if !link.exists() {
             std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("stoat"), &link).unwrap();
         }
-        let mut cmd = self.sandboxed("bash".as_ref());
+        let mut cmd = self.command("bash");
         cmd.args(["-o", "pipefail", "-c", script]);
         cmd
     }
 
-    /// `program` with the sandbox's cleared, pinned environment, run from HOME: how stoat
-    /// runs, and how a program that starts stoat itself (an MCP client) runs, so that the
-    /// stoat it starts sees the same environment, the fakes' script and call log included.
-    pub fn sandboxed(&self, program: &std::ffi::OsStr) -> std::process::Command {
+    /// `program` with the sandbox's cleared, pinned environment, run from HOME: THE builder
+    /// every run of a test goes through (stoat itself, a shell, a program that starts stoat
+    /// such as an MCP client), so the stoat it starts sees the same environment, the fakes'
+    /// script and call log included. A test that needs more sets it on what this returns.
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
         let mut cmd = std::process::Command::new(program);
         cmd.env_clear()
             .env("HOME", self.home())
@@ -269,6 +275,12 @@ impl TestEnv {
         std::fs::write(dir.join("initramfs"), "fake initramfs\n").unwrap();
     }
 
+    /// Writes a local recipe `<root>/recipes/<name>/`: `manifest` as its recipe.toml and
+    /// `script` as its install.sh ([`write_recipe_in`]); returns the recipe's directory.
+    pub fn write_recipe(&self, name: &str, manifest: &str, script: &str) -> PathBuf {
+        write_recipe_in(&self.root().join("recipes"), name, manifest, script)
+    }
+
     /// Writes a vm.toml that does not parse.
     pub fn write_broken_vm(&self, name: &str) {
         self.write_vm(name, "name = \"x\"\nmode = \"disk\n");
@@ -276,6 +288,28 @@ impl TestEnv {
 
     pub fn vm_toml(&self, name: &str) -> String {
         std::fs::read_to_string(self.root().join(name).join("vm.toml")).unwrap()
+    }
+
+    /// insta settings that mask, in every snapshot taken while they are bound, what is this
+    /// sandbox's or this build's: the stoat binary's path (`[STOAT]`), the data root
+    /// (`[ROOT]`), HOME (`[HOME]`), TMPDIR (`[TMP]`), the bin directory of the fakes (`[BIN]`)
+    /// and stoat's version (`stoat [VERSION]`).
+    /// A test adds the filters of its own (ports, times) and binds them:
+    /// `let _masked = settings.bind_to_scope();`.
+    pub fn snapshot_settings(&self) -> insta::Settings {
+        let mut settings = insta::Settings::clone_current();
+        let binary = std::fs::canonicalize(assert_cmd::cargo::cargo_bin("stoat")).unwrap();
+        for (path, name) in [
+            (binary, "[STOAT]"),
+            (self.root(), "[ROOT]"),
+            (self.home(), "[HOME]"),
+            (self.tmp(), "[TMP]"),
+            (self.bin(), "[BIN]"),
+        ] {
+            settings.add_filter(&regex::escape(&path.display().to_string()), name);
+        }
+        settings.add_filter(r"stoat \d+\.\d+\.\d+", "stoat [VERSION]");
+        settings
     }
 
     pub fn path_str(&self, path: &Path) -> String {
@@ -287,4 +321,14 @@ impl Default for TestEnv {
     fn default() -> TestEnv {
         TestEnv::new()
     }
+}
+
+/// Writes the recipe directory `<dir>/<name>/` (`recipe.toml` is `manifest`, `install.sh` is
+/// `script`), for a recipe root other than the data root's (a project's, a remote's).
+pub fn write_recipe_in(dir: &Path, name: &str, manifest: &str, script: &str) -> PathBuf {
+    let recipe = dir.join(name);
+    std::fs::create_dir_all(&recipe).unwrap();
+    std::fs::write(recipe.join("recipe.toml"), manifest).unwrap();
+    std::fs::write(recipe.join("install.sh"), script).unwrap();
+    recipe
 }

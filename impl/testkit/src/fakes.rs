@@ -78,22 +78,13 @@ impl FakeRunningVm {
             .unwrap();
         let mut needle = vm_dir.as_os_str().as_encoded_bytes().to_vec();
         needle.push(b'/');
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        loop {
+        crate::eventually(std::time::Duration::from_secs(10), || {
             let cmdline =
                 std::fs::read(format!("/proc/{}/cmdline", child.id())).unwrap_or_default();
-            if cmdline
+            cmdline
                 .windows(needle.len())
                 .any(|w| w == needle.as_slice())
-            {
-                break;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "fake VM never showed its argv"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        });
         let pidfile = vm_dir.join("qemu.pid");
         std::fs::write(&pidfile, child.id().to_string()).unwrap();
         FakeRunningVm { child, pidfile }

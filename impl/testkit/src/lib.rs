@@ -1,8 +1,9 @@
 //! Dev-only helpers for the reference stoat's tests (never a normal dependency, never
 //! published): the sandboxed environment that runs the real binary ([`TestEnv`]), the checked
 //! `--json` run ([`JsonRun`]), VMs made the usual ways ([`create_disk`]), fakes
-//! ([`stoat_fake`], [`fake_qemu`], [`FakeRunningVm`]), a running stoat's output read with a
-//! deadline ([`Lines`]), loopback servers ([`banner_port`],
+//! ([`stoat_fake`], [`fake_qemu`], [`FakeRunningVm`]), a program run in the background and
+//! its output read with deadlines ([`Spawned`]), a condition waited on with a deadline
+//! ([`eventually`]), local recipes ([`write_recipe_in`]), loopback servers ([`banner_port`],
 //! [`LoopbackAcceptor`], [`http::Server`]) and the real tier's guest ([`real_guest`]). A helper
 //! lives here once two test files need it.
 
@@ -10,18 +11,20 @@ mod env;
 mod fakes;
 pub mod http;
 mod json;
-mod lines;
 mod net;
 mod real;
+mod spawn;
 mod vms;
+mod wait;
 
-pub use env::{TestEnv, FAKE_HOST_TOOLS};
+pub use env::{write_recipe_in, TestEnv, FAKE_HOST_TOOLS};
 pub use fakes::{fake_booted_qemu, fake_qemu, stoat_fake, stub, FakeRunningVm, Reaper};
 pub use json::JsonRun;
-pub use lines::Lines;
 pub use net::{banner_port, free_port, LoopbackAcceptor};
 pub use real::{real_guest, real_guest_dir, timed, RealGuard, RealGuest};
+pub use spawn::{Spawned, Stream};
 pub use vms::{create_disk, create_disk_args, create_live, make_qcow2, qemu_img, qemu_info};
+pub use wait::{eventually, Outcome};
 
 /// The catalog's alpine-virt ISO file name, as `pull` stores it.
 pub const ALPINE_VIRT: &str = "alpine-virt-3.24.1-x86_64.iso";

@@ -20,14 +20,11 @@ fn install_fake_ssh(env: &mut TestEnv) {
 
 /// Writes a local recipe `<root>/recipes/<name>/` with a schema-3 manifest and install.sh.
 fn recipe(env: &TestEnv, name: &str, manifest_tail: &str, script: &str) {
-    let dir = env.root().join("recipes").join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("recipe.toml"),
-        format!("schema = 3\nname = \"{name}\"\nversion = \"1.0\"\nscript = \"install.sh\"\n{manifest_tail}"),
-    )
-    .unwrap();
-    std::fs::write(dir.join("install.sh"), script).unwrap();
+    env.write_recipe(
+        name,
+        &format!("schema = 3\nname = \"{name}\"\nversion = \"1.0\"\nscript = \"install.sh\"\n{manifest_tail}"),
+        script,
+    );
 }
 
 /// A running disk VM `w` (ssh user root) with `recipes`, its port answering with a banner.
@@ -992,9 +989,9 @@ fn real_recipes_first_boot_then_up_then_rerun() {
 
     // The script changes: the plan says so and apply runs app again (not base). `at` has
     // one-second resolution: the rerun must come in a later second than the first run.
-    while humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string() <= first_at {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    crate::common::eventually(std::time::Duration::from_secs(5), || {
+        humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string() > first_at
+    });
     let script = env.root().join("recipes/app/install.sh");
     let mut text = std::fs::read_to_string(&script).unwrap();
     text.push_str("echo app v2\n");
@@ -1131,19 +1128,15 @@ fn real_apply_after_first_boot_reports_cloud_init() {
     assert!(!env.vm_toml("fb").contains("[applied.slow]"));
     // The script, and then the guest side that ran it (its watchdog looks once a second),
     // are gone in the guest too.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
+    crate::common::eventually(std::time::Duration::from_secs(20), || {
         let ps = env.json_raw(&["--json", "exec", "fb", "ps", "-o", "args"]);
         let ps = ps.data()["stdout"].as_str().unwrap().to_owned();
         if !ps.contains("sleep 60") && !ps.contains("sh -s") {
-            break;
+            Ok(())
+        } else {
+            Err(format!("the script still runs in the guest: {ps}"))
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the script was stopped in the guest too: {ps}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(300));
-    }
+    });
     let left = env.json_raw(&[
         "--json",
         "exec",
@@ -1172,58 +1165,20 @@ const LOG_FILE_NAME: &str = "last-provision.log";
 /// Runs `apply <vm> --only <recipe> --json`, sends SIGINT once the recipe's first line has
 /// streamed, and returns the checked run (it must answer within a few seconds).
 fn interrupt_apply(env: &TestEnv, vm: &str, recipe: &str) -> crate::common::JsonRun {
-    use std::io::{BufRead, BufReader, Read};
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("stoat"))
-        .env_clear()
-        .env("HOME", env.home())
-        .env("STOAT_HOME", env.root())
-        .env("PATH", format!("{}:/usr/bin:/bin", env.bin().display()))
-        .env("STOAT_ACCEL", "tcg")
-        .env("TMPDIR", env.tmp())
-        .env("LANG", "C.UTF-8")
-        .current_dir(env.home())
-        .args(["apply", vm, "--only", recipe, "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut seen = String::new();
-    let mut line = String::new();
-    while !seen.contains("\"line\":\"slow start\"") {
-        line.clear();
-        if stdout.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        seen.push_str(&line);
-    }
-    assert!(
-        seen.contains("slow start"),
-        "the recipe never started: {seen}"
+    use std::time::Duration;
+    let mut apply = env.spawn(&["apply", vm, "--only", recipe, "--json"]);
+    apply.stdout.until_match(
+        "the recipe's first line",
+        |line| line.contains("\"line\":\"slow start\""),
+        Duration::from_secs(120),
     );
     let signalled = std::time::Instant::now();
-    // SAFETY: kill(2) on our own child, not yet reaped.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    stdout.read_to_string(&mut seen).unwrap();
-    let mut stderr = Vec::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_end(&mut stderr)
-        .unwrap();
-    let status = child.wait().unwrap();
+    apply.signal(libc::SIGINT);
+    let run = apply.json(Duration::from_secs(30));
     let took = signalled.elapsed();
-    assert!(
-        took < std::time::Duration::from_secs(8),
-        "answered after {took:?}"
-    );
-    assert!(!seen.contains("slow never"), "{seen}");
-    crate::common::JsonRun::check(std::process::Output {
-        status,
-        stdout: seen.into_bytes(),
-        stderr,
-    })
+    assert!(took < Duration::from_secs(8), "answered after {took:?}");
+    assert!(!run.stdout.contains("slow never"), "{}", run.stdout);
+    run
 }
 
 #[test]

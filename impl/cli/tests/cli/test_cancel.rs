@@ -4,15 +4,13 @@
 //! `qemu-img` (it says when it has started, then sleeps before doing the real work) makes
 //! the moment of the signal exact.
 
-use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{create_disk_args, JsonRun, TestEnv, ALPINE_VIRT};
+use crate::common::{create_disk_args, eventually, JsonRun, Spawned, TestEnv, ALPINE_VIRT};
 
 /// The real qemu-img, outside the test's bin directory.
 fn real_qemu_img() -> PathBuf {
@@ -47,94 +45,36 @@ fn slow_qemu_img_when(env: &TestEnv, when: &str, on_term: &str) -> PathBuf {
     pid_file
 }
 
-/// A running `stoat --json <args>`, in its own process group (as a shell job is).
-struct Running {
-    child: std::process::Child,
+/// How long a signalled stoat gets to answer and end: generous, it is only ever waited out
+/// when something is wrong.
+const ANSWER: Duration = Duration::from_secs(60);
+
+/// Starts `stoat --json <args>` in its own process group (as a shell job is).
+fn spawn_json(env: &TestEnv, args: &[&str]) -> Spawned {
+    spawn_json_with(env, args, &[])
 }
 
-impl Running {
-    fn start(env: &TestEnv, args: &[&str]) -> Running {
-        Running::start_with(env, args, &[])
-    }
+fn spawn_json_with(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Spawned {
+    // First, so that after exec's VM name everything stays the guest's.
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    Spawned::start_group(env.std_cmd(&all).envs(vars.iter().copied()))
+}
 
-    fn start_with(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Running {
-        // First, so that after exec's VM name everything stays the guest's.
-        let mut all = vec!["--json"];
-        all.extend_from_slice(args);
-        let mut cmd = env.std_cmd(&all);
-        cmd.envs(vars.iter().copied());
-        cmd.stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .process_group(0);
-        Running {
-            child: cmd.spawn().unwrap(),
-        }
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    /// Waits until the fake tool has written its PID (or stoat has ended without it).
-    fn wait_for_tool(&mut self, pid_file: &Path) -> i32 {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Ok(text) = std::fs::read_to_string(pid_file) {
-                if let Ok(pid) = text.trim().parse() {
-                    return pid;
-                }
-            }
-            if let Some(status) = self.child.try_wait().unwrap() {
+/// Waits until the fake tool has written its PID to `pid_file`; fails at once if stoat ends
+/// without it.
+fn wait_for_tool(run: &mut Spawned, pid_file: &Path) -> i32 {
+    eventually(Duration::from_secs(60), || {
+        let pid = std::fs::read_to_string(pid_file)
+            .ok()
+            .and_then(|text| text.trim().parse().ok());
+        if pid.is_none() {
+            if let Some(status) = run.try_status() {
                 panic!("stoat ended ({status}) before its tool started");
             }
-            assert!(Instant::now() < deadline, "the tool never started");
-            std::thread::sleep(Duration::from_millis(10));
         }
-    }
-
-    fn signal(&self, signal: libc::c_int) {
-        // SAFETY: kill(2) on our own child, not yet reaped.
-        assert_eq!(unsafe { libc::kill(self.pid(), signal) }, 0);
-    }
-
-    /// Ctrl-C at a terminal: the signal to the whole process group.
-    fn signal_group(&self, signal: libc::c_int) {
-        // SAFETY: kill(2) on the group our child leads.
-        assert_eq!(unsafe { libc::kill(-self.pid(), signal) }, 0);
-    }
-
-    fn finish(mut self) -> JsonRun {
-        let mut stdout = Vec::new();
-        let mut stderr = Vec::new();
-        self.child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_end(&mut stdout)
-            .unwrap();
-        self.child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_end(&mut stderr)
-            .unwrap();
-        let status = self.child.wait().unwrap();
-        JsonRun::check(std::process::Output {
-            status,
-            stdout,
-            stderr,
-        })
-    }
-}
-
-impl Drop for Running {
-    /// A failed test leaves no stoat behind, not even one stopped at a pause point.
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+        pid
+    })
 }
 
 /// Whether a process is still there (a zombie, already dead, counts as gone).
@@ -164,10 +104,10 @@ fn sigterm_during_qemu_img_stops_it_and_answers_canceled_with_nothing_made() {
     let env = TestEnv::new();
     env.plant_image(ALPINE_VIRT);
     let pid_file = slow_qemu_img(&env, "create", "");
-    let mut run = Running::start(&env, &create_disk_args("n"));
-    let tool = run.wait_for_tool(&pid_file);
+    let mut run = spawn_json(&env, &create_disk_args("n"));
+    let tool = wait_for_tool(&mut run, &pid_file);
     run.signal(libc::SIGTERM);
-    run.finish().error("canceled");
+    run.json(ANSWER).error("canceled");
     assert!(!alive(tool), "qemu-img still runs after stoat answered");
     assert_no_vm(&env);
 }
@@ -177,10 +117,10 @@ fn ctrl_c_to_the_whole_group_during_qemu_img_answers_canceled() {
     let env = TestEnv::new();
     env.plant_image(ALPINE_VIRT);
     let pid_file = slow_qemu_img(&env, "create", "");
-    let mut run = Running::start(&env, &create_disk_args("n"));
-    let tool = run.wait_for_tool(&pid_file);
+    let mut run = spawn_json(&env, &create_disk_args("n"));
+    let tool = wait_for_tool(&mut run, &pid_file);
     run.signal_group(libc::SIGINT);
-    let done = run.finish();
+    let done = run.json(ANSWER);
     let why = done.error("canceled");
     assert!(!why.contains("qemu-img"), "{why}");
     assert!(!alive(tool), "qemu-img still runs after stoat answered");
@@ -207,10 +147,10 @@ fn a_canceled_resize_changes_nothing_and_a_finished_one_is_reported_done() {
 
     // Stopped before it resized: canceled, and disk and vm.toml both keep 64M.
     let pid_file = slow_qemu_img(&env, "resize", "");
-    let mut run = Running::start(&env, &["update", "n", "--disk", "128M"]);
-    let tool = run.wait_for_tool(&pid_file);
+    let mut run = spawn_json(&env, &["update", "n", "--disk", "128M"]);
+    let tool = wait_for_tool(&mut run, &pid_file);
     run.signal(libc::SIGTERM);
-    run.finish().error("canceled");
+    run.json(ANSWER).error("canceled");
     assert!(!alive(tool));
     assert_eq!(virtual_size(&disk), 64 << 20);
     assert_eq!(env.json(&["get", "n"]).data()["vm"]["disk"], "64M");
@@ -220,19 +160,13 @@ fn a_canceled_resize_changes_nothing_and_a_finished_one_is_reported_done() {
     std::fs::remove_file(&pid_file).unwrap();
     let finish_on_term = format!("trap 'exec \"{}\" \"$@\"' TERM", real_qemu_img().display());
     let pid_file = slow_qemu_img(&env, "resize", &finish_on_term);
-    let mut run = Running::start(&env, &["update", "n", "--disk", "128M"]);
-    run.wait_for_tool(&pid_file);
+    let mut run = spawn_json(&env, &["update", "n", "--disk", "128M"]);
+    wait_for_tool(&mut run, &pid_file);
     run.signal(libc::SIGTERM);
-    let done = run.finish();
+    let done = run.json(ANSWER);
     assert_eq!(done.data()["changed"], serde_json::json!(["disk"]));
     assert_eq!(virtual_size(&disk), 128 << 20);
     assert_eq!(env.json(&["get", "n"]).data()["vm"]["disk"], "128M");
-}
-
-/// The process's state letter (R, S, T for stopped, Z...).
-fn state(pid: i32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit(')').next()?.trim_start().chars().next()
 }
 
 #[test]
@@ -245,16 +179,11 @@ fn a_signal_at_any_moment_from_the_first_instruction_still_yields_one_result_lin
     for step in 0..41u64 {
         let create = create_disk_args("n");
         let args: &[&str] = if step % 2 == 0 { &["ls"] } else { &create };
-        let mut run = Running::start_with(&env, args, &[("STOAT_FAULT", "first-instruction")]);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while state(run.pid()) != Some('T') {
-            assert!(
-                run.child.try_wait().unwrap().is_none(),
-                "stoat never paused at its first instruction"
-            );
-            assert!(Instant::now() < deadline, "stoat never paused");
-            std::thread::yield_now();
-        }
+        let mut run = spawn_json_with(&env, args, &[("STOAT_FAULT", "first-instruction")]);
+        eventually(Duration::from_secs(20), || {
+            assert!(run.running(), "stoat never paused at its first instruction");
+            run.proc_state() == Some('T')
+        });
         let signal = if step % 3 == 0 {
             libc::SIGINT
         } else {
@@ -272,7 +201,7 @@ fn a_signal_at_any_moment_from_the_first_instruction_still_yields_one_result_lin
             run.signal(signal);
         }
         // JsonRun::check asserts exactly one result line, last, and the exit status.
-        let done = run.finish();
+        let done = run.json(ANSWER);
         if !done.ok() {
             done.error("canceled");
             env.json(&["get", "n"]).error("not_found");
@@ -297,10 +226,10 @@ fn canceling_exec_stops_ssh_then_the_guest_command_and_answers_canceled() {
             started = started.display()
         ),
     );
-    let mut run = Running::start(&env, &["exec", "w", "sleep", "300"]);
-    let ssh = run.wait_for_tool(&started);
+    let mut run = spawn_json(&env, &["exec", "w", "sleep", "300"]);
+    let ssh = wait_for_tool(&mut run, &started);
     run.signal_group(libc::SIGINT);
-    let done = run.finish();
+    let done = run.json(ANSWER);
     let why = done.error("canceled");
     assert!(!why.contains("left done or not done"), "{why}");
     assert!(!alive(ssh), "ssh still runs after stoat answered");
@@ -321,33 +250,12 @@ fn canceling_up_while_it_waits_stops_the_qemu_it_started_in_both_modes() {
         } else {
             &["up", "w"]
         };
-        let mut child = env
-            .std_cmd(args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .unwrap();
+        let mut up = Spawned::start_group(&mut env.std_cmd(args));
         let pid_file = env.root().join("w/qemu.pid");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let qemu: i32 = loop {
-            if let Some(pid) = std::fs::read_to_string(&pid_file)
-                .ok()
-                .and_then(|text| text.trim().parse().ok())
-            {
-                break pid;
-            }
-            assert!(
-                child.try_wait().unwrap().is_none(),
-                "up ended before QEMU ran"
-            );
-            assert!(Instant::now() < deadline, "QEMU never started");
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let qemu = wait_for_tool(&mut up, &pid_file);
         // Ctrl-C at the terminal: the whole group.
-        // SAFETY: kill(2) on the group our child leads.
-        assert_eq!(unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) }, 0);
-        let out = child.wait_with_output().unwrap();
+        up.signal_group(libc::SIGINT);
+        let out = up.wait(ANSWER);
         assert!(!out.status.success(), "json={json}: {out:?}");
         if json {
             JsonRun::check(out).error("canceled");
@@ -387,14 +295,12 @@ fn real_canceling_exec_stops_the_guest_command_and_answers_canceled() {
     );
     let _guard = RealGuard(env.root().join("x"));
     env.json(&["up", "x"]).data();
-    let run = Running::start(&env, &["exec", "x", "sh", "-c", "sleep 307; echo never"]);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !guest_ps(&env, "x").contains("sleep 307") {
-        assert!(Instant::now() < deadline, "the guest command never started");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let mut run = spawn_json(&env, &["exec", "x", "sh", "-c", "sleep 307; echo never"]);
+    eventually(Duration::from_secs(60), || {
+        guest_ps(&env, "x").contains("sleep 307")
+    });
     run.signal_group(libc::SIGINT);
-    let done = run.finish();
+    let done = run.json(ANSWER);
     let why = done.error("canceled");
     assert!(!why.contains("left done or not done"), "{why}");
     assert!(!done.stdout.contains("never"), "{}", done.stdout);
@@ -435,10 +341,10 @@ fn ctrl_c_during_key_generation_answers_canceled_and_leaves_no_half_key() {
     let pid_file = slow_keygen(&env);
     env.write_basic_vm("w", 2260);
     // The first command that needs the key pair makes it.
-    let mut run = Running::start(&env, &["ssh-command", "w"]);
-    let tool = run.wait_for_tool(&pid_file);
+    let mut run = spawn_json(&env, &["ssh-command", "w"]);
+    let tool = wait_for_tool(&mut run, &pid_file);
     run.signal_group(libc::SIGINT);
-    let why = run.finish().error("canceled");
+    let why = run.json(ANSWER).error("canceled");
     assert!(!why.contains("ssh-keygen"), "{why}");
     // Stoat stopped the tool and answered itself, not the last-resort answer of a command
     // that never stopped.
@@ -462,7 +368,7 @@ fn sigterm_of_a_command_blocked_on_a_read_answers_within_two_seconds() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let index = format!("http://127.0.0.1:{port}/index.toml");
-    let mut run = Running::start_with(
+    let mut run = spawn_json_with(
         &env,
         &["recipe", "search"],
         &[("STOAT_RECIPE_INDEX", index.as_str())],
@@ -475,10 +381,10 @@ fn sigterm_of_a_command_blocked_on_a_read_answers_within_two_seconds() {
         assert_eq!(conn.read(&mut byte).unwrap(), 1, "the request ended early");
         request.push(byte[0]);
     }
-    assert!(run.child.try_wait().unwrap().is_none());
+    assert!(run.running());
     let signalled = Instant::now();
     run.signal(libc::SIGTERM);
-    let answer = run.finish();
+    let answer = run.json(ANSWER);
     let took = signalled.elapsed();
     answer.error("canceled");
     assert!(took < Duration::from_secs(2), "answered after {took:?}");
@@ -516,10 +422,10 @@ fn tags(env: &TestEnv) -> Vec<String> {
 /// and returns the answer.
 fn cancel_during(env: &TestEnv, args: &[&str], when: &str, on_term: &str) -> JsonRun {
     let pid_file = slow_qemu_img_when(env, when, on_term);
-    let mut run = Running::start(env, args);
-    let tool = run.wait_for_tool(&pid_file);
+    let mut run = spawn_json(env, args);
+    let tool = wait_for_tool(&mut run, &pid_file);
     run.signal(libc::SIGTERM);
-    let answer = run.finish();
+    let answer = run.json(ANSWER);
     assert!(!alive(tool), "qemu-img still runs after stoat answered");
     answer
 }
@@ -608,18 +514,16 @@ fn a_resize_that_took_before_its_tool_died_is_reported_done() {
 /// Waits until the guest's process list has none of `words` (a guest command stopped by its
 /// watchdog takes a moment: the watchdog polls once a second, then SIGTERM, SIGKILL 2 s on).
 fn wait_gone(env: &TestEnv, vm: &str, words: &[&str]) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    eventually(Duration::from_secs(30), || {
         let ps = guest_ps(env, vm);
         if words.iter().all(|w| !ps.contains(w)) {
-            return;
+            Ok(())
+        } else {
+            Err(format!(
+                "still running in the guest after stoat was killed: {ps}"
+            ))
         }
-        assert!(
-            Instant::now() < deadline,
-            "still running in the guest after stoat was killed: {ps}"
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    });
 }
 
 /// How many of the guest's files match a shell glob.
@@ -644,18 +548,11 @@ fn real_sigkilled_exec_and_apply_take_the_guest_command_and_its_children_along()
     use crate::common::{real_guest, RealGuard};
     let guest = real_guest();
     let env = TestEnv::new();
-    let dir = env.root().join("recipes/slow");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("recipe.toml"),
+    env.write_recipe(
+        "slow",
         "schema = 3\nname = \"slow\"\nversion = \"1.0\"\nscript = \"install.sh\"\nrun = \"manual\"\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("install.sh"),
         "( sleep 317 & )\necho slow start\nsleep 319\necho slow never\n",
-    )
-    .unwrap();
+    );
     let image = guest.image.display().to_string();
     env.json(&[
         "create",
@@ -678,7 +575,7 @@ fn real_sigkilled_exec_and_apply_take_the_guest_command_and_its_children_along()
     env.json(&["up", "x", "--no-apply"]).data();
 
     // exec: the command and a grandchild that left it (double fork)
-    let mut run = Running::start(
+    let mut run = spawn_json(
         &env,
         &[
             "exec",
@@ -688,14 +585,12 @@ fn real_sigkilled_exec_and_apply_take_the_guest_command_and_its_children_along()
             "( sleep 311 & ); sleep 313; echo never",
         ],
     );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !(guest_ps(&env, "x").contains("sleep 311") && guest_ps(&env, "x").contains("sleep 313"))
-    {
-        assert!(Instant::now() < deadline, "the guest command never started");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    eventually(Duration::from_secs(60), || {
+        let ps = guest_ps(&env, "x");
+        ps.contains("sleep 311") && ps.contains("sleep 313")
+    });
     run.signal(libc::SIGKILL);
-    let _ = run.child.wait();
+    eventually(ANSWER, || run.try_status());
     wait_gone(&env, "x", &["sleep 311", "sleep 313"]);
     assert_eq!(
         guest_count(&env, "x", "/tmp/.stoat-exec.*"),
@@ -704,15 +599,13 @@ fn real_sigkilled_exec_and_apply_take_the_guest_command_and_its_children_along()
     );
 
     // apply
-    let mut run = Running::start(&env, &["apply", "x", "--only", "slow"]);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !guest_ps(&env, "x").contains("sleep 319") {
-        assert!(Instant::now() < deadline, "the recipe never started");
-        assert!(run.child.try_wait().unwrap().is_none(), "apply ended early");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let mut run = spawn_json(&env, &["apply", "x", "--only", "slow"]);
+    eventually(Duration::from_secs(60), || {
+        assert!(run.running(), "apply ended early");
+        guest_ps(&env, "x").contains("sleep 319")
+    });
     run.signal(libc::SIGKILL);
-    let _ = run.child.wait();
+    eventually(ANSWER, || run.try_status());
     wait_gone(&env, "x", &["sleep 317", "sleep 319"]);
     assert_eq!(guest_count(&env, "x", "/tmp/.stoat-apply.*"), "0");
     env.json(&["down", "x"]).data();

@@ -76,10 +76,11 @@ fn a_random_console_password_is_shown_once_to_a_human_and_never_under_json_or_in
         .expect("a random password in vm.toml")[1]
         .to_owned();
     assert_eq!(human.matches(&stored).count(), 1, "{human}");
-    let port = regex::Regex::new(r"ssh port \d+").unwrap();
-    let masked = human.replace(&stored, "<password>");
-    let shown = port.replace(&masked, "ssh port <port>").into_owned();
-    insta::assert_snapshot!(shown, @r"
+    let mut settings = env.snapshot_settings();
+    settings.add_filter(&stored, "<password>");
+    settings.add_filter(r"ssh port \d+", "ssh port <port>");
+    let _masked = settings.bind_to_scope();
+    insta::assert_snapshot!(human, @r"
     created r: debian cloud (cloudinit), 4 cpus, 4096 MB, 8G disk, ssh port <port>
     start it with: stoat up r
     console password (shown only now): <password>
@@ -230,18 +231,18 @@ impl Tmux {
         assert!(self.tmux(&args).status.success());
     }
 
-    /// The pane's text, polled until `done` holds for it (or 20 s: the assertion shows it).
+    /// The pane's text once `done` holds for it (within 20 s, or the test fails showing it).
     fn screen_when(&self, done: impl Fn(&str) -> bool) -> String {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        loop {
+        crate::common::eventually(std::time::Duration::from_secs(20), || {
             let shown =
                 String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "0"]).stdout)
                     .into_owned();
-            if done(&shown) || std::time::Instant::now() > deadline {
-                return shown;
+            if done(&shown) {
+                Ok(shown)
+            } else {
+                Err(format!("the pane shows:\n{shown}"))
             }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        })
     }
 }
 
@@ -420,10 +421,7 @@ fn make_install_puts_binaries_man_pages_and_completions_under_the_prefix() {
         .unwrap();
     stdout(&made);
     let installed = prefix.join("bin/stoat");
-    let version = std::process::Command::new(&installed)
-        .arg("version")
-        .output()
-        .unwrap();
+    let version = env.command(&installed).arg("version").output().unwrap();
     assert!(stdout(&version).starts_with("stoat "));
     for file in [
         "share/man/man1/stoat.1",

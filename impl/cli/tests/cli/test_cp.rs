@@ -43,16 +43,17 @@ fn local_tree(env: &TestEnv) {
 #[test]
 fn several_sources_run_one_scp_to_the_guest_and_one_per_guest_source() {
     let (env, _reaper) = vm_with_fake_tools();
+    let _masked = env.snapshot_settings().bind_to_scope();
     local_tree(&env);
     let guest_dir = env.tmp().join("guest-dst");
     std::fs::create_dir_all(&guest_dir).unwrap();
     let dst = format!("w:{}", guest_dir.display());
 
     // Human: one line per source, one scp run with -r and every source in order.
-    insta::assert_snapshot!(
-        "cp_several_to_guest",
-        human(&env, &["cp", "-r", "tree", "one.txt", &dst], true)
-    );
+    insta::assert_snapshot!(human(&env, &["cp", "-r", "tree", "one.txt", &dst], true), @r"
+    copied [HOME]/tree to w:[TMP]/guest-dst
+    copied [HOME]/one.txt to w:[TMP]/guest-dst
+    ");
     let scp = env.fake_argvs("scp");
     assert_eq!(scp.len(), 1, "{scp:?}");
     assert!(scp[0].contains(&"-r".to_owned()), "{:?}", scp[0]);
@@ -69,12 +70,11 @@ fn several_sources_run_one_scp_to_the_guest_and_one_per_guest_source() {
     // From the guest, into an existing local directory.
     std::fs::create_dir_all(env.home().join("back")).unwrap();
     insta::assert_snapshot!(
-        "cp_several_from_guest",
-        human(
-            &env,
-            &["cp", "w:/etc/hostname", "w:/etc/hosts", "back"],
-            true
-        )
+        human(&env, &["cp", "w:/etc/hostname", "w:/etc/hosts", "back"], true),
+        @r"
+        copied w:/etc/hostname to [HOME]/back
+        copied w:/etc/hosts to [HOME]/back
+        "
     );
     // One scp per guest source, in order (a dropbear guest drops a session that opens
     // while the one before is still closing, which one scp of several sources does).

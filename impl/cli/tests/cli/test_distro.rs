@@ -39,14 +39,11 @@ fn distro_guest() -> DistroGuest {
 
 /// A recipe in the data root's `recipes/` (what `recipe new` scaffolds).
 fn recipe(env: &TestEnv, name: &str, health: &str, script: &str) {
-    let dir = env.root().join("recipes").join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("recipe.toml"),
-        format!("schema = 3\nname = \"{name}\"\nversion = \"1.0\"\nos = [\"debian\"]\nscript = \"install.sh\"\n[outputs.marker]\n[health]\ncheck = \"{health}\"\n"),
-    )
-    .unwrap();
-    std::fs::write(dir.join("install.sh"), script).unwrap();
+    env.write_recipe(
+        name,
+        &format!("schema = 3\nname = \"{name}\"\nversion = \"1.0\"\nos = [\"debian\"]\nscript = \"install.sh\"\n[outputs.marker]\n[health]\ncheck = \"{health}\"\n"),
+        script,
+    );
 }
 
 fn recipes(env: &TestEnv) {
@@ -83,14 +80,14 @@ fn cloud_init_clean(env: &TestEnv, vm: &str) -> Result<(), String> {
     // cloud-init restarts sshd once it has written its configuration, seconds after the banner
     // first answered: an exec in that window ends with ssh's own 255, which says nothing about
     // cloud-init. Ask again (bounded) until the command really ran.
-    let mut run = exec(env, vm, "cloud-init status --wait --long");
-    for _ in 0..30 {
+    let run = crate::common::eventually(std::time::Duration::from_secs(120), || {
+        let run = exec(env, vm, "cloud-init status --wait --long");
         if run.data()["exit_code"] != 255 {
-            break;
+            Ok(run)
+        } else {
+            Err(format!("ssh's own 255: {}", run.stdout))
         }
-        std::thread::sleep(std::time::Duration::from_secs(2));
-        run = exec(env, vm, "cloud-init status --wait --long");
-    }
+    });
     let data = run.data();
     let text = data["stdout"].as_str().unwrap_or_default();
     let done = text.lines().any(|l| l.trim() == "status: done");

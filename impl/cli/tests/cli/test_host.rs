@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::common::{FakeRunningVm, Lines, TestEnv, PLANTED_PASSWORD};
+use crate::common::{eventually, FakeRunningVm, Spawned, TestEnv, PLANTED_PASSWORD};
 
 fn strings(value: &Value) -> Vec<String> {
     value
@@ -672,40 +672,11 @@ fn capabilities_with_a_target_reads_without_touching() {
 /// when something is wrong.
 const FOLLOW_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
-/// A running `stoat logs <args>` whose stdout and stderr are read line by line.
-struct Following {
-    child: std::process::Child,
-    stdout: Lines,
-    stderr: Lines,
-}
-
-impl Following {
-    fn start(env: &TestEnv, args: &[&str]) -> Following {
-        let mut child = env
-            .std_cmd(args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        Following {
-            stdout: Lines::read(child.stdout.take().unwrap()),
-            stderr: Lines::read(child.stderr.take().unwrap()),
-            child,
-        }
-    }
-
-    /// Waits for stdout to close, then for the exit status; returns the lines read last.
-    fn end(&mut self) -> (Vec<String>, Option<i32>) {
-        let rest = self.stdout.rest(FOLLOW_WAIT);
-        (rest, self.child.wait().unwrap().code())
-    }
-}
-
-impl Drop for Following {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Waits for a follow's stdout to close, then for its exit status; returns the lines read
+/// last.
+fn end(follow: &mut Spawned) -> (Vec<String>, Option<i32>) {
+    let rest = follow.stdout.rest(FOLLOW_WAIT);
+    (rest, follow.wait(FOLLOW_WAIT).status.code())
 }
 
 fn append(path: &Path, text: &str) {
@@ -726,7 +697,7 @@ fn logs_follow_prints_each_new_line_across_a_new_boot_until_the_vm_stops() {
     let console = env.root().join("w/console.log");
     std::fs::write(&console, "old 1\nold 2\nold 3\n").unwrap();
     let running = FakeRunningVm::start(&env.root().join("w"));
-    let mut follow = Following::start(&env, &["logs", "w", "-f", "-n", "2"]);
+    let mut follow = env.spawn(&["logs", "w", "-f", "-n", "2"]);
     assert_eq!(follow.stdout.until("old 3", FOLLOW_WAIT), ["old 2"]);
     append(&console, "appended\n");
     assert!(follow.stdout.until("appended", FOLLOW_WAIT).is_empty());
@@ -755,7 +726,7 @@ fn logs_follow_prints_each_new_line_across_a_new_boot_until_the_vm_stops() {
     // Written just before the VM stops, without a newline: still shown, then the end.
     append(&console, "last words");
     drop(running);
-    let (rest, status) = follow.end();
+    let (rest, status) = end(&mut follow);
     assert_eq!(rest, ["last words"]);
     assert_eq!(status, Some(0), "the VM stopping ends the follow normally");
     follow.stderr.until(
@@ -771,7 +742,7 @@ fn logs_follow_of_a_truncated_apply_log_reads_it_again() {
     let log = env.root().join("w/last-provision.log");
     let _running = FakeRunningVm::start(&env.root().join("w"));
     // No apply log yet: it is waited for.
-    let mut follow = Following::start(&env, &["logs", "w", "--which", "apply", "-f"]);
+    let mut follow = env.spawn(&["logs", "w", "--which", "apply", "-f"]);
     append(&log, "=== recipe base ===\nfirst run of a recipe\n");
     follow.stdout.until("first run of a recipe", FOLLOW_WAIT);
     // The next run truncates the same file and writes it again.
@@ -810,7 +781,7 @@ fn logs_follow_of_a_stopped_vm_prints_the_tail_and_ends() {
 #[test]
 fn logs_follow_of_stoats_own_log_ends_on_sigint_with_status_0() {
     let env = TestEnv::new();
-    let mut follow = Following::start(&env, &["logs", "-f", "-n", "1"]);
+    let mut follow = env.spawn(&["logs", "-f", "-n", "1"]);
     // Its own line (every command logs one), then another command's as it is written.
     follow.stdout.until_match(
         "cli cmd=logs",
@@ -821,48 +792,29 @@ fn logs_follow_of_stoats_own_log_ends_on_sigint_with_status_0() {
     follow
         .stdout
         .until_match("cli cmd=ls", |l| l.ends_with(" cli cmd=ls"), FOLLOW_WAIT);
-    // SAFETY: kill(2) on our own child, not yet reaped.
-    assert_eq!(
-        unsafe { libc::kill(follow.child.id() as i32, libc::SIGINT) },
-        0
-    );
-    let (rest, status) = follow.end();
+    follow.signal(libc::SIGINT);
+    let (rest, status) = end(&mut follow);
     assert!(rest.is_empty(), "{rest:?}");
     assert_eq!(status, Some(0), "Ctrl-C is how a follow ends");
 }
 
 #[test]
 fn logs_follow_ends_when_its_reader_goes_away() {
-    use std::io::BufRead;
     let env = TestEnv::new();
     env.write_basic_vm("w", 2254);
     let console = env.root().join("w/console.log");
     std::fs::write(&console, "first\n").unwrap();
     let _running = FakeRunningVm::start(&env.root().join("w"));
-    let mut child = env
-        .std_cmd(&["logs", "w", "-f"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    assert_eq!(line, "first\n");
-    drop(stdout);
-    // The next line cannot be written: stoat ends (as `stoat logs -f w | head -1` wants).
+    // The reader takes one line and closes its end of the pipe before it shows that line,
+    // so once the test sees it nobody reads stoat's output any more.
+    let mut follow = Spawned::start_group(&mut env.shell(
+        "stoat logs w -f 2>/dev/null | { read -r line; exec <&-; printf '%s\\n' \"$line\"; }",
+    ));
+    follow.stdout.until("first", FOLLOW_WAIT);
+    // The next line cannot be written: stoat ends (as `stoat logs -f w | head -1` wants);
+    // under pipefail the shell's status is stoat's (a SIGPIPE death would be 141).
     append(&console, "nobody reads this\n");
-    let deadline = std::time::Instant::now() + FOLLOW_WAIT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("still following with nobody reading");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let status = eventually(FOLLOW_WAIT, || follow.try_status());
     assert_eq!(status.code(), Some(0));
 }
 

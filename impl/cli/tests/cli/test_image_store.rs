@@ -5,11 +5,10 @@
 //! (`common::http`), the real qemu-img and qemu-io, stoat-fake's QEMU.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::http::{Behaviour, Server};
-use crate::common::{fake_qemu, make_qcow2, Reaper, TestEnv};
+use crate::common::{eventually, fake_qemu, make_qcow2, Reaper, Spawned, TestEnv};
 use crate::test_images::{entry, env_with_catalog, isos, payload};
 
 /// A real qcow2 whose first MiB holds `pattern`, as bytes.
@@ -198,59 +197,16 @@ fn a_vm_made_before_the_store_is_moved_onto_a_copy_before_its_file_is_replaced()
 }
 
 /// Starts `stoat --json pull <id>` in the background, `STOAT_FAULT` set to `fault`.
-fn spawn_pull(env: &TestEnv, id: &str, fault: &str) -> std::process::Child {
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("stoat"))
-        .args(["--json", "pull", id])
-        .env_clear()
-        .env("HOME", env.home())
-        .env("STOAT_HOME", env.root())
-        .env("PATH", "/usr/bin:/bin")
-        .env("STOAT_CATALOG", env.tmp().join("catalog.toml"))
-        .env("STOAT_FAULT", fault)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+fn spawn_pull(env: &TestEnv, id: &str, fault: &str) -> Spawned {
+    Spawned::start(
+        env.std_cmd(&["--json", "pull", id])
+            .env("STOAT_FAULT", fault),
+    )
 }
 
-/// Waits until process `pid` has stopped itself (state `T`).
-fn wait_until_stopped(pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .split_whitespace()
-            .next();
-        if state == Some("T") {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("pull {pid} never waited for the other's lock");
-}
-
-fn result_of(child: std::process::Child) -> serde_json::Value {
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    let last = text.lines().last().unwrap_or("");
-    serde_json::from_str(last).unwrap_or_else(|_| panic!("no result line: {text}"))
-}
-
-/// Kills a child left running when a test fails.
-struct Children(Vec<std::process::Child>);
-
-impl Drop for Children {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            // SAFETY: kill(2) on a child this test spawned; SIGCONT first so a stopped one dies.
-            unsafe { libc::kill(child.id() as i32, libc::SIGCONT) };
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
+/// Waits until `pull` has stopped itself (state `T`) where it found the lock held.
+fn wait_until_stopped(pull: &Spawned) {
+    eventually(Duration::from_secs(20), || pull.proc_state() == Some('T'));
 }
 
 #[test]
@@ -264,26 +220,22 @@ fn concurrent_pulls_of_one_image_download_it_once() {
     server.route("/c.img", body.clone(), slow);
     // No published checksum: the case where a second pull cannot tell by digest.
     let env = env_with_catalog(&server, &entry("c", "c.img", ""));
-    let first = spawn_pull(&env, "c", "none");
-    let mut children = Children(vec![first]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !server.requested_paths().iter().any(|p| p == "/c.img") {
-        assert!(Instant::now() < deadline, "the first pull never asked");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let mut pulls = vec![spawn_pull(&env, "c", "none")];
+    eventually(Duration::from_secs(20), || {
+        server.requested_paths().iter().any(|p| p == "/c.img")
+    });
     // Two more pulls stop themselves where they find the first one's lock held.
     for _ in 0..2 {
         let waiting = spawn_pull(&env, "c", "lock-busy");
-        wait_until_stopped(waiting.id());
-        children.0.push(waiting);
+        wait_until_stopped(&waiting);
+        pulls.push(waiting);
     }
-    for child in &children.0[1..] {
-        // SAFETY: SIGCONT to a child this test spawned.
-        unsafe { libc::kill(child.id() as i32, libc::SIGCONT) };
+    for waiting in &pulls[1..] {
+        waiting.signal(libc::SIGCONT);
     }
-    let results: Vec<serde_json::Value> = std::mem::take(&mut children.0)
-        .into_iter()
-        .map(result_of)
+    let results: Vec<serde_json::Value> = pulls
+        .iter_mut()
+        .map(|pull| pull.json(Duration::from_secs(60)).result)
         .collect();
     for result in &results {
         assert_eq!(result["ok"], true, "{result}");

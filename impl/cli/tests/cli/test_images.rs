@@ -4,14 +4,13 @@
 //! Content-Length, Range resume, reuse of a verified file, and SIGINT mid-download.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use sha2::{Digest, Sha256, Sha512};
 
 use crate::common::http::{Behaviour, Server};
-use crate::common::{JsonRun, TestEnv};
+use crate::common::{eventually, JsonRun, TestEnv};
 
 /// Deterministic, incompressible-looking bytes.
 pub(crate) fn payload(len: usize) -> Vec<u8> {
@@ -419,29 +418,16 @@ fn sigint_mid_download_answers_canceled_and_a_later_pull_resumes() {
             &format!("sha256 = \"{}\"", sha256_hex(&body)),
         ),
     );
-    let catalog = env.tmp().join("catalog.toml");
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("stoat"))
-        .args(["--json", "pull", "slow"])
-        .env_clear()
-        .env("HOME", env.home())
-        .env("STOAT_HOME", env.root())
-        .env("PATH", "/usr/bin:/bin")
-        .env("STOAT_CATALOG", &catalog)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_part_file(&env.root().join("isos"));
+    let mut pull = env.spawn(&["--json", "pull", "slow"]);
+    wait_for_part_bytes(&env.root().join("isos"), 1);
     let started = Instant::now();
-    // SAFETY: kill(2) on the PID of a child this test spawned and has not reaped.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let output = wait_with_deadline(&mut child, Duration::from_secs(15));
+    pull.signal(libc::SIGINT);
+    let run = pull.json(Duration::from_secs(15));
     assert!(
         started.elapsed() < Duration::from_secs(4),
         "{:?}",
         started.elapsed()
     );
-    let run = JsonRun::check(output);
     run.error("canceled");
     assert!(!progress_events(&run).is_empty());
     assert_eq!(isos(&env), ["slow.qcow2.partial"], "no stray .part");
@@ -457,38 +443,15 @@ fn sigint_mid_download_answers_canceled_and_a_later_pull_resumes() {
     );
 }
 
-/// Starts `stoat --json pull <id>` in the background.
-fn spawn_pull(env: &TestEnv, id: &str) -> std::process::Child {
-    let catalog = env.tmp().join("catalog.toml");
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("stoat"))
-        .args(["--json", "pull", id])
-        .env_clear()
-        .env("HOME", env.home())
-        .env("STOAT_HOME", env.root())
-        .env("PATH", "/usr/bin:/bin")
-        .env("STOAT_CATALOG", &catalog)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
 /// Waits until a `.part` file in `isos` holds at least `bytes`; returns its name.
 fn wait_for_part_bytes(isos: &Path, bytes: u64) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        let found = std::fs::read_dir(isos).ok().and_then(|rd| {
-            rd.filter_map(|e| e.ok()).find(|e| {
-                e.file_name().to_string_lossy().ends_with(".part")
-                    && e.metadata().map(|m| m.len() >= bytes).unwrap_or(false)
-            })
-        });
-        if let Some(entry) = found {
-            return entry.file_name().into_string().unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("the download never wrote {bytes} bytes");
+    eventually(Duration::from_secs(20), || {
+        let entry = std::fs::read_dir(isos).ok()?.flatten().find(|e| {
+            e.file_name().to_string_lossy().ends_with(".part")
+                && e.metadata().is_ok_and(|m| m.len() >= bytes)
+        })?;
+        Some(entry.file_name().into_string().unwrap())
+    })
 }
 
 fn partial_items(env: &TestEnv, args: &[&str]) -> Vec<String> {
@@ -522,12 +485,10 @@ fn a_killed_pull_leaves_a_part_the_next_pull_resumes_and_prune_knows() {
     let isos_dir = env.root().join("isos");
 
     // In flight, the part is the running pull's: prune leaves it alone.
-    let mut child = spawn_pull(&env, "slow");
+    let mut pull = env.spawn(&["--json", "pull", "slow"]);
     let name = wait_for_part_bytes(&isos_dir, 64 * 1024);
     assert!(partial_items(&env, &["prune"]).is_empty());
-    // SAFETY: kill(2) on the PID of a child this test spawned and has not reaped.
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    child.wait().unwrap();
+    pull.kill();
     assert_eq!(isos(&env), [name.as_str()], "the kill left its part");
 
     // Its writer is gone: prune lists it at once (no two-minute wait).
@@ -548,65 +509,12 @@ fn a_killed_pull_leaves_a_part_the_next_pull_resumes_and_prune_knows() {
     // Killed again, the part is removed by prune --apply.
     std::fs::remove_file(isos_dir.join("slow.qcow2")).unwrap();
     server.route("/slow.qcow2", body.clone(), slow);
-    let mut child = spawn_pull(&env, "slow");
+    let mut pull = env.spawn(&["--json", "pull", "slow"]);
     let name = wait_for_part_bytes(&isos_dir, 16 * 1024);
-    // SAFETY: as above.
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    child.wait().unwrap();
+    pull.kill();
     let part = isos_dir.join(&name).display().to_string();
     assert_eq!(partial_items(&env, &["prune", "--apply"]), [part]);
     assert!(isos(&env).is_empty(), "{:?}", isos(&env));
-}
-
-/// Waits until a download's `.part` file holds bytes: the transfer is under way.
-fn wait_for_part_file(isos: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        let found = std::fs::read_dir(isos)
-            .map(|rd| {
-                rd.filter_map(|e| e.ok()).any(|e| {
-                    e.file_name().to_string_lossy().ends_with(".part")
-                        && e.metadata().is_ok_and(|m| m.len() > 0)
-                })
-            })
-            .unwrap_or(false);
-        if found {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("the download never started");
-}
-
-fn wait_with_deadline(child: &mut std::process::Child, limit: Duration) -> std::process::Output {
-    let deadline = Instant::now() + limit;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("stoat did not exit after SIGINT");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut stdout = Vec::new();
-    let mut stderr = Vec::new();
-    use std::io::Read;
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_end(&mut stdout)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_end(&mut stderr)
-        .unwrap();
-    std::process::Output {
-        status: child.wait().unwrap(),
-        stdout,
-        stderr,
-    }
 }
 
 #[test]

@@ -12,22 +12,10 @@ use serde_json::{json, Value};
 
 use crate::common::{JsonRun, TestEnv, PLANTED_PASSWORD};
 
-/// The stoat binary with the same hermetic environment `TestEnv::cmd` sets.
+/// `stoat mcp` in the test's sandbox, with `extra` variables on top.
 fn mcp_command(env: &TestEnv, extra: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("stoat"));
-    cmd.env_clear()
-        .env("HOME", env.home())
-        .env("STOAT_HOME", env.root())
-        .env("PATH", format!("{}:/usr/bin:/bin", env.bin().display()))
-        .env("STOAT_ACCEL", "tcg")
-        .env("STOAT_GRAPHICAL", "0")
-        .env("TMPDIR", env.tmp())
-        .env("LANG", "C.UTF-8")
-        .current_dir(env.home())
-        .arg("mcp");
-    for (k, v) in extra {
-        cmd.env(k, v);
-    }
+    let mut cmd = env.std_cmd(&["mcp"]);
+    cmd.envs(extra.iter().copied());
     cmd
 }
 

@@ -87,14 +87,11 @@ fn drive(revision: Option<&str>) {
         free_port(),
         "agent_access = \"exec\"\nrecipes = [\"hello\"]\n",
     );
-    let recipe = env.root().join("recipes").join("hello");
-    std::fs::create_dir_all(&recipe).unwrap();
-    std::fs::write(
-        recipe.join("recipe.toml"),
+    env.write_recipe(
+        "hello",
         "schema = 3\nname = \"hello\"\nversion = \"1.0\"\ndescription = \"says hello\"\nscript = \"install.sh\"\n",
-    )
-    .unwrap();
-    std::fs::write(recipe.join("install.sh"), format!("echo {RECIPE_SAYS}\n")).unwrap();
+        &format!("echo {RECIPE_SAYS}\n"),
+    );
 
     // The alpine-virt image in isos/ (create takes it by catalog id), a real tiny ISO so the
     // project's VM can have its kernel extracted when it starts.
@@ -134,7 +131,7 @@ fn drive(revision: Option<&str>) {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client/drive.py");
     let stoat = assert_cmd::cargo::cargo_bin("stoat");
     let out = env
-        .sandboxed(python.as_os_str())
+        .command(&python)
         .arg(script)
         .arg(&stoat)
         .arg(fixture.to_string())

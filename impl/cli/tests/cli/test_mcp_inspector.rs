@@ -6,7 +6,7 @@
 //! fails.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
@@ -31,23 +31,19 @@ fn inspector(env: &TestEnv, args: &[&str]) -> Output {
         dir.display()
     );
     let stoat = assert_cmd::cargo::cargo_bin("stoat");
-    let root = format!("STOAT_HOME={}", env.root().display());
+    let mut command = env.command(node);
+    // The Inspector starts the server with an environment of its own plus each `-e`: every
+    // variable of the sandbox goes through, so the stoat it starts is sandboxed as ours are.
+    let sandbox: Vec<String> = command
+        .get_envs()
+        .filter_map(|(key, value)| Some(format!("{}={}", key.to_str()?, value?.to_str()?)))
+        .collect();
+    command.arg(cli).arg("--cli").arg(&stoat).arg("mcp");
+    for variable in &sandbox {
+        command.args(["-e", variable]);
+    }
     let home = env.home().display().to_string();
-    Command::new(node)
-        .arg(cli)
-        .arg("--cli")
-        .arg(&stoat)
-        .arg("mcp")
-        .args(["-e", &root, "-e", "STOAT_ACCEL=tcg", "-e", "LANG=C.UTF-8"])
-        .args(["--cwd", &home])
-        .args(args)
-        .env_clear()
-        .env("HOME", env.home())
-        .env("PATH", format!("{}:/usr/bin:/bin", env.bin().display()))
-        .env("TMPDIR", env.tmp())
-        .current_dir(env.home())
-        .output()
-        .unwrap()
+    command.args(["--cwd", &home]).args(args).output().unwrap()
 }
 
 fn stdout_json(out: &Output) -> Value {

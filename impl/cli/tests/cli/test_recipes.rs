@@ -3,25 +3,16 @@
 //! search roots and shadowing, user guest files.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::common::TestEnv;
-
-/// Writes a recipe directory `<dir>/<name>/` with a manifest and an empty install.sh.
-fn write_recipe(dir: PathBuf, name: &str, manifest: &str) {
-    let recipe_dir = dir.join(name);
-    std::fs::create_dir_all(&recipe_dir).unwrap();
-    std::fs::write(recipe_dir.join("recipe.toml"), manifest).unwrap();
-    std::fs::write(recipe_dir.join("install.sh"), "#!/bin/sh\n").unwrap();
-}
+use crate::common::{write_recipe_in, TestEnv};
 
 fn local(env: &TestEnv, name: &str, extra: &str) {
-    write_recipe(
-        env.root().join("recipes"),
+    env.write_recipe(
         name,
         &format!("schema = 3\nname = \"{name}\"\nscript = \"install.sh\"\n{extra}"),
+        "#!/bin/sh\n",
     );
 }
 
@@ -84,10 +75,10 @@ fn recipes_projects_the_recipe_schema() {
 #[test]
 fn a_v2_manifest_still_loads_and_a_broken_one_is_left_out() {
     let env = TestEnv::new();
-    write_recipe(
-        env.root().join("recipes"),
+    env.write_recipe(
         "old",
         "name = \"old\"\ndescription = \"v2\"\nscript = \"install.sh\"\nlabel = \"x\"\n",
+        "#!/bin/sh\n",
     );
     local(&env, "bad", "runtime = \"bash\"\n");
     let run = env.json(&["recipes", "--os", "debian"]);
@@ -279,10 +270,11 @@ fn recipe_list_reports_roots_in_search_order_and_every_manifest() {
 fn a_project_recipe_shadows_a_bundled_one() {
     let env = TestEnv::new();
     std::fs::write(env.home().join("stoat.toml"), "[project]\nname = \"p\"\n").unwrap();
-    write_recipe(
-        env.home().join("recipes"),
+    write_recipe_in(
+        &env.home().join("recipes"),
         "docker",
         "schema = 3\nname = \"docker\"\ndescription = \"project docker\"\nscript = \"install.sh\"\nos = [\"debian\"]\n",
+        "#!/bin/sh\n",
     );
     let run = env.json(&["recipe", "list"]);
     assert_eq!(run.data()["roots"][0]["scope"], "project");

@@ -409,20 +409,28 @@ fn git_missing_is_git_required() {
 fn human_add_lock_update_rm_and_search() {
     use crate::test_snapshots::human;
     let mut env = TestEnv::new();
+    let mut settings = env.snapshot_settings();
+    settings.add_filter(r"\b[0-9a-f]{7,40}\b", "[COMMIT]");
+    let _masked = settings.bind_to_scope();
     let remote = Remote::recipe(&env, "hello");
-    let commits = regex::Regex::new(r"\b[0-9a-f]{7,40}\b").unwrap();
-    let run = |env: &TestEnv, args: &[&str]| {
-        let text = human(env, args, true).replace(&remote.url(), "[URL]");
-        commits.replace_all(&text, "[COMMIT]").into_owned()
-    };
+    let run = |env: &TestEnv, args: &[&str]| human(env, args, true);
     insta::assert_snapshot!(
-        "recipe_add",
-        run(&env, &["recipe", "add", &remote.url(), "--ref", "v1"])
+        run(&env, &["recipe", "add", &remote.url(), "--ref", "v1"]),
+        @"added hello file://[TMP]/git-hello/hello.git @ v1 [COMMIT] (global)"
     );
-    insta::assert_snapshot!("recipe_lock", run(&env, &["recipe", "lock"]));
-    insta::assert_snapshot!("recipe_update", run(&env, &["recipe", "update"]));
-    insta::assert_snapshot!("recipe_sync", run(&env, &["recipe", "sync"]));
-    insta::assert_snapshot!("recipe_rm", run(&env, &["recipe", "rm", "hello"]));
+    insta::assert_snapshot!(
+        run(&env, &["recipe", "lock"]),
+        @"locked hello file://[TMP]/git-hello/hello.git @ v1 [COMMIT] (global)"
+    );
+    insta::assert_snapshot!(
+        run(&env, &["recipe", "update"]),
+        @"updated hello file://[TMP]/git-hello/hello.git @ v1 [COMMIT] (global)"
+    );
+    insta::assert_snapshot!(
+        run(&env, &["recipe", "sync"]),
+        @"synced hello file://[TMP]/git-hello/hello.git @ v1 [COMMIT] (global)"
+    );
+    insta::assert_snapshot!(run(&env, &["recipe", "rm", "hello"]), @"removed global recipe hello");
     let index = env.tmp().join("index.toml");
     std::fs::write(
         &index,
@@ -430,5 +438,8 @@ fn human_add_lock_update_rm_and_search() {
     )
     .unwrap();
     env.set_env("STOAT_RECIPE_INDEX", &index.display().to_string());
-    insta::assert_snapshot!("recipe_search", run(&env, &["recipe", "search"]));
+    insta::assert_snapshot!(run(&env, &["recipe", "search"]), @r"
+    NAME       OS             DESCRIPTION             SOURCE
+    tailscale  alpine,debian  Join a tailnet on boot  https://example.invalid/ts
+    ");
 }

@@ -368,10 +368,9 @@ fn wait_answers_at_once_when_it_can_and_times_out_otherwise() {
     assert_eq!(stopped.data()["until"], "stopped");
     let human = env.run(&["wait", "w", "--until", "stopped"]);
     let text = String::from_utf8(human.stdout).unwrap();
-    let text = regex::Regex::new(r"after \d+\.\d+s")
-        .unwrap()
-        .replace(&text, "after N.Ns");
-    insta::assert_snapshot!(text, @"w is stopped (after N.Ns)");
+    insta::with_settings!({filters => [(r"after \d+\.\d+s", "after N.Ns")]}, {
+        insta::assert_snapshot!(text, @"w is stopped (after N.Ns)");
+    });
     env.json(&["wait", "ghost"]).error("not_found");
     assert_eq!(env.json(&["wait"]).error("usage"), "wait needs a VM name");
 
@@ -449,7 +448,6 @@ fn a_long_up_says_it_is_still_waiting_and_where_the_console_is() {
 
 #[test]
 fn exec_waits_for_a_booting_vm_and_a_connection_that_never_comes_is_an_error() {
-    use std::io::BufRead;
     let (mut env, _reaper, port) = booting_vm("w");
     fake_ssh(&mut env);
     let message = env
@@ -465,16 +463,9 @@ fn exec_waits_for_a_booting_vm_and_a_connection_that_never_comes_is_an_error() {
         .error("timeout");
 
     // Started before the guest answers: exec says it waits, then runs once ssh answers.
-    let mut child = env
-        .std_cmd(&["exec", "w", "ls"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut first = String::new();
-    stderr.read_line(&mut first).unwrap();
-    assert_eq!(first, "waiting for ssh on w...\n");
+    let mut exec = env.spawn(&["exec", "w", "ls"]);
+    let first = exec.stderr.line(Duration::from_secs(30));
+    assert_eq!(first.as_deref(), Some("waiting for ssh on w..."));
     let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
     std::thread::spawn(move || {
         use std::io::Write;
@@ -482,9 +473,11 @@ fn exec_waits_for_a_booting_vm_and_a_connection_that_never_comes_is_an_error() {
             let _ = stream.write_all(b"SSH-2.0-late\r\n");
         }
     });
-    let output = child.wait_with_output().unwrap();
-    let mut rest = Vec::new();
-    std::io::Read::read_to_end(&mut stderr, &mut rest).unwrap();
+    let output = exec.wait(Duration::from_secs(60));
+    let rest = output
+        .stderr
+        .strip_prefix(b"waiting for ssh on w...\n".as_slice())
+        .expect("the first line said it waits");
     assert_eq!(output.status.code(), Some(3), "the guest's status");
     assert_eq!(output.stdout, b"out\xff\xfe");
     assert_eq!(rest, b"err\xff\xfe");
@@ -1385,11 +1378,34 @@ fn up_shows_the_display_notice_once_and_again_only_when_it_changes() {
     let (mut env, _reaper) = display_vm("");
     // The first start on a headless host: where the screen is, in two lines (nobody asked for
     // a window, so nothing explains why there is none).
-    insta::assert_snapshot!("up_first", human_stdout(&env, &["up", "w", "--no-wait"]));
+    insta::assert_snapshot!(human_stdout(&env, &["up", "w", "--no-wait"]), @r"
+    w started (ssh :[PORT])
+    display: vnc on [ROOT]/w/vnc.sock
+    attach: no VNC viewer found (install gvncviewer or socat)
+    ");
     // The next start with the same surface and advice says nothing about the display.
-    insta::assert_snapshot!("up_again", restart(&env, &["up", "w", "--no-wait"]));
+    insta::assert_snapshot!(restart(&env, &["up", "w", "--no-wait"]), @"w started (ssh :[PORT])");
     // get always says where the screen is and how to attach, in two fields.
-    insta::assert_snapshot!("get_display", human_stdout(&env, &["get", "w"]));
+    insta::assert_snapshot!(human_stdout(&env, &["get", "w"]), @r"
+    name: w
+    os: alpine
+    image: x.iso
+    mode: live
+    backend: apkovl
+    state: running
+    health: unknown
+    cpus: 1
+    ram: 256 MB
+    disk: none
+    share: none
+    ssh port: [PORT]
+    ssh user: root
+    recipes: none
+    forwards: none
+    agent access: manage
+    display: vnc on [ROOT]/w/vnc.sock
+    attach: no VNC viewer found (install gvncviewer or socat)
+    ");
 
     // A viewer installed changes the advice: shown once more, then not.
     stub(&env, "gvncviewer", "exit 0\n");

@@ -5,9 +5,9 @@
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::common::TestEnv;
+use crate::common::{eventually, TestEnv};
 use crate::common::{free_port, real_guest, RealGuard};
 
 /// The `ssh-*.sock` sockets in a VM directory.
@@ -38,15 +38,9 @@ fn pids_naming(needle: &str) -> Vec<i32> {
         .collect()
 }
 
-fn gone_within(pid: i32, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
+/// Waits until process `pid` is gone (the test fails if it is still there after `limit`).
+fn wait_gone(pid: i32, limit: Duration) {
+    eventually(limit, || !Path::new(&format!("/proc/{pid}")).exists());
 }
 
 /// The guest-side PID of the connection's server process, as the guest command sees it.
@@ -123,7 +117,7 @@ fn real_exec_and_cp_reuse_one_connection_per_vm() {
     assert_eq!(masters.len(), 1, "one master process: {masters:?}");
     // SAFETY: kill(2) on the PID of the master this test's stoat started.
     unsafe { libc::kill(masters[0], libc::SIGKILL) };
-    assert!(gone_within(masters[0], Duration::from_secs(10)));
+    wait_gone(masters[0], Duration::from_secs(10));
     assert!(socket.exists(), "a killed master leaves its socket");
     let replaced = server_pid(&env);
     assert_ne!(replaced, first, "a new connection after the master died");
@@ -135,7 +129,7 @@ fn real_exec_and_cp_reuse_one_connection_per_vm() {
     let down = env.json(&["down", "t1"]);
     assert_eq!(down.data()["vm"]["state"], "stopped");
     assert!(sockets(&vm_dir).is_empty(), "{:?}", sockets(&vm_dir));
-    assert!(gone_within(master[0], Duration::from_secs(10)));
+    wait_gone(master[0], Duration::from_secs(10));
 }
 
 #[test]

@@ -301,26 +301,45 @@ fn doctor_host(env: &mut TestEnv) {
     env.set_env("STOAT_CPUINFO", &cpuinfo.display().to_string());
 }
 
-fn masked(env: &TestEnv, out: &std::process::Output) -> String {
-    let text = format!(
+/// stdout, then stderr, of a human run.
+fn both(out: &std::process::Output) -> String {
+    format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
-    );
-    text.replace(&env.bin().display().to_string(), "[BIN]")
-        .replace(&env.tmp().display().to_string(), "[TMP]")
-        .replace(&env.root().display().to_string(), "[ROOT]")
+    )
 }
 
 #[test]
 fn doctor_says_each_check_the_accelerator_qemu_and_how_to_switch_to_tcg() {
     let mut env = TestEnv::new();
+    let _masked = env.snapshot_settings().bind_to_scope();
     doctor_host(&mut env);
     // KVM opens but cannot boot guests: not healthy, and the way out is named.
     env.set_env("STOAT_ACCEL", "kvm");
     let out = env.run(&["doctor"]);
     assert_eq!(out.status.code(), Some(1));
-    insta::assert_snapshot!("doctor_kvm_cannot_boot", masked(&env, &out));
+    insta::assert_snapshot!(both(&out), @r"
+    STATUS  CHECK               DETAIL
+    ok      qemu-system-x86_64  [BIN]
+    ok      qemu-img            [BIN]
+    ok      ssh                 [BIN]
+    ok      scp                 [BIN]
+    ok      ssh-keygen          [BIN]
+    ok      xorriso             [BIN]
+    ok      passt               [BIN]
+    FAIL    /dev/kvm            opens, but this CPU has no hardware virtualization (no vmx or svm flag): a nested or paravirtual KVM, which cannot boot stock guest kernels; or run with STOAT_ACCEL=tcg (software emulation, much slower)
+    ok      git                 [BIN]
+    ok      xattr               user.* xattrs work on [ROOT]/shared
+
+    to fix:
+      /dev/kvm: export STOAT_ACCEL=tcg
+
+    accelerator: kvm (STOAT_ACCEL=tcg selects software emulation)
+    qemu: QEMU emulator version 10.0.2 (test stub)
+    hint: KVM cannot run guests on this host; `export STOAT_ACCEL=tcg` makes stoat use software emulation (slower, works everywhere)
+    not healthy: /dev/kvm failed
+    ");
     let run = env.json(&["doctor"]);
     assert_eq!(run.exit, 0);
     assert_eq!(run.data()["healthy"], false);
@@ -334,14 +353,30 @@ fn doctor_says_each_check_the_accelerator_qemu_and_how_to_switch_to_tcg() {
     env.set_env("STOAT_ACCEL", "tcg");
     let out = env.run(&["doctor"]);
     assert_eq!(out.status.code(), Some(0));
-    insta::assert_snapshot!("doctor_tcg", masked(&env, &out));
+    insta::assert_snapshot!(both(&out), @r"
+    STATUS  CHECK               DETAIL
+    ok      qemu-system-x86_64  [BIN]
+    ok      qemu-img            [BIN]
+    ok      ssh                 [BIN]
+    ok      scp                 [BIN]
+    ok      ssh-keygen          [BIN]
+    ok      xorriso             [BIN]
+    ok      passt               [BIN]
+    no      /dev/kvm            optional: STOAT_ACCEL=tcg selects software emulation (opens, but this CPU has no hardware virtualization (no vmx or svm flag): a nested or paravirtual KVM, which cannot boot stock guest kernels)
+    ok      git                 [BIN]
+    ok      xattr               user.* xattrs work on [ROOT]/shared
+
+    accelerator: tcg (software emulation; STOAT_ACCEL=tcg)
+    qemu: QEMU emulator version 10.0.2 (test stub)
+    healthy: this host can run VMs
+    ");
     assert_eq!(env.json(&["doctor"]).data()["healthy"], true);
 
     // A CPU with vmx: KVM passes.
     std::fs::write(env.tmp().join("cpuinfo"), "flags\t\t: fpu vmx sse\n").unwrap();
     env.set_env("STOAT_ACCEL", "kvm");
     let out = env.run(&["doctor"]);
-    let text = masked(&env, &out);
+    let text = both(&out);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(
         text.contains("ok      /dev/kvm            read/write; accelerator kvm"),
@@ -364,12 +399,16 @@ fn get_shows_image_health_and_pending_values_and_ls_has_disk_and_image() {
         &format!("[[forwards]]\nhostport = {web}\nguestport = 80\n"),
     );
     env.write_basic_vm("c", 2250);
-    let mask = |text: String| {
-        text.replace(&ssh.to_string(), "[SSH]")
-            .replace(&web.to_string(), "[WEB]")
-    };
+    let mut settings = env.snapshot_settings();
+    settings.add_filter(&ssh.to_string(), "[SSH]");
+    settings.add_filter(&web.to_string(), "[WEB]");
+    let _masked = settings.bind_to_scope();
     let ls = env.run(&["ls"]);
-    insta::assert_snapshot!("ls_disk_image", mask(String::from_utf8(ls.stdout).unwrap()));
+    insta::assert_snapshot!(String::from_utf8(ls.stdout).unwrap(), @r"
+    NAME  MODE   STATE    CPUS  RAM    DISK  IMAGE       SSH
+    c     cloud  stopped  1     1024M  8G    base.qcow2  :2250
+    w     live   stopped  1     256M   -     x.iso       :[SSH]
+    ");
     env.json(&["up", "w", "--no-wait"]).data();
     // Saved while running: the new values wait for the next start, and get says so.
     env.json(&["update", "w", "--ram", "512", "--cpus", "2"])
@@ -382,7 +421,24 @@ fn get_shows_image_health_and_pending_values_and_ls_has_disk_and_image() {
         .take_while(|line| !line.starts_with("display:") && !line.starts_with("no usable"))
         .map(|line| format!("{line}\n"))
         .collect();
-    insta::assert_snapshot!("get_pending", mask(fields));
+    insta::assert_snapshot!(fields, @r"
+    name: w
+    os: alpine
+    image: x.iso
+    mode: live
+    backend: apkovl
+    state: running
+    health: unknown
+    cpus: 2 (pending: running with 1 until the next start)
+    ram: 512 MB (pending: running with 256 MB until the next start)
+    disk: none
+    share: none
+    ssh port: [SSH]
+    ssh user: root
+    recipes: none
+    forwards: [WEB]:80, 9000:90 (pending: running with [WEB]:80 until the next start)
+    agent access: manage
+    ");
     let get = String::from_utf8(env.run(&["get", "c"]).stdout).unwrap();
     assert!(get.contains("\nimage: base.qcow2\n"), "{get}");
     assert!(get.contains("\nhealth: unknown\n"), "{get}");

@@ -4,32 +4,18 @@
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
+use std::time::Duration;
 
 use serde_json::json;
 
 use crate::common::{
-    create_disk, create_live, make_qcow2, qemu_info, FakeRunningVm, TestEnv, ALPINE_VIRT,
+    create_disk, create_live, make_qcow2, qemu_info, FakeRunningVm, Spawned, TestEnv, ALPINE_VIRT,
     DEBIAN_CLOUD, PLANTED_PASSWORD,
 };
 
-/// Starts an assert_cmd command as a std child with every stdio stream piped.
-fn spawn_piped(cmd: &assert_cmd::Command) -> std::process::Child {
-    let mut child = std::process::Command::new(cmd.get_program());
-    child.args(cmd.get_args()).env_clear();
-    for (key, value) in cmd.get_envs() {
-        if let Some(value) = value {
-            child.env(key, value);
-        }
-    }
-    if let Some(dir) = cmd.get_current_dir() {
-        child.current_dir(dir);
-    }
-    child
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+/// Starts stoat with `args` in the background, its stdin piped too.
+fn spawn_piped(env: &TestEnv, args: &[&str]) -> Spawned {
+    Spawned::start(env.std_cmd(args).stdin(Stdio::piped()))
 }
 
 fn vm_dir(env: &TestEnv, name: &str) -> std::path::PathBuf {
@@ -78,9 +64,9 @@ fn create_human_prints_a_short_summary() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     // Another process on this host may hold 2200, so the port is masked.
-    let text = regex::Regex::new(r"port 22\d\d")
-        .unwrap()
-        .replace(&text, "port 22NN");
+    let mut settings = env.snapshot_settings();
+    settings.add_filter(r"port 22\d\d", "port 22NN");
+    let _masked = settings.bind_to_scope();
     insta::assert_snapshot!(text, @r"
     created work: alpine live (apkovl), 4 cpus, 512 MB, ssh port 22NN
     start it with: stoat up work
@@ -220,13 +206,7 @@ fn create_records_share_recipes_params_access_and_display() {
     let mut env = TestEnv::new();
     env.set_env("STOAT_GRAPHICAL", "1");
     env.plant_image(ALPINE_VIRT);
-    let recipe = env.root().join("recipes/docker");
-    std::fs::create_dir_all(&recipe).unwrap();
-    std::fs::write(
-        recipe.join("recipe.toml"),
-        "name = \"docker\"\nos = [\"alpine\"]\n",
-    )
-    .unwrap();
+    env.write_recipe("docker", "name = \"docker\"\nos = [\"alpine\"]\n", "");
     let vm = env
         .json(&[
             "create",
@@ -425,19 +405,22 @@ fn eight_parallel_creates_get_eight_distinct_ports() {
     env.json(&["ls"]).data();
     let children: Vec<_> = (0..8)
         .map(|i| {
-            spawn_piped(&env.cmd(&[
-                "--json",
-                "create",
-                &format!("p{i}"),
-                "--image",
-                "alpine-virt",
-            ]))
+            spawn_piped(
+                &env,
+                &[
+                    "--json",
+                    "create",
+                    &format!("p{i}"),
+                    "--image",
+                    "alpine-virt",
+                ],
+            )
         })
         .collect();
     let mut ports: Vec<u64> = children
         .into_iter()
-        .map(|child| {
-            let run = crate::common::JsonRun::check(child.wait_with_output().unwrap());
+        .map(|mut child| {
+            let run = child.json(Duration::from_secs(60));
             run.data()["vm"]["ssh_port"].as_u64().unwrap()
         })
         .collect();
@@ -639,10 +622,10 @@ fn rm_with_yes_deletes_the_vm_and_its_share() {
 fn rm_under_json_without_yes_never_reads_stdin() {
     let env = TestEnv::new();
     create_live(&env, "w");
-    let mut child = spawn_piped(&env.cmd(&["--json", "rm", "w"]));
+    let mut child = spawn_piped(&env, &["--json", "rm", "w"]);
     // A child that never reads may be gone before the write: a broken pipe is its right.
-    let _ = child.stdin.take().unwrap().write_all(b"y\n");
-    let run = crate::common::JsonRun::check(child.wait_with_output().unwrap());
+    let _ = child.stdin().take().unwrap().write_all(b"y\n");
+    let run = child.json(Duration::from_secs(60));
     run.error("confirmation_required");
     assert!(vm_dir(&env, "w").join("vm.toml").exists());
 }
@@ -889,12 +872,9 @@ fn forward_validation_refuses_every_clash() {
 
 /// Writes a valid local recipe `<root>/recipes/<name>` with extra manifest lines.
 fn write_recipe(env: &TestEnv, name: &str, extra: &str) {
-    let dir = env.root().join("recipes").join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("recipe.toml"),
-        format!("name = \"{name}\"\nscript = \"install.sh\"\n{extra}"),
-    )
-    .unwrap();
-    std::fs::write(dir.join("install.sh"), "#!/bin/sh\ntrue\n").unwrap();
+    env.write_recipe(
+        name,
+        &format!("name = \"{name}\"\nscript = \"install.sh\"\n{extra}"),
+        "#!/bin/sh\ntrue\n",
+    );
 }

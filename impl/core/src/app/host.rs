@@ -9,7 +9,8 @@ use stoat_wire::dto::{
 };
 
 use super::Session;
-use crate::host::{capabilities, doctor, logs, prune, snapshot, ssh_argv};
+use crate::host::{capabilities, doctor, logs, prune, snapshot};
+use crate::ssh::argv as ssh_argv;
 use crate::{keys, vm, Error, Result};
 
 pub use crate::host::prune::PruneOptions;
@@ -57,13 +58,10 @@ pub fn ssh(s: &Session, name: &str, request: &SshRequest) -> Result<SshSession> 
         return Err(Error::NotRunning { name: stored.name });
     }
     let key = keys::ensure(root, &s.env)?;
-    let program = s.env.which("ssh").ok_or_else(|| Error::Tool {
-        tool: "ssh".into(),
-        message: "not found on PATH; `stoat doctor` says how to install it".into(),
-    })?;
-    let mux = crate::host::ssh_mux::Mux::for_vm(&key, &stored);
+    let program = s.env.require_tool("ssh", "openssh-client")?;
+    let mux = crate::ssh::mux::Mux::for_vm(&key, &stored);
     if !mux.answers() {
-        crate::runtime::login::until_reachable(
+        crate::ssh::login::until_reachable(
             root,
             &s.env,
             &stored,

@@ -13,7 +13,8 @@ use stoat_wire::StreamBytes;
 
 use super::Session;
 use crate::recipes::apply;
-use crate::runtime::{cp, cp_stream, down, exec, login, screenshot, up, wait};
+use crate::runtime::{cp, cp_stream, down, exec, screenshot, up, wait};
+use crate::ssh::login;
 use crate::vm::Mode;
 use crate::{child, vm, Error, Result};
 

@@ -1,5 +1,5 @@
-//! Host-side commands that need no running guest: the ssh argv and the reused ssh connection
-//! (ssh_mux), doctor, prune, offline snapshots, logs and the capability report
+//! Host-side commands: doctor, prune, snapshots (offline, and live with the share paused
+//! around them), logs and the capability report
 //! (json-v3#per-command-data, json-v3#capabilities; docs/contract.md behaviour#ssh and
 //! behaviour#host-commands).
 
@@ -12,5 +12,3 @@ pub mod logs;
 pub mod prune;
 pub mod share_pause;
 pub mod snapshot;
-pub mod ssh_argv;
-pub mod ssh_mux;

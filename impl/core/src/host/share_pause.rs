@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use crate::guests;
-use crate::recipes::guest_shell::GuestShell;
+use crate::ssh::guest_shell::GuestShell;
 use crate::vm::StoredVm;
 use crate::{Cancel, Env, Root};
 

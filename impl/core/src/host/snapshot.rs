@@ -5,7 +5,6 @@
 //! unmounted in the guest around a save or a restore ([`super::share_pause`]).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use stoat_wire::dto::{Snapshot, SnapshotActData, SnapshotListData};
@@ -65,7 +64,7 @@ fn load_disk_vm(root: &Root, name: &str) -> Result<StoredVm> {
 }
 
 fn disk_path(vm: &StoredVm) -> PathBuf {
-    vm.dir.join("disk.qcow2")
+    crate::qemu::VmPaths::new(&vm.dir).disk
 }
 
 /// A failure while `rm` took the VM away is that VM's absence: the answer a sequential
@@ -267,7 +266,7 @@ fn running_act(root: &Root, env: &Env, vm: &StoredVm, tag: &str, action: Action)
     let paused = super::share_pause::unmount(root, env, vm);
     if action == Action::Restore {
         // The guest's TCP state goes back in time: a reused ssh connection would be out of step.
-        super::ssh_mux::close(env, vm);
+        crate::ssh::mux::close(env, vm);
     }
     let answer = qmp.hmp_silent(&format!("{verb} {tag}"));
     let problem = paused.problem.clone();
@@ -308,17 +307,8 @@ fn qemu_img(env: &Env, args: &[&str], disk: &Path) -> Result<String> {
 }
 
 fn qemu_img_as(env: &Env, args: &[&str], disk: &Path, run: Run) -> Result<String> {
-    let program = env.which("qemu-img").ok_or_else(|| Error::Tool {
-        tool: "qemu-img".into(),
-        message: "not found on PATH; `stoat doctor` says how to install it".into(),
-    })?;
-    let mut command = Command::new(program);
-    command
-        .arg("snapshot")
-        .args(args)
-        .arg(disk)
-        .env("PATH", env.path_var())
-        .stdin(Stdio::null());
+    let mut command = crate::images::qemu_img::command(env)?;
+    command.arg("snapshot").args(args).arg(disk);
     let output = match run {
         Run::Normal => crate::child::output(&mut command, crate::child::Group::Own),
         Run::AfterCancel => crate::child::cleanup_output(&mut command, AFTER_CANCEL_LIMIT),

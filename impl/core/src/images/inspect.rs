@@ -10,7 +10,6 @@
 //! typed by the user must also carry the ISO 9660 signature.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use serde::Deserialize;
 
@@ -200,17 +199,10 @@ pub fn virtual_size(env: &Env, image: &Path) -> Option<u64> {
 }
 
 fn info_chain(env: &Env, image: &Path) -> Result<Vec<serde_json::Value>> {
-    let tool = env.which("qemu-img").ok_or_else(|| Error::Tool {
-        tool: "qemu-img".into(),
-        message: "not found on PATH; install qemu-utils (or qemu-img)".into(),
-    })?;
-    let mut command = Command::new(tool);
+    let mut command = super::qemu_img::command(env)?;
     command
         .args(["info", "--backing-chain", "--output=json", "-U"])
-        .arg(image)
-        .env("PATH", env.path_var())
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null());
+        .arg(image);
     let output = crate::child::output(&mut command, crate::child::Group::Own)
         .map_err(|e| e.into_error("run qemu-img info"))?;
     if !output.status.success() {

@@ -11,4 +11,5 @@ pub mod inspect;
 pub mod local;
 pub mod part;
 pub mod pull;
+pub mod qemu_img;
 pub mod store;

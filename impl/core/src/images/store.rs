@@ -388,9 +388,9 @@ pub fn protect_users(root: &Root, env: &Env, target: &Path, cancel: &Cancel) -> 
     let copy = pin(root, target, cancel)?;
     for mut stored in users {
         if resolve_reference(root, &stored.config.base) == target {
-            let disk = stored.dir.join("disk.qcow2");
+            let disk = crate::qemu::VmPaths::new(&stored.dir).disk;
             if disk.is_file() {
-                crate::ops::qemu_img(
+                super::qemu_img::run(
                     env,
                     &[
                         "rebase".as_ref(),

@@ -65,7 +65,7 @@ pub fn create(root: &Root, env: &Env, spec: &CreateSpec) -> Result<StoredVm> {
     super::make_shared_dir(root, name)?;
     let disk_size = (config.mode == Mode::Disk).then(|| config.disk.clone());
     let made = vm::save_new(root, name, config, |dir| match &disk_size {
-        Some(size) => make_empty_disk(env, &super::disk_path(dir), size),
+        Some(size) => make_empty_disk(env, &crate::qemu::VmPaths::new(dir).disk, size),
         None => Ok(()),
     });
     if made.is_err() {
@@ -331,7 +331,7 @@ fn random_hex(bytes: usize) -> Result<String> {
 
 /// Makes the empty qcow2 disk of a disk-mode VM, owner-only.
 fn make_empty_disk(env: &Env, disk: &std::path::Path, size: &str) -> Result<()> {
-    super::qemu_img(
+    crate::images::qemu_img::run(
         env,
         &[
             "create".as_ref(),
@@ -342,7 +342,7 @@ fn make_empty_disk(env: &Env, disk: &std::path::Path, size: &str) -> Result<()> 
             size.as_ref(),
         ],
     )?;
-    super::make_private(disk)
+    crate::root::make_private(disk)
 }
 
 #[cfg(test)]

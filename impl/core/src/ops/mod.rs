@@ -12,8 +12,7 @@ pub mod recipe_check;
 pub mod remove;
 pub mod update;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 
 use stoat_wire::dto::AgentAccess;
 
@@ -148,36 +147,6 @@ pub fn split_recipes<S: AsRef<str>>(items: &[S]) -> Vec<String> {
     names
 }
 
-/// Runs `qemu-img` with `args`; its stderr becomes the error message.
-pub fn qemu_img(env: &Env, args: &[&std::ffi::OsStr]) -> Result<()> {
-    let tool = env.which("qemu-img").ok_or_else(|| Error::Tool {
-        tool: "qemu-img".into(),
-        message: "not found on PATH; install qemu-utils (or qemu-img)".into(),
-    })?;
-    let mut command = Command::new(tool);
-    command
-        .args(args)
-        .env("PATH", env.path_var())
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null());
-    let output = crate::child::output(&mut command, crate::child::Group::Own)
-        .map_err(|e| e.into_error("run qemu-img"))?;
-    if output.status.success() {
-        return Ok(());
-    }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let message = if stderr.trim().is_empty() {
-        stdout
-    } else {
-        stderr
-    };
-    Err(Error::Tool {
-        tool: "qemu-img".into(),
-        message: message.trim().to_owned(),
-    })
-}
-
 /// Makes a new VM's writable `shared/<name>` export, empty and readable by its owner only
 /// (0700). Called under the data-root lock before the VM exists, so anything already there
 /// was left by an interrupted rm or create of a VM by that name and is not this VM's.
@@ -202,25 +171,6 @@ pub fn discard_shared_dir(root: &crate::Root, name: &str) {
         }
         Err(_) => {}
     }
-}
-
-/// Makes a file owner-only (0600), whatever the umask it was made under.
-pub fn make_private(path: &Path) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| {
-        Error::io(
-            format!(
-                "chmod {}",
-                path.file_name().unwrap_or_default().to_string_lossy()
-            ),
-            e,
-        )
-    })
-}
-
-/// The qcow2 disk of a VM directory.
-pub fn disk_path(vm_dir: &Path) -> PathBuf {
-    vm_dir.join("disk.qcow2")
 }
 
 #[cfg(test)]

@@ -210,7 +210,7 @@ fn planned_disk(stored: &StoredVm, requested: &str, running: bool) -> Result<Str
             requested: requested.to_owned(),
         });
     }
-    if !super::disk_path(&stored.dir).exists() && stored.config.mode == Mode::Cloud {
+    if !crate::qemu::VmPaths::new(&stored.dir).disk.exists() && stored.config.mode == Mode::Cloud {
         return Err(Error::InvalidSpec(format!(
             "{name} has no disk yet; start it once (stoat up {name}) so its disk exists, then resize"
         )));
@@ -220,7 +220,7 @@ fn planned_disk(stored: &StoredVm, requested: &str, running: bool) -> Result<Str
 
 /// Grows the qcow2 to `size` (update has already refused shrinking).
 fn grow_disk(env: &Env, stored: &StoredVm, size: &str) -> Result<()> {
-    let disk = super::disk_path(&stored.dir);
+    let disk = crate::qemu::VmPaths::new(&stored.dir).disk;
     if !disk.exists() {
         // A disk VM whose qcow2 is gone: the new size applies when one is made.
         return Ok(());
@@ -229,7 +229,7 @@ fn grow_disk(env: &Env, stored: &StoredVm, size: &str) -> Result<()> {
     // VM believes the qcow2 (see vm::resize_note).
     vm::resize_note::begin(&stored.dir, size)?;
     crate::fault::point("resize-noted");
-    let resized = super::qemu_img(
+    let resized = crate::images::qemu_img::run(
         env,
         &[
             "resize".as_ref(),

@@ -18,12 +18,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 use stoat_wire::dto::RecipeAdded;
 
 use super::file::{Project, RemoteRecipe};
+use crate::git::resolve_commit;
 use crate::{Env, Error, Result};
 
 /// The lock file's name, beside stoat.toml.
@@ -171,60 +171,6 @@ pub fn lock_project(env: &Env, project: &Project) -> Result<Vec<RecipeAdded>> {
         .collect())
 }
 
-/// The commit `git_ref` names at `source` (`""`: the remote's HEAD). A full commit id is its
-/// own answer; a tag wins over a branch of the same name, and an annotated tag is peeled.
-pub fn resolve_commit(env: &Env, source: &str, git_ref: &str) -> Result<String> {
-    if is_full_commit(git_ref) {
-        return Ok(git_ref.to_ascii_lowercase());
-    }
-    let git = env.which("git").ok_or_else(|| {
-        Error::GitRequired("pinning remote recipes needs git on PATH; install git".into())
-    })?;
-    let wanted = if git_ref.is_empty() { "HEAD" } else { git_ref };
-    let mut command = Command::new(git);
-    command
-        .args(["ls-remote", "--", source, wanted])
-        .env("PATH", env.path_var())
-        .stdin(std::process::Stdio::null())
-        .env("GIT_TERMINAL_PROMPT", "0");
-    // Through child.rs, so a cancel stops git and is answered once git has ended.
-    let output = crate::child::output(&mut command, crate::child::Group::Own)
-        .map_err(|e| e.into_error("run git ls-remote"))?;
-    if !output.status.success() {
-        return Err(Error::InvalidSpec(format!(
-            "git ls-remote {source} failed: {}",
-            crate::recipes::git::one_line(&String::from_utf8_lossy(&output.stderr))
-        )));
-    }
-    let listing = String::from_utf8_lossy(&output.stdout);
-    pick_commit(&listing, wanted)
-        .ok_or_else(|| Error::InvalidSpec(format!("{source} has no branch or tag called {wanted}")))
-}
-
-/// Whether `text` is a full 40-hex commit id.
-pub fn is_full_commit(text: &str) -> bool {
-    text.len() == 40 && text.chars().all(|c| c.is_ascii_hexdigit())
-}
-
-/// Picks from `git ls-remote` output: the peeled tag, the tag, the branch, then anything.
-fn pick_commit(listing: &str, wanted: &str) -> Option<String> {
-    let rows: Vec<(&str, &str)> = listing
-        .lines()
-        .filter_map(|line| line.split_once('\t'))
-        .collect();
-    let preferred = [
-        format!("refs/tags/{wanted}^{{}}"),
-        format!("refs/tags/{wanted}"),
-        format!("refs/heads/{wanted}"),
-        wanted.to_owned(),
-    ];
-    preferred
-        .iter()
-        .find_map(|name| rows.iter().find(|(_, r)| r == name))
-        .or_else(|| rows.first())
-        .map(|(commit, _)| commit.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,13 +237,5 @@ mod tests {
             err.contains("stoat.lock") && err.contains("line 3"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn picks_peeled_tags_first() {
-        let listing = "1111111111111111111111111111111111111111\trefs/heads/v1\n2222222222222222222222222222222222222222\trefs/tags/v1\n3333333333333333333333333333333333333333\trefs/tags/v1^{}\n";
-        assert_eq!(pick_commit(listing, "v1").unwrap(), "3".repeat(40));
-        assert_eq!(pick_commit("", "v1"), None);
-        assert!(is_full_commit(&"ab".repeat(20)));
     }
 }

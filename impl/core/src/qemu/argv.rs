@@ -13,10 +13,12 @@ use super::error::QemuError;
 /// one of them the terminating NUL). QEMU refuses longer ones at start.
 pub const MAX_SOCKET_PATH: usize = 107;
 
-/// The files QEMU creates inside a VM directory. One place for the names so
-/// the argv, the launcher, state detection and the monitor agree.
+/// The files QEMU uses inside a VM directory: its disk and what QEMU creates. One place for
+/// the names so the argv, the launcher, state detection, the monitor and disk work agree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VmPaths {
+    /// The VM's qcow2 disk (disk and cloud mode).
+    pub disk: PathBuf,
     pub pidfile: PathBuf,
     pub qmp_socket: PathBuf,
     pub monitor_socket: PathBuf,
@@ -30,6 +32,7 @@ pub struct VmPaths {
 impl VmPaths {
     pub fn new(vm_dir: &Path) -> Self {
         VmPaths {
+            disk: vm_dir.join("disk.qcow2"),
             pidfile: vm_dir.join("qemu.pid"),
             qmp_socket: vm_dir.join("qmp.sock"),
             monitor_socket: vm_dir.join("monitor.sock"),

@@ -25,12 +25,12 @@ use std::time::Duration;
 
 use stoat_wire::dto::{ApplyData, ApplyDryRunData, LogData, StageData};
 
-use super::guest_shell::GuestShell;
 use super::manifest::{Manifest, Runtime};
 use super::params::{self, ParamTables};
 use super::plan::{self, Step};
 use super::seed;
 use crate::guests::{self, Registry};
+use crate::ssh::guest_shell::GuestShell;
 use crate::vm::{self, AppliedRecipe, StoredVm};
 use crate::vm::{Backend, Mode};
 use crate::{lock, qemu, Cancel, Env, Error, EventSink, Result, Root};
@@ -685,14 +685,14 @@ impl Run<'_> {
             .shell
             .capture(&format!("{command}\n"), READ_BACK, self.cancel)?;
         // The master's login went down with the guest; it may not have noticed yet.
-        crate::host::ssh_mux::close(self.env, self.stored);
+        crate::ssh::mux::close(self.env, self.stored);
         std::thread::sleep(Duration::from_secs(2));
         self.wait_for_login()
     }
 
     /// Waits until stoat can log in to the guest (`runtime::login`: never a bare probe).
     fn wait_for_login(&self) -> Result<()> {
-        crate::runtime::login::until_reachable(
+        crate::ssh::login::until_reachable(
             self.root,
             self.env,
             self.stored,

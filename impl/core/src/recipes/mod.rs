@@ -8,8 +8,6 @@
 pub mod apply;
 pub mod bundled;
 pub mod catalog;
-pub mod git;
-pub mod guest_shell;
 pub mod index;
 pub mod manifest;
 pub mod params;

@@ -18,10 +18,11 @@ use std::path::{Path, PathBuf};
 use stoat_wire::dto::{RecipeAdded, RecipeRemoved};
 
 use super::catalog::{Scope, REMOTE_DIR};
-use super::git::{self, Git};
 use super::manifest::{Manifest, MANIFEST_FILE};
 use super::scaffold::check_recipe_name;
-use crate::project::lock::{resolve_commit, LockFile, Pin};
+use crate::git::resolve_commit;
+use crate::git::{self, Git};
+use crate::project::lock::{LockFile, Pin};
 use crate::project::{Project, PROJECT_FILE};
 use crate::vm::Loaded;
 use crate::{Env, Error, Result, Root};

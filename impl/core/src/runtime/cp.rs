@@ -13,8 +13,8 @@ use std::process::{Command, Stdio};
 use stoat_wire::dto::{CopyDirection, CpData};
 
 use super::{reach, FirstContact, Reached};
-use crate::host::ssh_argv::{quote_remote_command, remote_spec, scp_args_with, ssh_args_with};
-use crate::host::ssh_mux::Mux;
+use crate::ssh::argv::{quote_remote_command, remote_spec, scp_args_with, ssh_args_with};
+use crate::ssh::mux::Mux;
 use crate::vm::StoredVm;
 use crate::{vm, Cancel, Env, Error, Result, Root};
 
@@ -171,7 +171,7 @@ pub fn transfer(
             cancel.check()?;
             std::thread::sleep(std::time::Duration::from_millis(500));
             if !mux.answers() {
-                super::login::until_reachable(root, env, &stored, reach_wait, cancel)?;
+                crate::ssh::login::until_reachable(root, env, &stored, reach_wait, cancel)?;
             }
             output = run_scp()?;
         }

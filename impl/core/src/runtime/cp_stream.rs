@@ -9,7 +9,7 @@ use stoat_wire::dto::CopyDirection;
 
 use super::{reach, FirstContact, Reached};
 use crate::child::{self, Group};
-use crate::host::ssh_argv::{quote_remote_command, ssh_args_with};
+use crate::ssh::argv::{quote_remote_command, ssh_args_with};
 use crate::{vm, Cancel, Env, Error, Result, Root};
 
 /// One guest file streamed to stdout (`FromGuest`) or filled from stdin (`ToGuest`).

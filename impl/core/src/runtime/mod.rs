@@ -1,24 +1,18 @@
 //! The runtime: starting and stopping a VM's QEMU, waiting for it, and reaching into a running
 //! guest (exec, cp, screenshot, online snapshots). Implements json-v3#per-command-data with the behaviour of docs/contract.md behaviour#qemu and behaviour#ssh and behaviour#host-commands
 
-pub mod apkovl;
-pub mod cloudinit;
 pub mod cp;
 pub mod cp_stream;
 pub mod down;
 pub mod exec;
-pub mod kernel;
-pub mod login;
 pub mod screenshot;
-pub mod session_mark;
-pub mod tarball;
 pub mod up;
 pub mod wait;
 
 use std::time::Duration;
 
-use crate::host::ssh_mux::Mux;
 use crate::qemu::{self, Qmp, VmPaths};
+use crate::ssh::mux::Mux;
 use crate::vm::{self, StoredVm};
 use crate::{Error, Result, Root};
 
@@ -78,24 +72,16 @@ pub(crate) fn reach(
 ) -> Result<Reached> {
     let (stored, _pid) = load_running(root, name)?;
     let key = crate::keys::ensure(root, env)?;
-    let client = tool(env, client, "openssh-client")?;
+    let client = env.require_tool(client, "openssh-client")?;
     let mux = Mux::for_vm(&key, &stored);
     if first == FirstContact::LogIn && !mux.answers() {
-        login::until_reachable(root, env, &stored, reach_wait, cancel)?;
+        crate::ssh::login::until_reachable(root, env, &stored, reach_wait, cancel)?;
     }
     Ok(Reached {
         stored,
         key,
         client,
         mux,
-    })
-}
-
-/// Finds a host tool on the VM's PATH, or a clear error naming the package.
-pub(crate) fn tool(env: &crate::Env, name: &str, package: &str) -> Result<std::path::PathBuf> {
-    env.which(name).ok_or_else(|| Error::Tool {
-        tool: name.into(),
-        message: format!("not found on PATH; install {package} (`stoat doctor` checks the host)"),
     })
 }
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use stoat_wire::dto::Vm;
 
-use super::{apkovl, cloudinit};
+use crate::boot::{apkovl, cloudinit};
 use crate::qemu::{self, Accel, LaunchSpec, VmPaths, PASST_BINARY, QEMU_BINARY};
 use crate::vm::{self, StoredVm};
 use crate::vm::{Backend, Mode};
@@ -166,7 +166,7 @@ fn mark_installed_if_grown(mut stored: StoredVm) -> Result<StoredVm> {
     if stored.config.mode != Mode::Disk || stored.config.installed {
         return Ok(stored);
     }
-    let size = std::fs::metadata(stored.dir.join("disk.qcow2"))
+    let size = std::fs::metadata(VmPaths::new(&stored.dir).disk)
         .map(|m| m.len())
         .unwrap_or(0);
     if size > INSTALLED_DISK_BYTES {
@@ -187,7 +187,7 @@ fn attach_media(root: &Root, env: &Env, stored: &StoredVm, spec: &mut LaunchSpec
             false
         }
         Mode::Disk => {
-            spec.disk = Some(stored.dir.join("disk.qcow2"));
+            spec.disk = Some(VmPaths::new(&stored.dir).disk);
             !config.installed
         }
         Mode::Live => true,

@@ -10,9 +10,9 @@ use stoat_wire::dto::WaitData;
 
 use stoat_wire::ErrorCode;
 
-use super::login::{Attempt, Login};
 use crate::qemu;
 use crate::recipes::apply::LastApply;
+use crate::ssh::login::{Attempt, Login};
 use crate::vm::{self, StoredVm};
 use crate::{Cancel, Env, Error, Result, Root};
 

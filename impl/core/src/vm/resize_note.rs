@@ -34,7 +34,7 @@ pub fn reconcile(vm_dir: &Path, recorded: &str) -> Option<String> {
     let noted = crate::bounded::read_text(&note_path(vm_dir), MAX_NOTE).ok()?;
     let noted = noted.trim();
     let recorded_bytes = crate::size::parse_size(recorded).ok()?;
-    let virtual_bytes = qcow2_virtual_size(&crate::ops::disk_path(vm_dir))?;
+    let virtual_bytes = qcow2_virtual_size(&crate::qemu::VmPaths::new(vm_dir).disk)?;
     // Update only grows, so a qcow2 larger than the record has taken the noted resize.
     (virtual_bytes > recorded_bytes && crate::size::parse_size(noted).is_ok())
         .then(|| noted.to_owned())

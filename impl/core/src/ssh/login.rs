@@ -1,0 +1,178 @@
+//! Learning that a guest is reachable by logging in to it, never by knocking. OpenSSH 9.8 and
+//! later penalise a source address that opens connections without authenticating
+//! (`PerSourcePenalties`), and every host connection reaches a user-mode-networked guest from
+//! the same address, so a loop of banner probes gets the host itself shut out. Each attempt
+//! here is a whole login (`ssh … true` with stoat's key, batch mode): before the guest's sshd
+//! listens QEMU refuses it without the guest seeing anything, and once sshd listens it
+//! succeeds, and (through [`Mux::route`]) becomes the VM's reused connection, so the calls
+//! that follow (exec, cp, `stoat ssh`, a live snapshot's unmount and remount) open no
+//! connection of their own. apply's scripts still connect afresh (`recipes::guest_shell`
+//! says why).
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::child;
+use crate::qemu;
+use crate::ssh::argv::ssh_args_with;
+use crate::ssh::mux::Mux;
+use crate::vm::StoredVm;
+use crate::{keys, Cancel, Env, Error, Result, Root};
+
+/// The pause between two attempts that QEMU or the guest's network refused.
+const RETRY: Duration = Duration::from_millis(300);
+/// The pause after a login the guest's sshd refused: each one counts against the host in
+/// sshd's penalties, so they are spaced out (sshd may answer before cloud-init installed
+/// stoat's key).
+const RETRY_AFTER_REFUSAL: Duration = Duration::from_secs(3);
+/// How long one attempt may take in all; ssh's own connect and banner bound is shorter.
+const ATTEMPT_LIMIT: Duration = Duration::from_secs(15);
+/// ssh's bound on the TCP connect and the banner exchange of one attempt.
+const CONNECT_TIMEOUT: &str = "ConnectTimeout=3";
+
+/// How one login attempt ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Attempt {
+    /// Logged in (and the VM's master, if this attempt became it, stays up).
+    In,
+    /// Not yet: nothing listens, or the connection closed before sshd spoke.
+    NotYet(String),
+    /// sshd answered and refused the login.
+    Refused(String),
+}
+
+/// What logging in to one VM needs.
+pub(crate) struct Login {
+    ssh: PathBuf,
+    key: PathBuf,
+    mux: Mux,
+    path_var: String,
+}
+
+impl Login {
+    /// The login to `stored` with the data root's key and the host's `ssh`.
+    pub(crate) fn new(root: &Root, env: &Env, stored: &StoredVm) -> Result<Login> {
+        let key = keys::ensure(root, env)?;
+        let ssh = env.require_tool("ssh", "openssh-client")?;
+        Ok(Login {
+            mux: Mux::for_vm(&key, stored),
+            ssh,
+            key,
+            path_var: env.path_var().to_owned(),
+        })
+    }
+
+    /// One login attempt, through the VM's master when one answers (then nothing is opened).
+    pub(crate) fn attempt(&self, stored: &StoredVm) -> Result<Attempt> {
+        if self.mux.answers() {
+            return Ok(Attempt::In);
+        }
+        let route = self.mux.route();
+        // The first value ssh reads for an option wins: the shorter connect bound goes first.
+        let mut options = vec!["-o".to_owned(), CONNECT_TIMEOUT.to_owned()];
+        options.extend(route.options().iter().cloned());
+        let mut command = Command::new(&self.ssh);
+        route.configure(&mut command);
+        command
+            .args(ssh_args_with(&self.key, stored, &options))
+            .arg("true")
+            .env("PATH", &self.path_var)
+            .stdin(Stdio::null());
+        let out = child::output_within(&mut command, ATTEMPT_LIMIT)
+            .map_err(|e| e.into_error(&format!("{}: ssh", stored.name)))?;
+        drop(route);
+        if out.status.success() {
+            return Ok(Attempt::In);
+        }
+        let said = last_line(&out.stderr);
+        // ssh's words for a server that answered and said no.
+        if said.contains("Permission denied") || said.contains("Too many authentication") {
+            Ok(Attempt::Refused(said))
+        } else {
+            Ok(Attempt::NotYet(said))
+        }
+    }
+}
+
+/// Waits until stoat can log in to a running VM (`up` by default, `wait --until reachable`,
+/// exec, cp and apply before they run). Returns how long it took. `timeout` at the deadline
+/// (the VM keeps running; the message quotes ssh and the console's last line),
+/// `qemu_start_failed` when QEMU exits first, `canceled` on Ctrl-C.
+pub fn until_reachable(
+    root: &Root,
+    env: &Env,
+    stored: &StoredVm,
+    timeout: Duration,
+    cancel: &Cancel,
+) -> Result<Duration> {
+    until_reachable_telling(root, env, stored, timeout, cancel, &|_| {})
+}
+
+/// How often a long wait says it is still waiting.
+const STILL_WAITING: Duration = Duration::from_secs(20);
+
+/// [`until_reachable`] that calls `still` with the time waited so far every
+/// [`STILL_WAITING`] (a person watching a slow boot learns it is not stuck).
+pub fn until_reachable_telling(
+    root: &Root,
+    env: &Env,
+    stored: &StoredVm,
+    timeout: Duration,
+    cancel: &Cancel,
+    still: &dyn Fn(Duration),
+) -> Result<Duration> {
+    let login = Login::new(root, env, stored)?;
+    let started = Instant::now();
+    let deadline = started + timeout;
+    let name = &stored.name;
+    let mut next_word = started + STILL_WAITING;
+    loop {
+        cancel.check()?;
+        if Instant::now() >= next_word {
+            still(started.elapsed());
+            next_word += STILL_WAITING;
+        }
+        if qemu::running(&stored.dir).is_none() {
+            return Err(Error::QemuStartFailed(format!(
+                "{name} stopped while booting; `stoat logs {name} --which console` shows how far it got"
+            )));
+        }
+        let pause = match login.attempt(stored)? {
+            Attempt::In => return Ok(started.elapsed()),
+            Attempt::NotYet(said) => (RETRY, said),
+            Attempt::Refused(said) => (RETRY_AFTER_REFUSAL, said),
+        };
+        cancel.check()?;
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(Error::Timeout(not_reached(stored, timeout, &pause.1)));
+        }
+        std::thread::sleep(pause.0.min(deadline - now));
+    }
+}
+
+/// The timeout message: what ssh said last and how far the console got.
+fn not_reached(stored: &StoredVm, timeout: Duration, said: &str) -> String {
+    let name = &stored.name;
+    let console = crate::host::logs::last_console_line(&stored.dir)
+        .map(|line| format!("; the console's last line: {line:?}"))
+        .unwrap_or_default();
+    format!(
+        "{name} is running but stoat could not log in over ssh (port {}) within {} ({said}){console}; \
+         `stoat logs {name} --which console` shows the boot, `stoat down {name}` stops it",
+        stored.config.sshport,
+        humantime::format_duration(timeout)
+    )
+}
+
+/// The last line ssh wrote, for a message.
+pub(crate) fn last_line(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    text.lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or("ssh gave no reason")
+        .trim()
+        .to_owned()
+}
