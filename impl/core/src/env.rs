@@ -2,7 +2,7 @@
 //! environment behind its caller's back (tests pass their own).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Every variable stoat reads, with what it does.
 pub const VARS: &[(&str, &str)] = &[
@@ -116,6 +116,20 @@ impl Env {
                 "path {path:?} starts with ~ but HOME is not set; give the full path"
             ))),
         }
+    }
+
+    /// The KVM device `up`, `doctor` and `capabilities` probe: `/dev/kvm`, or the one
+    /// `STOAT_KVM_DEVICE` names (the only way to test `kvm_unusable` on a host whose /dev/kvm opens).
+    pub fn kvm_device(&self) -> &Path {
+        Path::new(
+            self.get("STOAT_KVM_DEVICE")
+                .unwrap_or(crate::qemu::accel::KVM_DEVICE),
+        )
+    }
+
+    /// The CPU flags file: `/proc/cpuinfo`, or the one `STOAT_CPUINFO` names (tests, odd hosts).
+    pub fn cpuinfo(&self) -> &Path {
+        Path::new(self.get("STOAT_CPUINFO").unwrap_or("/proc/cpuinfo"))
     }
 
     /// Finds `tool` on PATH, or fails with `tool_missing` naming the Debian `package` that

@@ -294,3 +294,46 @@ impl Drop for Spawned {
         self.kill();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Command {
+        let mut command = Command::new("sh");
+        command.args(["-c", script]);
+        command
+    }
+
+    #[test]
+    fn keeps_every_byte_and_the_lines_no_one_took_yet() {
+        let mut run = Spawned::start(&mut sh("echo one; echo two >&2; printf 'three\\377'"));
+        assert!(run.stdout.until("one", Duration::from_secs(10)).is_empty());
+        let output = run.wait(Duration::from_secs(10));
+        assert!(output.status.success());
+        assert_eq!(output.stdout, b"one\nthree\xff");
+        assert_eq!(output.stderr, b"two\n");
+        // Read off the pipe by `wait`, still there for a later look.
+        assert!(run.stderr.until("two", Duration::from_secs(1)).is_empty());
+        assert_eq!(run.stdout.rest(Duration::from_secs(1)), ["three\u{fffd}"]);
+    }
+
+    #[test]
+    fn a_dropped_handle_kills_its_group() {
+        let mut run = Spawned::start_group(&mut sh("sleep 60 & echo $!; wait"));
+        let child: i32 = run
+            .stdout
+            .line(Duration::from_secs(10))
+            .expect("the background sleep's pid")
+            .parse()
+            .unwrap();
+        let leader = run.pid();
+        drop(run);
+        for pid in [leader, child] {
+            eventually(Duration::from_secs(10), || {
+                std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .map_or(true, |stat| stat.contains(") Z"))
+            });
+        }
+    }
+}

@@ -60,3 +60,24 @@ pub fn eventually<O: Outcome>(limit: Duration, mut condition: impl FnMut() -> O)
         pause = (pause * 2).min(Duration::from_millis(200));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn returns_what_the_condition_answered_once_it_holds() {
+        let mut asked = 0;
+        let value = eventually(Duration::from_secs(5), || {
+            asked += 1;
+            (asked == 3).then_some(asked * 10)
+        });
+        assert_eq!(value, 30);
+    }
+
+    #[test]
+    #[should_panic(expected = "did not hold within 50ms: still 7")]
+    fn fails_past_the_limit_with_the_last_thing_seen() {
+        eventually(Duration::from_millis(50), || Err::<(), _>("still 7"));
+    }
+}

@@ -13,7 +13,7 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
-use crate::common::{free_port, real_guest, timed, RealGuard, Reaper, TestEnv};
+use crate::common::{free_port, real_guest, timed, RealGuard, Reaper, Spawned, TestEnv};
 use crate::test_snapshots::human;
 
 /// A running fake VM `w` whose ssh runs commands here; scp logs its argv (`fake_argvs`).
@@ -256,15 +256,9 @@ fn bad_copies_are_refused_and_copy_nothing() {
 
 /// Runs human `stoat` with `stdin` as its standard input.
 fn run_with_stdin(env: &TestEnv, args: &[&str], stdin: &[u8]) -> std::process::Output {
-    let mut child = env
-        .std_cmd(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
+    let mut cp = Spawned::start(env.std_cmd(args).stdin(Stdio::piped()));
+    cp.stdin().as_mut().unwrap().write_all(stdin).unwrap();
+    cp.wait(std::time::Duration::from_secs(60))
 }
 
 const RAW: &[u8] = b"\x00\x01\xff\xfe not UTF-8\r\n\x1b[0m tail";

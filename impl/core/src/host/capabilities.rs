@@ -58,10 +58,7 @@ impl Probes {
         .collect();
         Probes {
             tools,
-            kvm: probe_kvm(
-                super::doctor::kvm_device_path(env),
-                super::doctor::cpuinfo_path(env),
-            ),
+            kvm: probe_kvm(env.kvm_device(), env.cpuinfo()),
             accel: Accel::from_env(env),
         }
     }

@@ -131,7 +131,7 @@ pub fn run(env: &Env, root: &Root) -> Result<DoctorData> {
         .map(|(tool, optional, purpose)| tool_check(env, distro, tool, *optional, purpose))
         .collect();
     checks.extend(accel_check(env));
-    checks.push(kvm_check(env, kvm_device_path(env)));
+    checks.push(kvm_check(env, env.kvm_device()));
     checks.push(tool_check(
         env,
         distro,
@@ -260,22 +260,8 @@ pub fn kvm_check(env: &Env, device: &Path) -> Check {
     }
 }
 
-/// The KVM device `up`, `doctor` and `capabilities` probe: `/dev/kvm`, or the one
-/// `STOAT_KVM_DEVICE` names (the only way to test `kvm_unusable` on a host whose /dev/kvm opens).
-pub fn kvm_device_path(env: &Env) -> &Path {
-    Path::new(
-        env.get("STOAT_KVM_DEVICE")
-            .unwrap_or(crate::qemu::accel::KVM_DEVICE),
-    )
-}
-
-/// The CPU flags file: `/proc/cpuinfo`, or the one `STOAT_CPUINFO` names (tests, odd hosts).
-pub fn cpuinfo_path(env: &Env) -> &Path {
-    Path::new(env.get("STOAT_CPUINFO").unwrap_or("/proc/cpuinfo"))
-}
-
 fn cpu_has_virtualization(env: &Env) -> bool {
-    crate::qemu::accel::cpu_has_virtualization(cpuinfo_path(env))
+    crate::qemu::accel::cpu_has_virtualization(env.cpuinfo())
 }
 
 /// The first line of `qemu-system-x86_64 --version` (`QEMU emulator version 10.0.2 ...`),

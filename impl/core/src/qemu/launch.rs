@@ -56,7 +56,12 @@ fn mark_boot(console_log: &Path) -> Result<(), QemuError> {
     use std::io::Write;
     keep_previous_boot(console_log)
         .map_err(|error| QemuError::io("keep the previous boot's console log", error))?;
-    let line = format!("{}\n", boot_separator(&crate::log::humanish_now()));
+    let line = format!(
+        "{}\n",
+        boot_separator(
+            &humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+        )
+    );
     std::fs::OpenOptions::new()
         .create(true)
         .write(true)

@@ -60,11 +60,7 @@ fn start(root: &Root, env: &Env, name: &str) -> Result<Vm> {
         return Err(Error::AlreadyRunning { name: stored.name });
     }
     let accel = Accel::parse(env.get(qemu::accel::ACCEL_ENV))?;
-    qemu::accel::ensure_bootable(
-        accel,
-        crate::host::doctor::kvm_device_path(env),
-        crate::host::doctor::cpuinfo_path(env),
-    )?;
+    qemu::accel::ensure_bootable(accel, env.kvm_device(), env.cpuinfo())?;
     let binary = env.which(QEMU_BINARY).ok_or_else(|| {
         Error::QemuMissing(format!(
             "{QEMU_BINARY} not found on PATH; install qemu-system-x86"
