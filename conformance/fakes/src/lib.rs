@@ -36,6 +36,9 @@ pub const QEMU_ARGV_ENV: &str = "STOAT_FAKE_QEMU_ARGV";
 /// The environment variable that, set to `1`, makes the fake qemu open neither its QMP nor its
 /// human-monitor socket (a QEMU only signals reach).
 pub const QEMU_NO_MONITOR_ENV: &str = "STOAT_FAKE_QEMU_NO_MONITOR";
+/// The environment variable that makes the fake qemu write about that many bytes of numbered
+/// lines to a socket console, then `stoat-fake: console done`. Unset: a silent console.
+pub const QEMU_CONSOLE_BYTES_ENV: &str = "STOAT_FAKE_QEMU_CONSOLE_BYTES";
 /// The environment variable that, set to `1`, does what the script's `qemu.no_ssh` does.
 pub const QEMU_NO_SSH_ENV: &str = "STOAT_FAKE_QEMU_NO_SSH";
 /// The environment variable that, set to `1`, makes the fake `ssh` and `scp` first reach the

@@ -7,11 +7,13 @@
 //! script says `"no_ssh": true`), so "reachable" comes at once. A `-netdev stream` client on a
 //! unix socket (passt's) is connected at start, as QEMU does (nobody listening: the start
 //! fails), and held until the daemon exits; the fake `passt` ([`super::passt`]) then answers
-//! the forwarded ports. A scripted `start_gate` holds the launching parent after its daemon
+//! the forwarded ports. A `-chardev socket,server=off` (the serial console's reader) is
+//! connected the same way and held. A scripted `start_gate` holds the launching parent after its daemon
 //! is ready, until the suite opens the gate (a QEMU slow to start). Two switches in the
 //! environment serve impl tests: `STOAT_FAKE_QEMU_ARGV` records the argv to a file, and
 //! `STOAT_FAKE_QEMU_NO_MONITOR=1` opens no monitor socket, so only signals stop it
-//! (`STOAT_FAKE_QEMU_NO_SSH=1` is the script's `no_ssh`, for a test that scripts other tools).
+//! (`STOAT_FAKE_QEMU_NO_SSH=1` is the script's `no_ssh`, for a test that scripts other tools;
+//! `STOAT_FAKE_QEMU_CONSOLE_BYTES=N` writes about N bytes of console lines).
 
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
@@ -36,6 +38,22 @@ pub struct QemuArgs {
     /// The unix socket of a `-netdev stream,server=off,addr.type=unix,addr.path=PATH` (a
     /// network process such as passt listens there; the daemon connects and stays connected).
     pub stream_socket: Option<PathBuf>,
+    /// The unix socket of a `-chardev socket,...,path=PATH,server=off` (the serial console's
+    /// reader listens there; the daemon connects and stays connected).
+    pub console_socket: Option<PathBuf>,
+}
+
+/// The `path` of a client `socket` chardev.
+fn console_socket(chardev: &str) -> Option<PathBuf> {
+    let rest = chardev.strip_prefix("socket,")?;
+    let parts: Vec<&str> = rest.split(',').collect();
+    if !parts.contains(&"server=off") {
+        return None;
+    }
+    parts
+        .iter()
+        .find_map(|p| p.strip_prefix("path="))
+        .map(PathBuf::from)
 }
 
 /// The `addr.path` of a client `stream` netdev on a unix socket.
@@ -110,6 +128,11 @@ pub fn parse_args(args: &[String]) -> QemuArgs {
                     .extend(value.map(|v| ssh_forwards(v)).unwrap_or_default());
                 if let Some(socket) = value.and_then(|v| stream_socket(v)) {
                     parsed.stream_socket = Some(socket);
+                }
+            }
+            "-chardev" => {
+                if let Some(socket) = value.and_then(|v| console_socket(v)) {
+                    parsed.console_socket = Some(socket);
                 }
             }
             "-daemonize" => {
@@ -288,6 +311,14 @@ fn serve(parsed: &QemuArgs, args: &[String]) -> i32 {
         },
         None => None,
     };
+    // Like QEMU, a client socket chardev nobody listens on fails the start.
+    let _console = match &parsed.console_socket {
+        Some(socket) => match std::os::unix::net::UnixStream::connect(socket) {
+            Ok(stream) => Some(write_console(stream)),
+            Err(_) => return 1,
+        },
+        None => None,
+    };
     if guest_ssh {
         for port in &parsed.ssh_ports {
             serve_banners(*port);
@@ -338,6 +369,39 @@ fn serve(parsed: &QemuArgs, args: &[String]) -> i32 {
     }
     std::thread::sleep(super::max_lifetime());
     control.exit_now()
+}
+
+/// With `STOAT_FAKE_QEMU_CONSOLE_BYTES=N`, a thread writes about N bytes of numbered lines to
+/// the console, then `stoat-fake: console done`; the stream is kept (a clone) until the
+/// daemon exits either way.
+fn write_console(stream: std::os::unix::net::UnixStream) -> std::os::unix::net::UnixStream {
+    use std::io::Write as _;
+    let total: u64 = std::env::var(super::QEMU_CONSOLE_BYTES_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    if let Ok(mut writer) = stream.try_clone() {
+        if total > 0 {
+            std::thread::spawn(move || {
+                let mut written = 0u64;
+                let mut block = String::new();
+                let mut line = 0u64;
+                while written < total {
+                    block.clear();
+                    while block.len() < 64 * 1024 {
+                        block.push_str(&format!("fake console line {line:010}\n"));
+                        line += 1;
+                    }
+                    if writer.write_all(block.as_bytes()).is_err() {
+                        return;
+                    }
+                    written += block.len() as u64;
+                }
+                let _ = writer.write_all(b"stoat-fake: console done\n");
+            });
+        }
+    }
+    stream
 }
 
 /// Greets every connection on 127.0.0.1:`port` like an sshd, in a thread. While the port is

@@ -48,6 +48,15 @@ pub fn hold_signals() {
 
 /// Runs stoat with the process's argv and environment; returns the exit status.
 pub fn main() -> i32 {
+    // `up` runs this binary again as the boot's console logger (core qemu/console.rs).
+    let mut argv = std::env::args_os().skip(1);
+    if argv.next().as_deref() == Some(std::ffi::OsStr::new(stoat_core::qemu::console::LOGGER_ARG)) {
+        if let (Some(log), None) = (argv.next(), argv.next()) {
+            return i32::from(
+                stoat_core::qemu::console::serve(std::path::Path::new(&log)).is_err(),
+            );
+        }
+    }
     complete::answer_if_asked();
     // The raw argv is kept for exec: the guest's words reach it byte for byte.
     let raw: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();

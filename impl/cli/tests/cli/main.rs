@@ -27,5 +27,6 @@ mod test_remote;
 mod test_runtime;
 mod test_snapshots;
 mod test_ssh_mux;
+mod test_sweeps;
 mod test_ux;
 mod test_vmops;

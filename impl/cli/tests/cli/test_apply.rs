@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::common::{
     banner_port, fake_booted_qemu, free_port, FakeRunningVm, Reaper, TestEnv, PLANTED_PASSWORD,
 };
+use crate::test_sweeps::HOST_SECRET;
 
 /// ssh is the suite's fake, which runs the remote command locally through `/bin/sh -c`, as
 /// sshd would hand it to the login shell.
@@ -1181,12 +1182,14 @@ fn interrupt_apply(env: &TestEnv, vm: &str, recipe: &str) -> crate::common::Json
     run
 }
 
-#[test]
-fn a_recipe_script_that_is_a_symlink_out_of_its_directory_never_reaches_the_guest() {
+/// A row of `hostile_sweep` (test_sweeps.rs); returns its environment for the sweep's
+/// look for the host's secret.
+pub(crate) fn a_recipe_script_that_is_a_symlink_out_of_its_directory_never_reaches_the_guest(
+) -> TestEnv {
     let (env, vm) = setup(&["leak"], "");
     recipe(&env, "leak", "", "echo placeholder\n");
     let secret = env.tmp().join("host-secret.txt");
-    std::fs::write(&secret, "echo host-secret-4711\n").unwrap();
+    std::fs::write(&secret, format!("echo {HOST_SECRET}\n")).unwrap();
     let script = env.root().join("recipes/leak/install.sh");
     std::fs::remove_file(&script).unwrap();
     std::os::unix::fs::symlink(&secret, &script).unwrap();
@@ -1220,10 +1223,12 @@ fn a_recipe_script_that_is_a_symlink_out_of_its_directory_never_reaches_the_gues
     std::os::unix::fs::symlink("real.sh", &script).unwrap();
     let plan = env.json(&["apply", "w", "--dry-run"]);
     assert_eq!(plan.data()["plan"][0]["name"], "leak", "{}", plan.stdout);
+    env
 }
 
-#[test]
-fn outputs_over_16_kib_fail_the_recipe_and_leave_the_vm_readable() {
+/// A row of `hostile_sweep` (test_sweeps.rs); returns its environment for the sweep's
+/// look for the host's secret.
+pub(crate) fn outputs_over_16_kib_fail_the_recipe_and_leave_the_vm_readable() -> TestEnv {
     let (env, _vm) = setup(&["big", "fine"], "");
     // 2 MiB of outputs: over the vm.toml limit itself, as a hostile guest could write.
     recipe(
@@ -1260,4 +1265,5 @@ fn outputs_over_16_kib_fail_the_recipe_and_leave_the_vm_readable() {
         detail(env.json(&["get", "w"]).data(), "fine")["outputs"]["addr"],
         "10.0.0.9"
     );
+    env
 }

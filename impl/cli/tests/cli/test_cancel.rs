@@ -30,7 +30,7 @@ fn slow_qemu_img(env: &TestEnv, subcommand: &str, on_term: &str) -> PathBuf {
 }
 
 /// [`slow_qemu_img`] for the runs for which the shell test `when` holds.
-fn slow_qemu_img_when(env: &TestEnv, when: &str, on_term: &str) -> PathBuf {
+pub(crate) fn slow_qemu_img_when(env: &TestEnv, when: &str, on_term: &str) -> PathBuf {
     let pid_file = env.tmp().join("qemu-img.pid");
     let _ = std::fs::remove_file(&pid_file);
     let real = real_qemu_img();
@@ -47,10 +47,10 @@ fn slow_qemu_img_when(env: &TestEnv, when: &str, on_term: &str) -> PathBuf {
 
 /// How long a signalled stoat gets to answer and end: generous, it is only ever waited out
 /// when something is wrong.
-const ANSWER: Duration = Duration::from_secs(60);
+pub(crate) const ANSWER: Duration = Duration::from_secs(60);
 
 /// Starts `stoat --json <args>` in its own process group (as a shell job is).
-fn spawn_json(env: &TestEnv, args: &[&str]) -> Spawned {
+pub(crate) fn spawn_json(env: &TestEnv, args: &[&str]) -> Spawned {
     spawn_json_with(env, args, &[])
 }
 
@@ -63,7 +63,7 @@ fn spawn_json_with(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Spawn
 
 /// Waits until the fake tool has written its PID to `pid_file`; fails at once if stoat ends
 /// without it.
-fn wait_for_tool(run: &mut Spawned, pid_file: &Path) -> i32 {
+pub(crate) fn wait_for_tool(run: &mut Spawned, pid_file: &Path) -> i32 {
     eventually(Duration::from_secs(60), || {
         let pid = std::fs::read_to_string(pid_file)
             .ok()
@@ -169,8 +169,8 @@ fn a_canceled_resize_changes_nothing_and_a_finished_one_is_reported_done() {
     assert_eq!(env.json(&["get", "n"]).data()["vm"]["disk"], "128M");
 }
 
-#[test]
-fn a_signal_at_any_moment_from_the_first_instruction_still_yields_one_result_line() {
+/// A row of `kill_sweep` (test_sweeps.rs).
+pub(crate) fn a_signal_at_any_moment_from_the_first_instruction_still_yields_one_result_line() {
     let env = TestEnv::new();
     env.plant_image(ALPINE_VIRT);
     // The pause point stops stoat at the first instruction of its own (before it the kernel
@@ -210,8 +210,8 @@ fn a_signal_at_any_moment_from_the_first_instruction_still_yields_one_result_lin
     }
 }
 
-#[test]
-fn canceling_exec_stops_ssh_then_the_guest_command_and_answers_canceled() {
+/// A row of `kill_sweep` (test_sweeps.rs).
+pub(crate) fn canceling_exec_stops_ssh_then_the_guest_command_and_answers_canceled() {
     let (env, _reaper, _) = crate::test_runtime::running_vm("w");
     // A fake ssh: the exec's command writes its PID and sleeps; the stopping command (the
     // one that kills what the exec's shell recorded) says so, slowly.
@@ -237,8 +237,8 @@ fn canceling_exec_stops_ssh_then_the_guest_command_and_answers_canceled() {
     assert!(stop.contains("/tmp/.stoat-exec."), "{stop}");
 }
 
-#[test]
-fn canceling_up_while_it_waits_stops_the_qemu_it_started_in_both_modes() {
+/// A row of `kill_sweep` (test_sweeps.rs).
+pub(crate) fn canceling_up_while_it_waits_stops_the_qemu_it_started_in_both_modes() {
     for json in [true, false] {
         let env = TestEnv::new();
         // A guest that never answers ssh: `up` starts QEMU, then waits.
@@ -361,8 +361,8 @@ fn ctrl_c_during_key_generation_answers_canceled_and_leaves_no_half_key() {
 /// A command blocked in stoat itself (here: reading a recipe index from a server that took
 /// the request and never answers) answers a SIGTERM with `canceled` within 2 s, not after
 /// the 30 s the signal handling allows an operation that is still undoing what it started.
-#[test]
-fn sigterm_of_a_command_blocked_on_a_read_answers_within_two_seconds() {
+/// A row of `kill_sweep` (test_sweeps.rs).
+pub(crate) fn sigterm_of_a_command_blocked_on_a_read_answers_within_two_seconds() {
     use std::io::Read as _;
     let env = TestEnv::new();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -393,14 +393,14 @@ fn sigterm_of_a_command_blocked_on_a_read_answers_within_two_seconds() {
 
 /// A qemu-img reaction to SIGTERM that does the work anyway and then dies of the signal: the
 /// change is on disk although the tool's status says it was killed.
-fn finish_then_die() -> String {
+pub(crate) fn finish_then_die() -> String {
     format!(
         "trap '\"{}\" \"$@\"; exit 143' TERM",
         real_qemu_img().display()
     )
 }
 
-fn qemu_io(disk: &Path, command: &str) -> bool {
+pub(crate) fn qemu_io(disk: &Path, command: &str) -> bool {
     let out = std::process::Command::new("qemu-io")
         .args(["-f", "qcow2", "-c", command])
         .arg(disk)

@@ -60,8 +60,9 @@ fn prune_items(env: &TestEnv, args: &[&str]) -> Vec<(String, String)> {
         .collect()
 }
 
-#[test]
-fn a_repull_of_a_changed_image_never_changes_the_base_of_a_vm_built_on_it() {
+/// A row of `hostile_sweep` (test_sweeps.rs); returns its environment for the sweep's
+/// look for the host's secret.
+pub(crate) fn a_repull_of_a_changed_image_never_changes_the_base_of_a_vm_built_on_it() -> TestEnv {
     let server = Server::start();
     let mut env = env_with_catalog(&server, &entry("rel", "rel.qcow2", ""));
     let first = qcow2_with(&env, "first.qcow2", 0x11);
@@ -139,6 +140,7 @@ fn a_repull_of_a_changed_image_never_changes_the_base_of_a_vm_built_on_it() {
     assert!(same_content(&r2_disk, &second_copy));
     env.json(&["up", "r2", "--no-wait"]).data();
     env.json(&["down", "r2"]).data();
+    env
 }
 
 #[test]

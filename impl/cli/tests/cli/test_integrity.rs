@@ -7,6 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::common::{create_disk, create_disk_args, qemu_info, TestEnv, ALPINE_VIRT};
+use crate::test_sweeps::HOST_SECRET;
 
 fn disk(env: &TestEnv, name: &str) -> PathBuf {
     env.root().join(name).join("disk.qcow2")
@@ -240,15 +241,16 @@ fn refused(env: &TestEnv, image: &Path, why: &str) {
     );
 }
 
-#[test]
-fn an_untrusted_image_cannot_reach_host_files() {
+/// A row of `hostile_sweep` (test_sweeps.rs); returns its environment for the sweep's
+/// look for the host's secret.
+pub(crate) fn an_untrusted_image_cannot_reach_host_files() -> TestEnv {
     let env = TestEnv::new();
     let dir = env.tmp().join("byo");
     let elsewhere = env.tmp().join("elsewhere");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::create_dir_all(&elsewhere).unwrap();
     let host_file = elsewhere.join("secret.txt");
-    std::fs::write(&host_file, "host secret\n").unwrap();
+    std::fs::write(&host_file, HOST_SECRET).unwrap();
     let s = |p: &Path| p.display().to_string();
 
     // A qcow2 whose backing file is a host file, read raw.
@@ -322,6 +324,7 @@ fn an_untrusted_image_cannot_reach_host_files() {
     ]);
     let good_arg = s(&good);
     env.json(&["create", "ok", "--image", &good_arg]).data();
+    env
 }
 
 #[test]
@@ -416,7 +419,7 @@ fn a_data_root_that_cannot_be_made_lists_nothing_and_doctor_still_answers() {
 // ---------------------------------------------------------------- kills at any point
 
 /// Runs stoat with `STOAT_FAULT=point`; asserts it died there (SIGKILL, no exit status).
-fn killed_at(env: &TestEnv, point: &str, args: &[&str]) {
+pub(crate) fn killed_at(env: &TestEnv, point: &str, args: &[&str]) {
     let mut all = args.to_vec();
     all.push("--json");
     let out = env.cmd(&all).env("STOAT_FAULT", point).output().unwrap();
@@ -429,7 +432,7 @@ fn killed_at(env: &TestEnv, point: &str, args: &[&str]) {
 }
 
 /// Leftover temporary files and staging entries anywhere under the root.
-fn leftovers(root: &Path) -> Vec<PathBuf> {
+pub(crate) fn leftovers(root: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -957,8 +960,9 @@ fn refused_with_nothing_left(env: &TestEnv, run: &crate::common::JsonRun, why: &
     message
 }
 
-#[test]
-fn a_qcow2_whose_data_file_is_a_host_file_is_refused() {
+/// A row of `hostile_sweep` (test_sweeps.rs); returns its environment for the sweep's
+/// look for the host's secret.
+pub(crate) fn a_qcow2_whose_data_file_is_a_host_file_is_refused() -> TestEnv {
     let env = TestEnv::new();
     let dir = env.tmp().join("byo");
     let elsewhere = env.tmp().join("elsewhere");
@@ -978,20 +982,22 @@ fn a_qcow2_whose_data_file_is_a_host_file_is_refused() {
         &s(&evil),
         "1M",
     ]);
-    std::fs::write(&host_file, b"host secret\n").unwrap();
+    std::fs::write(&host_file, HOST_SECRET).unwrap();
     let run = env.json(&["create", "u", "--image", &s(&evil)]);
     let message = refused_with_nothing_left(&env, &run, "external data file");
     assert!(message.contains("external data file"), "{message}");
-    assert_eq!(std::fs::read(&host_file).unwrap(), b"host secret\n");
+    assert_eq!(std::fs::read_to_string(&host_file).unwrap(), HOST_SECRET);
+    env
 }
 
-#[test]
-fn an_unverified_catalog_image_backed_by_a_host_file_is_refused() {
+/// A row of `hostile_sweep` (test_sweeps.rs); returns its environment for the sweep's
+/// look for the host's secret.
+pub(crate) fn an_unverified_catalog_image_backed_by_a_host_file_is_refused() -> TestEnv {
     let mut env = TestEnv::new();
     let elsewhere = env.tmp().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
     let host_file = elsewhere.join("secret.txt");
-    std::fs::write(&host_file, "host secret\n").unwrap();
+    std::fs::write(&host_file, HOST_SECRET).unwrap();
     let evil = env.tmp().join("evil.qcow2");
     let s = |p: &Path| p.display().to_string();
     qemu_img(&[
@@ -1027,13 +1033,15 @@ fn an_unverified_catalog_image_backed_by_a_host_file_is_refused() {
     let run = env.json(&["create", "u", "--image", "evil"]);
     let message = refused_with_nothing_left(&env, &run, "unverified catalog image");
     assert!(message.contains("backing file"), "{message}");
+    env
 }
 
-#[test]
-fn a_host_file_that_is_not_an_iso_is_never_attached_as_one() {
+/// A row of `hostile_sweep` (test_sweeps.rs); returns its environment for the sweep's
+/// look for the host's secret.
+pub(crate) fn a_host_file_that_is_not_an_iso_is_never_attached_as_one() -> TestEnv {
     let env = TestEnv::new();
     let secret = env.tmp().join("notes-alpine-virt.iso");
-    std::fs::write(&secret, "host secret\n").unwrap();
+    std::fs::write(&secret, HOST_SECRET).unwrap();
     let arg = secret.display().to_string();
     for extra in [&["--mode", "live"][..], &["--mode", "disk"][..]] {
         let mut args = vec!["create", "u", "--image", &arg];
@@ -1045,10 +1053,12 @@ fn a_host_file_that_is_not_an_iso_is_never_attached_as_one() {
     // The same path holding an ISO is taken.
     env.fake_alpine_iso(&secret);
     env.json(&["create", "u", "--image", &arg]).data();
+    env
 }
 
-#[test]
-fn a_share_given_as_a_symlink_is_recorded_as_the_directory_it_names() {
+/// A row of `hostile_sweep` (test_sweeps.rs); returns its environment for the sweep's
+/// look for the host's secret.
+pub(crate) fn a_share_given_as_a_symlink_is_recorded_as_the_directory_it_names() -> TestEnv {
     let env = TestEnv::new();
     crate::common::create_disk(&env, "d");
     let real = env.tmp().join("project");
@@ -1090,6 +1100,7 @@ fn a_share_given_as_a_symlink_is_recorded_as_the_directory_it_names() {
     env.json(&["update", "d", "--share", &dangling_arg])
         .error("share_invalid");
     assert_eq!(env.vm_toml("d"), before, "update changed nothing");
+    env
 }
 
 /// A FIFO at `path` (no writer ever comes).
@@ -1102,8 +1113,9 @@ fn fifo(path: &Path) {
 
 /// A FIFO where stoat expects a file it parses never hangs a command: the open does not wait
 /// for a writer, and the file type is refused with a clear reason (a VM lists as broken).
-#[test]
-fn a_fifo_in_place_of_a_parsed_file_never_hangs_a_command() {
+/// A row of `hostile_sweep` (test_sweeps.rs); returns its environment for the sweep's
+/// look for the host's secret.
+pub(crate) fn a_fifo_in_place_of_a_parsed_file_never_hangs_a_command() -> TestEnv {
     let mut env = TestEnv::new();
     let home = env.home();
     create_disk(&env, "good");
@@ -1154,6 +1166,7 @@ fn a_fifo_in_place_of_a_parsed_file_never_hangs_a_command() {
         let message = json_within(&env, &home, args).error("invalid_spec");
         assert!(message.contains("FIFO"), "{args:?}: {message}");
     }
+    env
 }
 
 /// A small tmpfs mounted over a test's data root, unmounted when dropped; `None` where this

@@ -958,8 +958,9 @@ fn project_tools_take_a_dir_and_respect_each_vms_access() {
     );
 }
 
-#[test]
-fn an_over_long_name_is_echoed_back_only_cut() {
+/// A row of `hostile_sweep` (test_sweeps.rs); returns its environment for the sweep's
+/// look for the host's secret.
+pub(crate) fn an_over_long_name_is_echoed_back_only_cut() -> TestEnv {
     let env = TestEnv::new();
     let name = "a".repeat(15 << 20);
     let lines = [
@@ -978,6 +979,7 @@ fn an_over_long_name_is_echoed_back_only_cut() {
         assert!(text.contains("aaaa"), "the name is still echoed: {text}");
         assert!(text.contains(" more bytes]"), "{text}");
     }
+    env
 }
 
 #[test]

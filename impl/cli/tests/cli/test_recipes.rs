@@ -203,8 +203,9 @@ fn bundled_recipes_are_installed_lazily() {
     assert!(env.root().join("recipes/.manifest").is_file());
 }
 
-#[test]
-fn a_recipes_terminal_escapes_reach_a_human_only_as_visible_text() {
+/// A row of `hostile_sweep` (test_sweeps.rs); returns its environment for the sweep's
+/// look for the host's secret.
+pub(crate) fn a_recipes_terminal_escapes_reach_a_human_only_as_visible_text() -> TestEnv {
     let env = TestEnv::new();
     local(
         &env,
@@ -233,6 +234,7 @@ fn a_recipes_terminal_escapes_reach_a_human_only_as_visible_text() {
             "{argv:?}: {text:?}"
         );
     }
+    env
 }
 
 #[test]

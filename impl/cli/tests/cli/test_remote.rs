@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::{JsonRun, TestEnv};
+use crate::test_sweeps::HOST_SECRET;
 
 /// A bare repository and the work clone that commits to it.
 struct Remote {
@@ -210,8 +211,9 @@ fn assert_names_only_the_recipe_s_files(env: &TestEnv, message: &str) {
     assert!(!message.contains(&root), "{message}");
 }
 
-#[test]
-fn add_refuses_what_is_not_a_recipe_and_leaves_nothing() {
+/// A row of `hostile_sweep` (test_sweeps.rs); returns its environment for the sweep's
+/// look for the host's secret.
+pub(crate) fn add_refuses_what_is_not_a_recipe_and_leaves_nothing() -> TestEnv {
     let env = TestEnv::new();
     let plain = Remote::empty(&env, "plain");
     plain.write("README", "not a recipe\n");
@@ -248,7 +250,7 @@ fn add_refuses_what_is_not_a_recipe_and_leaves_nothing() {
 
     // A script that is a symlink to a host file (git keeps symlinks) is refused at add.
     let secret = env.tmp().join("host-secret.txt");
-    std::fs::write(&secret, "host-secret-4711\n").unwrap();
+    std::fs::write(&secret, HOST_SECRET).unwrap();
     let linked = Remote::empty(&env, "linked");
     linked.write("recipe.toml", &manifest("linked", "first"));
     std::os::unix::fs::symlink(&secret, linked.work.join("install.sh")).unwrap();
@@ -287,6 +289,7 @@ fn add_refuses_what_is_not_a_recipe_and_leaves_nothing() {
     let added = env.json(&["recipe", "add", &good.url()]);
     assert_eq!(added.data()["ref"], "");
     assert_eq!(added.data()["commit"], head);
+    env
 }
 
 #[test]

@@ -304,6 +304,67 @@ fn each_up_opens_a_fresh_console_log_and_keeps_the_previous_boot_capped() {
     assert!(!env.root().join("w/console.log.1.1").exists());
 }
 
+/// The PIDs of the console loggers writing `<vm_dir>/console.log`.
+fn console_loggers(vm_dir: &Path) -> Vec<u32> {
+    let needle = format!("__console-log\0{}/console.log", vm_dir.display());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
+        })
+        .collect()
+}
+
+/// A row of `hostile_sweep` (test_sweeps.rs); returns its environment for the sweep's
+/// look for the host's secret.
+pub(crate) fn a_running_boot_s_console_log_never_passes_its_cap() -> TestEnv {
+    let mut env = TestEnv::new();
+    let port = free_port();
+    fake_booted_qemu(&env);
+    // 10 MiB of console: the cap (4 MiB) is passed twice within the one boot.
+    env.set_env("STOAT_FAKE_QEMU_CONSOLE_BYTES", &(10u64 << 20).to_string());
+    write_live_vm(&env, "w", port, "");
+    let _reaper = Reaper::watch(&env, &["w"]);
+    let vm_dir = env.root().join("w");
+    assert_eq!(env.json(&["up", "w"]).data()["vm"]["state"], "running");
+    assert_eq!(console_loggers(&vm_dir).len(), 1, "one logger for the boot");
+    crate::common::eventually(Duration::from_secs(60), || {
+        env.json(&["logs", "w", "-n", "1"]).data()["lines"]
+            == serde_json::json!(["stoat-fake: console done"])
+    });
+    let cap = 4u64 << 20;
+    let now = std::fs::read_to_string(vm_dir.join("console.log")).unwrap();
+    let kept = std::fs::metadata(vm_dir.join("console.log.1"))
+        .unwrap()
+        .len();
+    assert!(now.len() as u64 <= cap, "{} bytes", now.len());
+    assert_eq!(kept, cap, "the rotated part is exactly the cap");
+    assert!(
+        now.starts_with("===== stoat: this boot's console output goes on; what came before is in console.log.1 =====\n"),
+        "{}",
+        &now[..200.min(now.len())]
+    );
+    assert!(
+        !vm_dir.join("con.sock").exists(),
+        "the socket's name goes once QEMU is in"
+    );
+    let tail = env.json(&["logs", "w", "-n", "2"]);
+    let lines = tail.data()["lines"].as_array().unwrap().clone();
+    assert!(
+        lines[0].as_str().unwrap().starts_with("fake console line "),
+        "{lines:?}"
+    );
+    // QEMU's end closes the socket: the logger ends with it.
+    env.set_env("STOAT_DOWN_TIMEOUT_SECS", "1");
+    env.json(&["down", "w"]);
+    crate::common::eventually(Duration::from_secs(10), || {
+        console_loggers(&vm_dir).is_empty()
+    });
+    env
+}
+
 #[test]
 fn cloud_up_makes_overlay_and_seed() {
     let env = TestEnv::new();
@@ -1063,9 +1124,47 @@ fn real_guest_lifecycle() {
         serde_json::json!([])
     );
 
+    // The guest floods its serial console past the running boot's cap (4 MiB): console.log
+    // rotates into console.log.1 and stays under the cap; `logs` reads the newest lines.
+    let vm_dir = env.root().join("t1");
+    let boot = std::fs::read_to_string(vm_dir.join("console.log")).unwrap();
+    assert!(
+        boot.starts_with("===== stoat: boot at "),
+        "{}",
+        &boot[..80.min(boot.len())]
+    );
+    assert_eq!(console_loggers(&vm_dir).len(), 1, "one logger for the boot");
+    let flood = timed("5 MB to the serial console", || {
+        env.json_raw(&[
+            "--json",
+            "exec",
+            "t1",
+            "sh",
+            "-c",
+            "(yes 'guest flood line 0123456789abcdef' | head -c 5000000; echo; echo guest flood done) | sudo -n tee /dev/ttyS0 >/dev/null",
+        ])
+    });
+    assert_eq!(flood.data()["exit_code"], 0, "{}", flood.stdout);
+    crate::common::eventually(Duration::from_secs(300), || {
+        env.json(&["logs", "t1", "-n", "5"]).data()["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l.as_str().unwrap().starts_with("guest flood done"))
+    });
+    let now = std::fs::metadata(vm_dir.join("console.log")).unwrap().len();
+    let kept = std::fs::metadata(vm_dir.join("console.log.1"))
+        .unwrap()
+        .len();
+    eprintln!("console.log {now} bytes, console.log.1 {kept} bytes");
+    assert!(now <= 4 << 20 && kept == 4 << 20, "{now} {kept}");
+
     let down = timed("down", || env.json(&["down", "t1"]));
     assert_eq!(down.data()["vm"]["state"], "stopped");
     env.json(&["wait", "t1", "--until", "stopped", "--timeout", "5s"]);
+    crate::common::eventually(Duration::from_secs(10), || {
+        console_loggers(&vm_dir).is_empty()
+    });
 }
 
 /// The lines of a recorded fake-QEMU argv.
@@ -1514,8 +1613,9 @@ fn peak_rss(env: &TestEnv, argv: &str, stdin: &str) -> (u64, Vec<u8>) {
 /// The guest command that prints 100 MiB of text.
 const HUNDRED_MIB: &str = "yes 0123456789abcdef | head -c 104857600";
 
-#[test]
-fn exec_capture_of_100_mib_is_cut_at_8_mib_with_a_flag_in_bounded_memory() {
+/// A row of `hostile_sweep` (test_sweeps.rs); returns its environment for the sweep's
+/// look for the host's secret.
+pub(crate) fn exec_capture_of_100_mib_is_cut_at_8_mib_with_a_flag_in_bounded_memory() -> TestEnv {
     let (mut env, _reaper, _port) = running_vm("w");
     env.fake_tool("ssh");
     env.fake_script(&serde_json::json!({"tools": {"ssh": [{"run_locally": true}]}}));
@@ -1585,6 +1685,7 @@ fn exec_capture_of_100_mib_is_cut_at_8_mib_with_a_flag_in_bounded_memory() {
         stdout.len()
     );
     assert!(kib < 100 * 1024, "peak RSS {kib} KiB");
+    env
 }
 
 /// The ssh calls that ran a guest script (`... sh -s`, the 9p unmount around a live

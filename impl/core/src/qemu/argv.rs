@@ -91,6 +91,9 @@ pub struct LaunchSpec {
     pub fat_overlay_dir: Option<PathBuf>,
     /// `-no-reboot`: the guest's reboot ends QEMU (the apkovl installer's signal).
     pub no_reboot: bool,
+    /// The stoat binary that runs the console logger (qemu/console.rs): the serial console
+    /// then goes to its socket, capped per boot. None: QEMU appends to console.log itself.
+    pub console_logger: Option<PathBuf>,
 }
 
 impl LaunchSpec {
@@ -120,6 +123,7 @@ impl LaunchSpec {
             append: None,
             fat_overlay_dir: None,
             no_reboot: false,
+            console_logger: None,
         }
     }
 
@@ -169,15 +173,22 @@ pub fn build_argv(spec: &LaunchSpec) -> Result<Vec<String>, QemuError> {
         "-qmp",
         &unix_socket_chardev("the QMP socket", &paths.qmp_socket)?,
     ]);
-    push(&[
-        "-chardev",
-        &format!(
+    let console = if spec.console_logger.is_some() {
+        format!(
+            "socket,id=con0,path={},server=off",
+            implied_value(
+                "the console socket",
+                &super::console::socket_path(&spec.vm_dir),
+                true
+            )?
+        )
+    } else {
+        format!(
             "file,id=con0,path={},append=on",
             opt_value("the console log", &paths.console_log)?
-        ),
-        "-serial",
-        "chardev:con0",
-    ]);
+        )
+    };
+    push(&["-chardev", &console, "-serial", "chardev:con0"]);
 
     // The network is a passt process (qemu/passt.rs) listening on this socket; it holds the
     // ssh port and the forwards, so they are not in QEMU's argv.

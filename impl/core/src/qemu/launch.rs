@@ -1,4 +1,5 @@
-//! Starting QEMU and knowing whether it runs: spawn `qemu-system-x86_64
+//! Starting QEMU and knowing whether it runs: start the boot's console logger
+//! (qemu/console.rs) when the spec names one, spawn `qemu-system-x86_64
 //! <argv>` (it daemonizes), keep its stderr for the error, read the pidfile;
 //! state detection from the pidfile plus `/proc/<pid>/cmdline` (behaviour#data-root
 //! in docs/contract.md); signals by PID to a process proven to be this VM's QEMU. It must not
@@ -34,9 +35,32 @@ pub fn start(
     super::passt::passt_argv(spec, 0, 0)?;
     mark_boot(&spec.paths().console_log)?;
     super::passt::start(passt_binary, spec)?;
-    start_with_argv(qemu_binary, &argv, &spec.paths().pidfile).inspect_err(|_| {
-        super::passt::stop(&spec.vm_dir);
-    })
+    let socket = super::console::socket_path(&spec.vm_dir);
+    let logger = match &spec.console_logger {
+        Some(program) => Some(
+            super::console::spawn(program, &socket, &spec.paths().console_log).inspect_err(
+                |_| {
+                    super::passt::stop(&spec.vm_dir);
+                },
+            )?,
+        ),
+        None => None,
+    };
+    match start_with_argv(qemu_binary, &argv, &spec.paths().pidfile) {
+        Ok(pid) => {
+            if let Some(logger) = logger {
+                logger.detach();
+            }
+            Ok(pid)
+        }
+        Err(error) => {
+            if let Some(logger) = logger {
+                logger.stop();
+            }
+            super::passt::stop(&spec.vm_dir);
+            Err(error)
+        }
+    }
 }
 
 /// The line that opens each boot in console.log (QEMU appends the serial output after it),

@@ -6,6 +6,7 @@
 
 pub mod accel;
 pub mod argv;
+pub mod console;
 pub mod error;
 pub mod launch;
 pub mod passt;

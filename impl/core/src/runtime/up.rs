@@ -86,6 +86,8 @@ fn start(root: &Root, env: &Env, name: &str) -> Result<Vm> {
         .map(|f| (f.hostport, f.guestport))
         .collect();
     spec.host_loopback = stored.config.host_loopback;
+    // This very binary caps the running boot's console (qemu/console.rs).
+    spec.console_logger = std::env::current_exe().ok();
     spec.display =
         match display::display_for(&stored.config.display, display::graphical_session(env)) {
             stoat_wire::dto::Display::Window => qemu::Display::Window,
@@ -241,7 +243,13 @@ fn iso_path(root: &Root, iso: &str) -> PathBuf {
 /// A socket left by a QEMU that died would make the new one fail to bind.
 fn remove_stale_sockets(vm_dir: &Path) {
     let paths = VmPaths::new(vm_dir);
-    for socket in [paths.monitor_socket, paths.qmp_socket, paths.vnc_socket] {
+    let console = qemu::console::socket_path(vm_dir);
+    for socket in [
+        paths.monitor_socket,
+        paths.qmp_socket,
+        paths.vnc_socket,
+        console,
+    ] {
         let _ = std::fs::remove_file(socket);
     }
 }
