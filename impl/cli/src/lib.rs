@@ -50,10 +50,14 @@ pub fn hold_signals() {
 pub fn main() -> i32 {
     // `up` runs this binary again as the boot's console logger (core qemu/console.rs).
     let mut argv = std::env::args_os().skip(1);
-    if argv.next().as_deref() == Some(std::ffi::OsStr::new(stoat_core::qemu::console::LOGGER_ARG)) {
+    if argv.next().as_deref()
+        == Some(std::ffi::OsStr::new(
+            stoat_core::app::process::CONSOLE_LOGGER_ARG,
+        ))
+    {
         if let (Some(log), None) = (argv.next(), argv.next()) {
             return i32::from(
-                stoat_core::qemu::console::serve(std::path::Path::new(&log)).is_err(),
+                stoat_core::app::process::serve_console_log(std::path::Path::new(&log)).is_err(),
             );
         }
     }
