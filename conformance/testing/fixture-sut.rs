@@ -1038,6 +1038,8 @@ fn ssh_argv(vm: &Vm) -> Vec<String> {
     argv
 }
 
+/// Single-quotes a word for the guest's shell; the fixture is written from the contract alone
+/// and shares no code with stoat, so it keeps its own.
 fn quote(arg: &str) -> String {
     format!("'{}'", arg.replace('\'', "'\\''"))
 }

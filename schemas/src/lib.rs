@@ -13,6 +13,8 @@
 //!
 //! `docs/schemas.md` describes the layout and the decisions taken where the contract is silent.
 
+#![forbid(unsafe_code)]
+
 pub mod bundle;
 #[cfg(feature = "validate")]
 pub mod validate;

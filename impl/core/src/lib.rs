@@ -40,6 +40,7 @@ pub(crate) mod recipe_state;
 pub(crate) mod recipes;
 pub(crate) mod root;
 pub(crate) mod runtime;
+pub(crate) mod shell;
 pub(crate) mod size;
 pub(crate) mod ssh;
 pub(crate) mod vm;

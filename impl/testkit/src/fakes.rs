@@ -179,8 +179,9 @@ impl Drop for Reaper {
             {
                 let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
                 if String::from_utf8_lossy(&cmdline).contains(&pidfile.display().to_string()) {
-                    // SAFETY: kill(2) on a PID proven to be our fake.
-                    unsafe { libc::kill(pid, libc::SIGTERM) };
+                    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+                    }
                 }
             }
         }

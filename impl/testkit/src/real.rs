@@ -56,8 +56,9 @@ pub fn kill_pidfile_of(dir: &std::path::Path, pidfile: &str) {
     {
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         if String::from_utf8_lossy(&cmdline).contains(&format!("{}/", dir.display())) {
-            // SAFETY: kill(2) on a PID proven to be this VM's process.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
         }
     }
 }

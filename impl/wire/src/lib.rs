@@ -5,6 +5,8 @@
 //! does its work: `stoat-core` produces these types, the CLI and the MCP server print them.
 //! Implements json-v3#envelope, json-v3#error-codes, json-v3#types, json-v3#per-command-data.
 
+#![forbid(unsafe_code)]
+
 pub mod bytes;
 pub mod code;
 pub mod dto;

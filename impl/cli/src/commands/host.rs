@@ -18,19 +18,12 @@ use crate::{human, Reply, VERSION};
 /// `ssh-command <vm>`: the argv to run yourself. It does not check that the VM runs.
 pub fn ssh_command(ctx: &Ctx, name: &str) -> Result<Reply> {
     let data = app_host::ssh_command(ctx, name)?;
-    let human: Vec<String> = data.argv.iter().map(|word| shell_quoted(word)).collect();
+    let human: Vec<String> = data
+        .argv
+        .iter()
+        .map(|word| app_host::shell_word(word))
+        .collect();
     Ok(Reply::new(&data, human.join(" ")))
-}
-
-/// A word as a POSIX shell reads it back unchanged: bare when it holds only characters no
-/// shell treats specially, else in single quotes (a `'` inside written as `'\''`).
-fn shell_quoted(word: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c);
-    if !word.is_empty() && word.chars().all(plain) {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
 }
 
 /// `ssh <vm> [-- CMD...]` and `exec -t` (human mode only): replaces stoat with ssh, so the

@@ -232,13 +232,8 @@ fn answerfile(name: &str, pubkey: &str) -> String {
     ];
     pairs
         .iter()
-        .map(|(key, value)| format!("{key}={}\n", sh_quote(value)))
+        .map(|(key, value)| format!("{key}={}\n", crate::shell::quote(value)))
         .collect()
-}
-
-/// A POSIX shell single-quoted word.
-fn sh_quote(value: &str) -> String {
-    format!("'{}'", value.replace('\'', r"'\''"))
 }
 
 /// Runs from the `local` service on the live system: installs onto /dev/vda once, records it in
@@ -414,10 +409,5 @@ mod tests {
         assert_eq!(r("alpine-extended-3.21.0_rc1-x86_64.iso"), "v3.21");
         assert_eq!(r("/byo/my-alpine.iso"), "latest-stable");
         assert_eq!(r("alpine-virt-edge.iso"), "latest-stable");
-    }
-
-    #[test]
-    fn quoting_survives_a_quote() {
-        assert_eq!(sh_quote("it's"), r"'it'\''s'");
     }
 }

@@ -123,8 +123,8 @@ fn parse(stdout: &str) -> (Vec<Share>, Vec<String>) {
 fn mount_script(shares: &[Share]) -> String {
     let mut body = String::new();
     for share in shares {
-        let tag = crate::recipes::params::sh_quote(&share.tag);
-        let point = crate::recipes::params::sh_quote(&share.point);
+        let tag = crate::shell::quote(&share.tag);
+        let point = crate::shell::quote(&share.point);
         body.push_str(&format!(
             "awk -v p={point} '$2 == p && $3 == \"9p\" {{found=1}} END {{exit !found}}' /proc/mounts || mount -t 9p -o trans=virtio,version=9p2000.L,{} {tag} {point}\n",
             share.mode

@@ -497,18 +497,18 @@ impl Run<'_> {
             .pkg
             .env
             .iter()
-            .map(|(k, v)| format!("{k}={}; export {k}\n", params::sh_quote(v)))
+            .map(|(k, v)| format!("{k}={}; export {k}\n", crate::shell::quote(v)))
             .collect();
         let install: Vec<String> = guest
             .pkg
             .install
             .iter()
-            .map(|w| params::sh_quote(w))
+            .map(|w| crate::shell::quote(w))
             .collect();
         let body = format!(
             "{envs}command -v python3 >/dev/null 2>&1 && exit 0\n{} {}\n",
             install.join(" "),
-            params::sh_quote(&package)
+            crate::shell::quote(&package)
         );
         let status = self
             .shell
@@ -525,7 +525,7 @@ impl Run<'_> {
     /// recorded, and its children (listed first: once the interpreter dies they are orphans).
     /// Best effort and short: the caller still answers `canceled` within the signal grace.
     fn stop_remote(&self, pid_file: &str) {
-        let quoted = params::sh_quote(pid_file);
+        let quoted = crate::shell::quote(pid_file);
         let body = format!(
             "p=$(cat {quoted} 2>/dev/null) || exit 0\nrm -f {quoted}\n[ -n \"$p\" ] || exit 0\nkids=$(pgrep -P \"$p\" 2>/dev/null || for s in /proc/[0-9]*/stat; do read -r c _ _ pp _ < \"$s\" && [ \"$pp\" = \"$p\" ] && echo \"$c\"; done 2>/dev/null)\nkill -TERM \"$p\" 2>/dev/null\n[ -z \"$kids\" ] || kill -TERM $kids 2>/dev/null\nexit 0\n"
         );
@@ -537,7 +537,7 @@ impl Run<'_> {
         manifest: &Manifest,
         file: &str,
     ) -> Result<std::collections::BTreeMap<String, String>> {
-        let quoted = params::sh_quote(file);
+        let quoted = crate::shell::quote(file);
         // One byte more than the limit is read back, to tell a file over it.
         let captured = self.shell.capture(
             &format!(
@@ -706,7 +706,7 @@ impl Run<'_> {
 /// The line that makes a script record its interpreter's PID (for [`Run::stop_remote`]).
 fn record_pid(runtime: Runtime, pid_file: &str) -> String {
     match runtime {
-        Runtime::Sh => format!("echo $$ > {}\n", params::sh_quote(pid_file)),
+        Runtime::Sh => format!("echo $$ > {}\n", crate::shell::quote(pid_file)),
         Runtime::Python3 => format!(
             "open({}, \"w\").write(str(_stoat_os.getpid()))\n",
             serde_json::to_string(pid_file).unwrap_or_default()

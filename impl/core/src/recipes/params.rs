@@ -192,7 +192,10 @@ pub fn prelude(runtime: Runtime, params: &[Resolved], outputs_file: &str) -> Str
         Runtime::Sh => {
             let mut out = String::new();
             for (name, value) in &vars {
-                out.push_str(&format!("{name}={}; export {name}\n", sh_quote(value)));
+                out.push_str(&format!(
+                    "{name}={}; export {name}\n",
+                    crate::shell::quote(value)
+                ));
             }
             out.push_str(&format!(": > \"${OUTPUTS_ENV}\"\n"));
             out
@@ -218,11 +221,6 @@ pub fn prelude(runtime: Runtime, params: &[Resolved], outputs_file: &str) -> Str
 
 fn json_str(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
-}
-
-/// Single-quotes a value for a POSIX shell.
-pub fn sh_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// Parses what a script appended to `$STOAT_OUTPUTS`: `name=value` lines, later lines win.

@@ -83,10 +83,7 @@ pub fn remote_spec(vm: &StoredVm, remote: &str) -> String {
 /// Quotes an argv into one string that a POSIX shell splits back into exactly that argv: each
 /// element single-quoted, a `'` written as `'\''`, joined by spaces.
 pub fn quote_remote_command(argv: &[String]) -> String {
-    argv.iter()
-        .map(|arg| format!("'{}'", arg.replace('\'', r"'\''")))
-        .collect::<Vec<_>>()
-        .join(" ")
+    crate::shell::join(argv)
 }
 
 /// [`quote_remote_command`] on raw argv bytes: a word that is not UTF-8 reaches the guest's
@@ -98,15 +95,7 @@ pub fn quote_remote_argv(argv: &[std::ffi::OsString]) -> std::ffi::OsString {
         if index > 0 {
             quoted.push(b' ');
         }
-        quoted.push(b'\'');
-        for &byte in arg.as_encoded_bytes() {
-            if byte == b'\'' {
-                quoted.extend_from_slice(br"'\''");
-            } else {
-                quoted.push(byte);
-            }
-        }
-        quoted.push(b'\'');
+        crate::shell::quote_bytes(arg.as_encoded_bytes(), &mut quoted);
     }
     std::ffi::OsString::from_vec(quoted)
 }
