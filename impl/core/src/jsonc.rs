@@ -3,7 +3,7 @@
 //! (`servers.stoat`) in its concrete syntax tree, so every comment, trailing comma, blank line
 //! and the rest of the formatting stay as the person wrote them.
 
-use jsonc_parser::cst::{CstInputValue, CstRootNode};
+use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
 use jsonc_parser::ParseOptions;
 use serde_json::Value;
 
@@ -52,7 +52,8 @@ fn input(value: &Value) -> CstInputValue {
 
 /// Returns `text` with `outer.inner = value`, editing only that member (or adding it, or
 /// adding `outer` holding it). Refuses text that is not JSONC, a top level that is not an
-/// object and an `outer` that is not one.
+/// object, an `outer` that is not one, and an `outer` or `inner` named twice: a reader takes
+/// the last of two, so an edit of either could be one the client never sees.
 pub fn set(text: &str, outer: &str, inner: &str, value: &Value) -> Result<String, Why> {
     if text.trim().is_empty() {
         let fresh = serde_json::json!({ outer: { inner: value } });
@@ -63,9 +64,11 @@ pub fn set(text: &str, outer: &str, inner: &str, value: &Value) -> Result<String
     let top = root
         .object_value()
         .ok_or("the top level is not a JSON object")?;
+    named_once(&top, outer, "the top level")?;
     let servers = top
         .object_value_or_create(outer)
         .ok_or_else(|| format!("{outer} is not a JSON object"))?;
+    named_once(&servers, inner, outer)?;
     match servers.get(inner) {
         Some(found) => found.set_value(input(value)),
         None => {
@@ -73,6 +76,22 @@ pub fn set(text: &str, outer: &str, inner: &str, value: &Value) -> Result<String
         }
     }
     Ok(root.to_string())
+}
+
+/// Refuses an object that names `name` more than once.
+fn named_once(object: &CstObject, name: &str, what: &str) -> Result<(), Why> {
+    let count = object
+        .properties()
+        .iter()
+        .filter_map(|prop| prop.name()?.decoded_value().ok())
+        .filter(|found| found == name)
+        .count();
+    if count > 1 {
+        return Err(format!(
+            "{what} names \"{name}\" {count} times; keep one and run again"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -160,8 +179,25 @@ mod tests {
 
     #[test]
     fn refuses_what_it_cannot_edit() {
-        for bad in ["{oops", "[1]", "{\"servers\": 3}", "{\"a\": 1 /* open"] {
+        for bad in [
+            "{oops",
+            "[1]",
+            "{\"servers\": 3}",
+            "{\"a\": 1 /* open",
+            "{\"servers\": {\"stoat\": 1, \"stoat\": 2}}",
+            "{\"servers\": {}, \"servers\": {}}",
+        ] {
             assert!(set(bad, "servers", "stoat", &entry()).is_err(), "{bad}");
         }
+        let twice = set(
+            "{\"servers\": {\"stoat\": 1, \"stoat\": 2}}",
+            "servers",
+            "stoat",
+            &entry(),
+        );
+        assert_eq!(
+            twice.unwrap_err(),
+            "servers names \"stoat\" 2 times; keep one and run again"
+        );
     }
 }

@@ -12,8 +12,8 @@ use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::log_line::LineCutter;
-use super::log_tail;
+use crate::bounded::line::LineCutter;
+use crate::bounded::tail as log_tail;
 
 /// How much is read per step.
 const CHUNK: usize = 64 * 1024;
@@ -226,7 +226,7 @@ mod tests {
 
     #[test]
     fn a_long_line_is_held_only_up_to_the_cap_and_handed_over_cut() {
-        use super::super::log_line::{cut_marker, LINE_CAP};
+        use crate::bounded::line::{cut_marker, LINE_CAP};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("console.log");
         let mut seen = Seen(Vec::new());

@@ -13,7 +13,7 @@ use std::time::Duration;
 use stoat_wire::dto::LogsData;
 
 use super::log_follow::{Change, Follower, LineSink};
-use super::log_tail;
+use crate::bounded::tail as log_tail;
 use crate::vm;
 use crate::{Cancel, Error, EventSink, Result, Root};
 
@@ -187,21 +187,6 @@ pub fn follow(
 }
 
 /// Reads a file's last `tail` lines (all when `tail <= 0`); a missing file is empty.
-/// The console log's last line with something visible on it, cut to 160 characters and with
-/// control characters dropped: a timeout message says how far the boot got.
-pub fn last_console_line(vm_dir: &Path) -> Option<String> {
-    let lines = read_tail(&vm_dir.join(Which::Console.file_name()), 20).ok()?;
-    let line = lines.iter().rev().find(|line| !line.trim().is_empty())?;
-    Some(
-        line.chars()
-            .filter(|c| !c.is_control())
-            .take(160)
-            .collect::<String>()
-            .trim()
-            .to_owned(),
-    )
-}
-
 fn read_tail(path: &Path, tail: i64) -> Result<Vec<String>> {
     let context = || format!("read {}", path.display());
     let mut file = match std::fs::File::open(path) {
@@ -213,27 +198,10 @@ fn read_tail(path: &Path, tail: i64) -> Result<Vec<String>> {
     log_tail::last_lines(&mut file, end, tail).map_err(|e| Error::io(context(), e))
 }
 
-/// Splits on `\n` after trimming trailing newlines, keeping the last `tail` when `tail > 0`.
-/// A trailing `\r` (a console's CRLF) is dropped from each line.
-#[cfg(test)]
-pub fn tail_lines(text: &str, tail: i64) -> Vec<String> {
-    let trimmed = text.trim_end_matches(['\n', '\r']);
-    if trimmed.is_empty() {
-        return Vec::new();
-    }
-    let lines: Vec<String> = trimmed
-        .split('\n')
-        .map(|line| line.strip_suffix('\r').unwrap_or(line).to_owned())
-        .collect();
-    match usize::try_from(tail) {
-        Ok(n) if n > 0 && n < lines.len() => lines[lines.len() - n..].to_vec(),
-        _ => lines,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bounded::tail::tail_lines;
 
     #[test]
     fn tail_rules() {

@@ -6,8 +6,6 @@
 pub mod capabilities;
 pub mod doctor;
 pub mod log_follow;
-pub mod log_line;
-pub mod log_tail;
 pub mod logs;
 pub mod prune;
 pub mod share_pause;

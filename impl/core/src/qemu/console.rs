@@ -211,6 +211,23 @@ fn append(path: &Path, truncate: bool) -> std::io::Result<std::fs::File> {
     options.open(path)
 }
 
+/// The console log's last line with something visible on it, cut to 160 characters and with
+/// control characters dropped: a timeout message says how far the boot got.
+pub fn last_line(vm_dir: &Path) -> Option<String> {
+    let mut file = std::fs::File::open(super::VmPaths::new(vm_dir).console_log).ok()?;
+    let end = file.metadata().ok()?.len();
+    let lines = crate::bounded::tail::last_lines(&mut file, end, 20).ok()?;
+    let line = lines.iter().rev().find(|line| !line.trim().is_empty())?;
+    Some(
+        line.chars()
+            .filter(|c| !c.is_control())
+            .take(160)
+            .collect::<String>()
+            .trim()
+            .to_owned(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

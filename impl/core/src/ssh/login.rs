@@ -155,7 +155,7 @@ pub fn until_reachable_telling(
 /// The timeout message: what ssh said last and how far the console got.
 fn not_reached(stored: &StoredVm, timeout: Duration, said: &str) -> String {
     let name = &stored.name;
-    let console = crate::host::logs::last_console_line(&stored.dir)
+    let console = crate::qemu::console::last_line(&stored.dir)
         .map(|line| format!("; the console's last line: {line:?}"))
         .unwrap_or_default();
     format!(

@@ -7,15 +7,15 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 
-use super::log_line::LineCutter;
+use super::line::LineCutter;
 #[cfg(doc)]
-use super::log_line::LINE_CAP;
+use super::line::LINE_CAP;
 
 /// How much is read per step backwards.
 const CHUNK: u64 = 64 * 1024;
 
 /// The last `n` lines of `file[..end]` (every line when `n <= 0`), split as
-/// [`super::logs::tail_lines`] splits them, each cut to the line cap.
+/// [`tail_lines`] splits them, each cut to the line cap.
 pub fn last_lines(file: &mut File, end: u64, n: i64) -> std::io::Result<Vec<String>> {
     let wanted = usize::try_from(n).ok().filter(|n| *n > 0);
     let (start, content_end) = find_start(file, end, wanted)?;
@@ -105,9 +105,27 @@ pub fn end_of_last_line(file: &mut File, end: u64) -> std::io::Result<u64> {
     Ok(0)
 }
 
+/// Splits on `\n` after trimming trailing newlines, keeping the last `tail` when `tail > 0`.
+/// A trailing `\r` (a console's CRLF) is dropped from each line. The tests' reference for
+/// the streaming tail.
+#[cfg(test)]
+pub fn tail_lines(text: &str, tail: i64) -> Vec<String> {
+    let trimmed = text.trim_end_matches(['\n', '\r']);
+    if trimmed.is_empty() {
+        return Vec::new();
+    }
+    let lines: Vec<String> = trimmed
+        .split('\n')
+        .map(|line| line.strip_suffix('\r').unwrap_or(line).to_owned())
+        .collect();
+    match usize::try_from(tail) {
+        Ok(n) if n > 0 && n < lines.len() => lines[lines.len() - n..].to_vec(),
+        _ => lines,
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::logs::tail_lines;
     use super::*;
     use std::io::Write;
 

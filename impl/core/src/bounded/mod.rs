@@ -2,6 +2,9 @@
 //! stoat.toml or a vm.toml that turns out to be `/dev/zero` or a huge file is refused
 //! instead of filling memory.
 
+pub mod line;
+pub mod tail;
+
 use std::io::Read;
 use std::path::Path;
 
