@@ -12,7 +12,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use stoat_core::qemu::Qmp;
+use stoat_core::fuzzing::Qmp;
 
 struct Server {
     socket: PathBuf,

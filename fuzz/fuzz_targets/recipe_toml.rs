@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use stoat_core::recipes::manifest::{parse_timeout, Manifest};
+use stoat_core::fuzzing::{parse_timeout, Manifest};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

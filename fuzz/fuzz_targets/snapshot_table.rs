@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use stoat_core::host::snapshot::parse_table;
+use stoat_core::fuzzing::parse_table;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

@@ -4,8 +4,7 @@
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
-use stoat_core::app::Session;
-use stoat_core::project::fanout;
+use stoat_core::app::{project::STARTED, Session};
 use stoat_core::{Cancel, Env, EventSink};
 use stoat_wire::dto::{LogData, ProgressData, ProjectRunVm, StageData};
 use stoat_wire::{EventType, Stream};
@@ -95,13 +94,6 @@ impl Ctx {
     pub fn finish_progress(&self) {
         self.sink.progress.finish();
     }
-
-    /// Says something to a human (stderr), unless quiet or under --json.
-    pub fn note(&self, text: &str) {
-        if !self.quiet {
-            let _ = writeln!(std::io::stderr(), "{text}");
-        }
-    }
 }
 
 /// JSON lines under --json; prose on stderr otherwise.
@@ -140,7 +132,7 @@ impl EventSink for Sink {
             return;
         }
         let text = match (event.status.as_str(), &event.error) {
-            (fanout::STARTED, _) => format!("==> {} ({})", event.key, event.name),
+            (STARTED, _) => format!("==> {} ({})", event.key, event.name),
             (_, Some(error)) => format!("    {}: {error}", event.name),
             ("skipped", _) => format!("    {}: skipped", event.name),
             _ => return,

@@ -50,10 +50,14 @@ pub fn hold_signals() {
 pub fn main() -> i32 {
     // `up` runs this binary again as the boot's console logger (core qemu/console.rs).
     let mut argv = std::env::args_os().skip(1);
-    if argv.next().as_deref() == Some(std::ffi::OsStr::new(stoat_core::qemu::console::LOGGER_ARG)) {
+    if argv.next().as_deref()
+        == Some(std::ffi::OsStr::new(
+            stoat_core::app::process::CONSOLE_LOGGER_ARG,
+        ))
+    {
         if let (Some(log), None) = (argv.next(), argv.next()) {
             return i32::from(
-                stoat_core::qemu::console::serve(std::path::Path::new(&log)).is_err(),
+                stoat_core::app::process::serve_console_log(std::path::Path::new(&log)).is_err(),
             );
         }
     }
@@ -161,19 +165,19 @@ fn run(
     ctx.finish_progress();
     let hint = match &result {
         Err(_) if json => None,
-        Err(stoat_core::Error::NotFound { name }) => ctx
-            .root()
-            .ok()
-            .and_then(|root| stoat_core::vm::list(root).ok())
-            .and_then(|vms| nearest(name, vms.iter().map(|vm| vm.name().to_owned()))),
+        Err(stoat_core::Error::NotFound { name }) => nearest(
+            name,
+            stoat_core::app::complete::vm_names(&ctx.env).into_iter(),
+        ),
         // `create --image`: a catalog id or a file in isos/; `pull`: the catalog alone.
         Err(stoat_core::Error::ImageNotFound { id }) => nearest(
             id,
             stoat_core::app::complete::image_ids(&ctx.env).into_iter(),
         ),
-        Err(stoat_core::Error::NoSuchImage { id }) => stoat_core::images::catalog::load(&ctx.env)
-            .ok()
-            .and_then(|catalog| nearest(id, catalog.entries().iter().map(|e| e.id.clone()))),
+        Err(stoat_core::Error::NoSuchImage { id }) => nearest(
+            id,
+            stoat_core::app::complete::catalog_ids(&ctx.env).into_iter(),
+        ),
         _ => None,
     }
     .map(|near| format!("did you mean {near}?"));

@@ -29,7 +29,7 @@ const QUIET: Duration = Duration::from_millis(1500);
 /// thread; [`install`] unblocks them.
 pub fn hold() {
     set_mask(libc::SIG_BLOCK);
-    stoat_core::fault::pause("first-instruction");
+    stoat_core::app::process::pause("first-instruction");
 }
 
 fn set_mask(how: libc::c_int) {
@@ -55,7 +55,7 @@ pub fn install(cancel: Cancel, terminator: Option<Terminator>) {
             return;
         };
         cancel.cancel();
-        stoat_core::child::stop_all();
+        stoat_core::app::process::stop_all();
         let name = if signal == SIGINT {
             "SIGINT"
         } else {
@@ -73,8 +73,8 @@ pub fn install(cancel: Cancel, terminator: Option<Terminator>) {
             if signals.pending().next().is_some() {
                 break;
             }
-            committed |= stoat_core::child::finishing_now();
-            if stoat_core::child::busy() {
+            committed |= stoat_core::app::process::finishing_now();
+            if stoat_core::app::process::busy() {
                 last_busy = std::time::Instant::now();
             } else if !committed && last_busy.elapsed() >= QUIET {
                 break;

@@ -133,12 +133,6 @@ fn read_to_end<R: std::io::Read + Send + 'static>(
     })
 }
 
-/// Runs `command` to the end with the streams the caller set up.
-pub fn status(command: &mut Command, group: Group) -> Result<ExitStatus, RunError> {
-    let mut child = start(command, group, false)?;
-    finish(&mut child, false)
-}
-
 /// Runs `command` to the end with the caller's stdin and stdout, collecting its stderr: for
 /// a tool whose stdout or stdin is the user's own data (`cp -`), whose complaint still
 /// belongs in stoat's error.

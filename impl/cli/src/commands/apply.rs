@@ -2,8 +2,7 @@
 //! and `apply --dry-run` (json-v3#per-command-data, json-v3#streaming); the work is in
 //! `stoat_core::app::runtime`.
 
-use stoat_core::app::runtime;
-use stoat_core::recipes::apply::ApplyRequest;
+use stoat_core::app::runtime::{self, ApplyRequest};
 use stoat_core::{Error, Result};
 use stoat_wire::dto::ApplyData;
 

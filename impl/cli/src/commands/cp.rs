@@ -3,10 +3,7 @@
 //! flag form (`--vm --direction --local --remote`), and `-` for stdin or stdout
 //! (docs/decisions/runtime.md "cp").
 
-use stoat_core::app::runtime;
-use stoat_core::runtime::cp::Transfer;
-use stoat_core::runtime::cp_stream::StreamRequest;
-use stoat_core::runtime::exec;
+use stoat_core::app::runtime::{self, StreamRequest, Transfer, REACH_WAIT};
 use stoat_core::{Error, Result};
 use stoat_wire::dto::{CopyDirection, CpData};
 
@@ -28,7 +25,7 @@ enum Plan {
 
 /// `cp [-r] SRC... DST`, or the flag form.
 pub fn cp(ctx: &Ctx, args: &CpArgs) -> Result<Reply> {
-    let reach_wait = args.timeout.unwrap_or(exec::REACH_WAIT);
+    let reach_wait = args.timeout.unwrap_or(REACH_WAIT);
     match parse(args)? {
         Plan::Stream(request) => {
             runtime::cp_stream(ctx, &request, reach_wait)?;

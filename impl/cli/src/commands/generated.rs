@@ -113,7 +113,7 @@ fn preformatted(roff: &mut roff::Roff, heading: &str, text: &str) {
 /// Every variable stoat reads, as core lists them.
 fn environment(roff: &mut roff::Roff) {
     roff.control("SH", ["ENVIRONMENT"]);
-    for (name, meaning) in stoat_core::env::VARS {
+    for (name, meaning) in stoat_core::app::info::ENV_VARS {
         roff.control("TP", []);
         roff.text([roff::bold(*name)]);
         roff.text([roff::roman(*meaning)]);

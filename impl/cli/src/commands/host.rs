@@ -21,7 +21,7 @@ pub fn ssh_command(ctx: &Ctx, name: &str) -> Result<Reply> {
     let human: Vec<String> = data
         .argv
         .iter()
-        .map(|word| stoat_core::shell::display(word))
+        .map(|word| app_host::shell_word(word))
         .collect();
     Ok(Reply::new(&data, human.join(" ")))
 }

@@ -2,8 +2,7 @@
 //! the pull summary; the download's progress is rendered by `progress` through the sink
 //! (json-v3#streaming; docs/decisions/images.md).
 
-use stoat_core::app::images;
-use stoat_core::images::store::Usage;
+use stoat_core::app::images::{self, Usage};
 use stoat_core::Result;
 use stoat_wire::dto::{Image, PullData};
 

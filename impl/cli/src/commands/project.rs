@@ -4,9 +4,8 @@
 //! ProjectRun; design#project-fan-out). Outside a project a no-name command is the single-VM
 //! command's own usage error. Per-VM progress arrives through the sink (`ctx`).
 
-use stoat_core::app::project::{self as app_project, GITIGNORE_LINE};
-use stoat_core::project::fanout;
-use stoat_core::recipes::apply::ApplyRequest;
+use stoat_core::app::project::{self as app_project, GITIGNORE_LINE, PROJECT_FILE};
+use stoat_core::app::runtime::ApplyRequest;
 use stoat_core::{Error, Result};
 use stoat_wire::dto::{ProjectRun, ProjectStatus};
 
@@ -130,7 +129,8 @@ pub fn wait(ctx: &Ctx, args: WaitArgs) -> Result<Reply> {
     let Some(project) = app_project::current(ctx)? else {
         return single(ctx, Command::Wait(args));
     };
-    run_reply(app_project::wait(ctx, &project, &args.until, args.timeout)?)
+    let until = super::runtime::until(&args.until)?;
+    run_reply(app_project::wait(ctx, &project, until, args.timeout)?)
 }
 
 /// `apply` with no VM name (`--dry-run` needs a VM: a plan is per VM).
@@ -172,7 +172,7 @@ pub fn rm(ctx: &Ctx, args: RmArgs) -> Result<Reply> {
 /// ProjectRun is `ok:true` under --json whatever the VMs did (the per-VM statuses are the
 /// answer); exit 1 in human mode when one failed.
 fn run_reply(run: ProjectRun) -> Result<Reply> {
-    let failed = fanout::any_failed(&run);
+    let failed = app_project::any_failed(&run);
     let human = run_human(&run);
     Ok(Reply::new(&run, human).with_human_exit(i32::from(failed)))
 }
@@ -211,7 +211,7 @@ fn single(ctx: &Ctx, command: Command) -> Result<Reply> {
         other => Err(Error::Usage(format!(
             "{} needs a VM name (or run it inside a project: a directory with {} at or above it)",
             other.wire_name(),
-            stoat_core::project::PROJECT_FILE
+            PROJECT_FILE
         ))),
     }
 }

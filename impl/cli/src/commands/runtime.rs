@@ -2,10 +2,9 @@
 //! wait, exec, screenshot (`stoat_core::app::runtime`; json-v3#per-command-data; `cp` has its
 //! own module). Each parses its args into a typed request and renders the answer for a human.
 
-use stoat_core::app::{runtime, vms};
-use stoat_core::runtime::{cp, exec, wait};
+use stoat_core::app::runtime::{self, Streams, Until, REACH_WAIT};
+use stoat_core::app::vms;
 use stoat_core::{Error, Result};
-use stoat_wire::dto::VmData;
 
 use crate::ctx::Ctx;
 use crate::grammar::{ScreenshotArgs, UpArgs, WaitArgs};
@@ -18,24 +17,16 @@ use crate::{ExecArgs, Reply};
 pub fn up(ctx: &Ctx, args: &UpArgs) -> Result<Reply> {
     let name = required_vm("up", args.vm.as_deref())?;
     let reach_wait = (!args.no_wait).then_some(args.timeout);
-    // Notes only for a VM that exists: a missing or broken one gets its error alone.
-    if let Ok(stored) = stoat_core::vm::load_ok(ctx.root()?, name) {
+    let outcome = match runtime::up(ctx, name, !args.no_apply, reach_wait) {
         // A person asking for a running VM gets what they want: it converges (exit 0). A
         // program reads `already_running` from --json (docs/decisions/cli.md).
-        if !ctx.is_json() && stored.running_pid().is_some() {
-            let vm = stored.to_wire(&ctx.env);
-            let human = format!("{name} is already running (ssh :{})", vm.ssh_port);
-            return Ok(Reply::new(&VmData { vm }, human));
+        Err(Error::AlreadyRunning { .. }) if !ctx.is_json() => {
+            let data = vms::vm(ctx, name)?;
+            let human = format!("{name} is already running (ssh :{})", data.vm.ssh_port);
+            return Ok(Reply::new(&data, human));
         }
-        ctx.note(&format!("starting {name}..."));
-        if reach_wait.is_some() {
-            ctx.note(&format!(
-                "then waiting for ssh on port {}...",
-                stored.config.sshport
-            ));
-        }
-    }
-    let outcome = runtime::up(ctx, name, !args.no_apply, reach_wait)?;
+        other => other?,
+    };
     let vm = &outcome.data.vm;
     let mut human = if outcome.reachable {
         format!("{} is up (ssh :{})\n", vm.name, vm.ssh_port)
@@ -80,18 +71,14 @@ fn display_lines(ctx: &Ctx, name: &str) -> Result<String> {
 /// `down <vm>`.
 pub fn down(ctx: &Ctx, vm: Option<&str>) -> Result<Reply> {
     let name = required_vm("down", vm)?;
-    if !ctx.is_json() {
-        if let Ok(stored) = stoat_core::vm::load_ok(ctx.root()?, name) {
-            if stored.running_pid().is_none() {
-                let vm = stored.to_wire(&ctx.env);
-                return Ok(Reply::new(
-                    &VmData { vm },
-                    format!("{name} is already stopped"),
-                ));
-            }
+    let data = match runtime::down(ctx, name) {
+        // Converges for a person, like `up` (docs/decisions/cli.md); --json gets `not_running`.
+        Err(Error::NotRunning { .. }) if !ctx.is_json() => {
+            let data = vms::vm(ctx, name)?;
+            return Ok(Reply::new(&data, format!("{name} is already stopped")));
         }
-    }
-    let data = runtime::down(ctx, name)?;
+        other => other?,
+    };
     let vm = &data.vm;
     let human = if vm.state == stoat_wire::dto::VmState::Running {
         format!("{} is still stopping", vm.name)
@@ -104,7 +91,7 @@ pub fn down(ctx: &Ctx, vm: Option<&str>) -> Result<Reply> {
 /// `wait <vm> --until X --timeout D`.
 pub fn wait(ctx: &Ctx, args: &WaitArgs) -> Result<Reply> {
     let name = required_vm("wait", args.vm.as_deref())?;
-    let until = wait::Until::parse(&args.until)?;
+    let until = until(&args.until)?;
     let data = runtime::wait(ctx, name, until, args.timeout)?;
     let state = match data.until.as_str() {
         "applied" => "has its recipes applied",
@@ -131,11 +118,11 @@ pub fn exec(ctx: &Ctx, args: ExecArgs) -> Result<Reply> {
         return super::host::ssh(ctx, &args.vm, &args.command, true);
     }
     let streams = if ctx.hands_stdin_to_guest() {
-        exec::Streams::Inherit
+        Streams::Inherit
     } else {
-        exec::Streams::Capture
+        Streams::Capture
     };
-    let reach_wait = args.timeout.unwrap_or(exec::REACH_WAIT);
+    let reach_wait = args.timeout.unwrap_or(REACH_WAIT);
     let out = runtime::exec(ctx, &args.vm, &args.command, streams, reach_wait)?;
     // Captured bytes (--json) ride in the reply; inherited streams already reached the user.
     let guest = GuestOutput {
@@ -154,7 +141,7 @@ pub fn screenshot(ctx: &Ctx, args: &ScreenshotArgs) -> Result<Reply> {
         Some(path) => {
             let cwd =
                 std::env::current_dir().map_err(|e| Error::io("read the current directory", e))?;
-            let absolute = cp::absolute_local(&ctx.env, &cwd, path)?;
+            let absolute = runtime::absolute_local(&ctx.env, &cwd, path)?;
             // `-o shots/` names a directory: never a file called `shots`.
             if path.ends_with('/') && !absolute.is_dir() {
                 return Err(Error::InvalidSpec(format!(
@@ -171,6 +158,15 @@ pub fn screenshot(ctx: &Ctx, args: &ScreenshotArgs) -> Result<Reply> {
         data.path, data.width, data.height, data.bytes
     );
     Ok(Reply::new(&data, human))
+}
+
+/// `--until`'s value as core's [`Until`].
+pub fn until(text: &str) -> Result<Until> {
+    Until::parse(text).ok_or_else(|| {
+        Error::Usage(format!(
+            "wait: --until must be reachable, stopped or applied, not {text:?}"
+        ))
+    })
 }
 
 fn required_vm<'a>(cmd: &str, vm: Option<&'a str>) -> Result<&'a str> {

@@ -7,8 +7,9 @@
 
 use std::io::{BufRead, Write};
 
-use stoat_core::app::vmops::{self, ForwardChange};
-use stoat_core::ops::{create::CreateSpec, update::UpdateSpec};
+use stoat_core::app::vmops::{
+    self, Backend, CreateSpec, Edit, ForwardChange, Mode, PortPair, UpdateSpec,
+};
 use stoat_core::{Error, Result};
 use stoat_wire::dto::{AppliesAt, ForwardData, UpdateData, Vm};
 
@@ -23,8 +24,8 @@ pub fn create(ctx: &Ctx, args: CreateArgs) -> Result<Reply> {
         name: args.name,
         image: image_from_here(&args.image)?,
         os: args.os,
-        backend: args.backend,
-        mode: args.mode,
+        backend: args.backend.as_deref().and_then(Backend::given),
+        mode: args.mode.as_deref().and_then(Mode::given),
         ram_mb: args.ram,
         cpus: args.cpus,
         disk: args.disk,
@@ -43,11 +44,8 @@ pub fn create(ctx: &Ctx, args: CreateArgs) -> Result<Reply> {
         let mut human = create_human(&data.vm);
         if random_password {
             // Shown this once, to the person who asked for it; never under --json, never logged.
-            let stored = stoat_core::vm::load_ok(ctx.root()?, &data.vm.name)?;
-            human.push_str(&format!(
-                "console password (shown only now): {}\n",
-                stored.config.console_password
-            ));
+            let password = vmops::console_password(ctx, &data.vm.name)?;
+            human.push_str(&format!("console password (shown only now): {password}\n"));
         }
         Ok(human)
     })?;
@@ -93,6 +91,10 @@ fn create_human(vm: &Vm) -> String {
     )
 }
 
+/// The flags `update` takes, for its "nothing to change" message.
+const UPDATE_FLAGS: &str =
+    "--ram, --cpus, --ssh-port, --disk, --share, --recipes, --agent-access, --allow-exec, --display, --host-loopback";
+
 /// `update`.
 pub fn update(ctx: &Ctx, args: UpdateArgs) -> Result<Reply> {
     let immutable: Vec<(&'static str, String)> = [
@@ -110,13 +112,21 @@ pub fn update(ctx: &Ctx, args: UpdateArgs) -> Result<Reply> {
         ssh_port: args.ssh_port,
         disk: args.disk,
         share: args.share,
-        recipes: args.recipes,
+        // `--recipes a,b`: the CLI's comma list; `""` clears.
+        recipes: args
+            .recipes
+            .map(|list| list.split(',').map(str::to_owned).collect()),
         agent_access: args.agent_access,
         allow_exec: args.allow_exec,
         display: args.display,
         host_loopback: args.host_loopback,
         immutable,
     };
+    if spec.is_empty() {
+        return Err(Error::Usage(format!(
+            "update: nothing to change; pass at least one of {UPDATE_FLAGS}"
+        )));
+    }
     let data = vmops::update(ctx, &args.vm, &spec)?;
     let human = update_human(&data);
     Ok(Reply::new(&data, human))
@@ -192,7 +202,7 @@ pub fn clone(ctx: &Ctx, args: CloneArgs) -> Result<Reply> {
 /// `forward`: show with no pairs, replace with pairs, clear with --clear, edit with
 /// --add/--remove.
 pub fn forward(ctx: &Ctx, args: ForwardArgs) -> Result<Reply> {
-    let change = ForwardChange::parse(&args.pairs, args.clear, &args.add, &args.remove)?;
+    let change = forward_change(&args.pairs, args.clear, &args.add, &args.remove)?;
     let data = vmops::forward(ctx, &args.vm, &change)?;
     let live = match change {
         ForwardChange::Show => vmops::live_forwards(ctx, &args.vm)?,
@@ -200,6 +210,49 @@ pub fn forward(ctx: &Ctx, args: ForwardArgs) -> Result<Reply> {
     };
     let human = forward_human(&data, live.as_deref());
     Ok(Reply::new(&data, human))
+}
+
+/// The change `forward <vm> [PAIR...] [--clear] [--add PAIR]... [--remove PORT]...` asks
+/// for. Pairs, `--clear` and `--add`/`--remove` are three ways to say it: one at a time.
+fn forward_change(
+    pairs: &[String],
+    clear: bool,
+    add: &[String],
+    remove: &[String],
+) -> Result<ForwardChange> {
+    let editing = !add.is_empty() || !remove.is_empty();
+    if clear && !pairs.is_empty() {
+        return Err(Error::Usage(
+            "forward: --clear takes no HOST:GUEST pairs".into(),
+        ));
+    }
+    if editing && (clear || !pairs.is_empty()) {
+        return Err(Error::Usage(
+            "forward: --add/--remove change the list; HOST:GUEST pairs and --clear replace it; use one or the other".into(),
+        ));
+    }
+    let parse_pairs = |texts: &[String]| -> Result<Vec<PortPair>> {
+        texts.iter().map(|t| vmops::parse_pair(t)).collect()
+    };
+    if editing {
+        let removal = |text: &String| match vmops::parse_removal(text) {
+            // A bare port that is no number: said in the flag's terms.
+            Err(_) if !text.contains(':') => Err(Error::Usage(format!(
+                "forward --remove: {text:?} is not HOST or HOST:GUEST (port numbers)"
+            ))),
+            other => other,
+        };
+        return Ok(ForwardChange::Edit(Edit::Change {
+            add: parse_pairs(add)?,
+            remove: remove.iter().map(removal).collect::<Result<_>>()?,
+        }));
+    }
+    let pairs = parse_pairs(pairs)?;
+    Ok(match (clear, pairs.is_empty()) {
+        (true, _) => ForwardChange::Edit(Edit::Replace(Vec::new())),
+        (false, true) => ForwardChange::Show,
+        (false, false) => ForwardChange::Edit(Edit::Replace(pairs)),
+    })
 }
 
 /// One line per forward; when showing a running VM's, each says whether it is live (its QEMU

@@ -1,10 +1,10 @@
-//! The MCP server's guards, pure where they can be: agent_access levels per tool class, VM
-//! name and image id shapes, fields an agent may not set, and host-path confinement of the
-//! copy tools to `<root>/shared/<vm>` (docs/contract.md behaviour#mcp; json-v3#per-command-data: agent_access).
+//! The MCP server's guards, pure where they can be: the agent_access level each tool class
+//! needs (core's `app::mcp` checks a VM's level against it), VM name and image id shapes,
+//! fields an agent may not set, and host-path confinement of the copy tools to
+//! `<root>/shared/<vm>` (docs/contract.md behaviour#mcp; json-v3#per-command-data: agent_access).
 
 use std::path::{Component, Path, PathBuf};
 
-use stoat_core::vm::{self, Loaded};
 use stoat_core::{Env, Error, Result, Root};
 use stoat_wire::dto::AgentAccess;
 
@@ -103,28 +103,6 @@ pub fn project_dir(dir: &str) -> Result<std::path::PathBuf> {
     Ok(path)
 }
 
-/// Returns a VM's effective agent_access. A broken vm.toml cannot say, so it counts as
-/// `observe`: an agent may see that it is broken and nothing more.
-pub fn access_of(root: &Root, name: &str) -> Result<AgentAccess> {
-    match vm::load(root, name)? {
-        Loaded::Ok(stored) => Ok(stored.config.agent_access()),
-        Loaded::Broken { .. } => Ok(AgentAccess::Observe),
-    }
-}
-
-/// Refuses with `access_denied` unless `have` reaches `need`.
-pub fn require(tool: &str, vm: &str, have: AgentAccess, need: AgentAccess) -> Result<()> {
-    if have >= need {
-        return Ok(());
-    }
-    Err(Error::AccessDenied(format!(
-        "{tool} needs agent_access {} on {vm}, which allows {}; a person can raise it with `stoat update {vm} --agent-access {}`",
-        need.as_str(),
-        have.as_str(),
-        need.as_str()
-    )))
-}
-
 /// Resolves a copy tool's host path and confines it to `<root>/shared/<vm>` (created when
 /// missing). A relative path is relative to that directory. `..` is refused outright; the
 /// path is resolved through the file system (an existing path in full, else its parent) and
@@ -209,18 +187,12 @@ mod tests {
     }
 
     #[test]
-    fn levels_are_ordered_and_classes_map_to_them() {
+    fn classes_map_to_levels() {
         use AgentAccess::*;
-        assert!(None < Observe && Observe < Manage && Manage < Exec);
         assert_eq!(Class::ReadOnly.needs(), Observe);
         assert_eq!(Class::Mutating.needs(), Manage);
         assert_eq!(Class::Destructive.needs(), Manage);
         assert_eq!(Class::Execution.needs(), Exec);
-        assert!(require("exec", "w", Manage, Exec).is_err());
-        assert!(require("exec", "w", Exec, Exec).is_ok());
-        assert!(require("vm_status", "w", None, Observe).is_err());
-        let err = require("stop", "w", Observe, Manage).unwrap_err();
-        assert_eq!(err.code(), stoat_wire::ErrorCode::AccessDenied);
     }
 
     #[test]

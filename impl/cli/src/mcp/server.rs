@@ -18,7 +18,7 @@ use stoat_core::{Cancel, Env, Error, Result};
 use super::guards;
 use super::rate::RateLimiter;
 use super::tools::{self, Tool};
-use stoat_core::app::Session;
+use stoat_core::app::{self, Session};
 
 /// The protocol revisions this server speaks, oldest first. Every ordering question goes
 /// through this list: revisions are names, not numbers, so they are never compared as strings.
@@ -311,13 +311,11 @@ impl Server {
         if let Some(dir) = text("dir") {
             ctx = ctx.with_work_dir(guards::project_dir(&dir)?);
         }
-        let root = ctx.root()?;
-        stoat_core::log::append(root, "info", &format!("mcp tool={}", tool.name));
+        ctx.record(&format!("mcp tool={}", tool.name))?;
         if let Some(param) = tool.vm_param {
             let vm = text(param).unwrap_or_default();
             guards::check_vm_name(&vm)?;
-            let have = guards::access_of(root, &vm)?;
-            guards::require(tool.name, &vm, have, tool.class.needs())?;
+            app::mcp::require_access(&ctx, tool.name, &vm, tool.class.needs())?;
         }
         match panic::catch_unwind(AssertUnwindSafe(|| (tool.run)(&ctx, arguments))) {
             Ok(result) => result,

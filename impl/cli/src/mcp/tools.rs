@@ -9,12 +9,10 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use stoat_core::app::{
-    self, host::PruneOptions, host::SnapshotAction, vmops::ForwardChange, Session,
-};
-use stoat_core::ops::{create::CreateSpec, update::UpdateSpec};
-use stoat_core::recipes::apply::ApplyRequest;
-use stoat_core::runtime::{cp::CopyRequest, wait::Until};
+use stoat_core::app::project::Project;
+use stoat_core::app::runtime::{ApplyRequest, CopyRequest, Streams, Until, REACH_WAIT};
+use stoat_core::app::vmops::{Backend, CreateSpec, Edit, ForwardChange, Mode, UpdateSpec};
+use stoat_core::app::{self, host::PruneOptions, host::SnapshotAction, Session};
 use stoat_core::{Error, Result};
 use stoat_wire::dto::{
     AgentAccess, ApplyResult, CopyDirection, CopyResult, ForwardList, WaitResult,
@@ -22,7 +20,6 @@ use stoat_wire::dto::{
 
 use super::guards::{self, Class};
 use super::schemas;
-use stoat_core::project::Project;
 
 /// Runs a tool once its arguments passed the guards and the input schema.
 pub type Runner = fn(&Session, Map<String, Value>) -> Result<Value>;
@@ -719,8 +716,8 @@ fn create(ctx: &Session, args: CreateArgs) -> Result<impl Serialize> {
         name: args.name,
         image: args.image,
         os: args.os,
-        backend: args.backend,
-        mode: args.mode,
+        backend: args.backend.as_deref().and_then(Backend::given),
+        mode: args.mode.as_deref().and_then(Mode::given),
         ram_mb: args.ram_mb,
         cpus: args.cpus,
         disk: args.disk,
@@ -767,9 +764,15 @@ fn update(ctx: &Session, args: UpdateArgs) -> Result<impl Serialize> {
         cpus: args.cpus,
         ssh_port: args.ssh_port,
         disk: args.disk,
-        recipes: args.recipes.map(|names| names.join(",")),
+        recipes: args.recipes,
         ..UpdateSpec::default()
     };
+    if spec.is_empty() {
+        return Err(Error::Usage(
+            "update: nothing to change; pass at least one of ram_mb, cpus, ssh_port, disk, recipes"
+                .into(),
+        ));
+    }
     app::vmops::update(ctx, &args.vm, &spec)
 }
 
@@ -787,12 +790,22 @@ fn restore(ctx: &Session, args: SnapshotArgs) -> Result<impl Serialize> {
 }
 
 fn forward(ctx: &Session, args: ForwardArgs) -> Result<ForwardList> {
-    let change = ForwardChange::parse(
-        &args.pairs.unwrap_or_default(),
-        args.clear.unwrap_or(false),
-        &[],
-        &[],
-    )?;
+    let pairs = args.pairs.unwrap_or_default();
+    let change = match (args.clear.unwrap_or(false), pairs.is_empty()) {
+        (true, false) => {
+            return Err(Error::Usage(
+                "forward: clear takes no pairs; pass one or the other".into(),
+            ))
+        }
+        (true, true) => ForwardChange::Edit(Edit::Replace(Vec::new())),
+        (false, true) => ForwardChange::Show,
+        (false, false) => ForwardChange::Edit(Edit::Replace(
+            pairs
+                .iter()
+                .map(|pair| app::vmops::parse_pair(pair))
+                .collect::<Result<_>>()?,
+        )),
+    };
     let data = app::vmops::forward(ctx, &args.vm, &change)?;
     // ForwardList: the forwards after the call, nothing else.
     Ok(ForwardList {
@@ -835,13 +848,7 @@ fn exec(ctx: &Session, args: ExecArgs) -> Result<impl Serialize> {
         .into_iter()
         .map(std::ffi::OsString::from)
         .collect();
-    app::runtime::exec(
-        ctx,
-        &args.vm,
-        &command,
-        stoat_core::runtime::exec::Streams::Capture,
-        stoat_core::runtime::exec::REACH_WAIT,
-    )
+    app::runtime::exec(ctx, &args.vm, &command, Streams::Capture, REACH_WAIT)
 }
 
 fn copy_to(ctx: &Session, args: CopyArgs) -> Result<CopyResult> {
@@ -878,7 +885,7 @@ fn copy(ctx: &Session, args: CopyArgs, to_remote: bool) -> Result<CopyResult> {
         remote: args.remote.clone(),
     };
     let cwd = std::env::current_dir().map_err(|e| Error::io("read the current directory", e))?;
-    let data = app::runtime::cp(ctx, &cwd, &request, stoat_core::runtime::exec::REACH_WAIT)?;
+    let data = app::runtime::cp(ctx, &cwd, &request, REACH_WAIT)?;
     if data.local != local_text {
         return Err(Error::Internal(format!(
             "cp copied {} instead of the authorised {local_text}",
@@ -898,14 +905,7 @@ fn copy(ctx: &Session, args: CopyArgs, to_remote: bool) -> Result<CopyResult> {
 /// (The server has already moved the session to the tool's `dir`.)
 fn project_with_access(ctx: &Session, tool: &str, class: Class) -> Result<Project> {
     let project = app::project::required(ctx)?;
-    let root = ctx.root()?;
-    for decl in &project.vms {
-        match guards::access_of(root, &decl.name) {
-            Ok(have) => guards::require(tool, &decl.name, have, class.needs())?,
-            Err(Error::NotFound { .. }) => {}
-            Err(e) => return Err(e),
-        }
-    }
+    app::mcp::require_project_access(ctx, tool, &project, class.needs())?;
     Ok(project)
 }
 
@@ -935,7 +935,7 @@ fn project_wait(ctx: &Session, _: ProjectArgs) -> Result<impl Serialize> {
     app::project::wait(
         ctx,
         &project,
-        "reachable",
+        Until::Reachable,
         std::time::Duration::from_secs(120),
     )
 }

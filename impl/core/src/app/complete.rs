@@ -24,11 +24,16 @@ pub fn vm_names(env: &Env) -> Vec<String> {
     names
 }
 
+/// The catalog's ids, in its order (none when the catalog cannot be read).
+pub fn catalog_ids(env: &Env) -> Vec<String> {
+    catalog::load(env)
+        .map(|catalog| catalog.entries().iter().map(|e| e.id.clone()).collect())
+        .unwrap_or_default()
+}
+
 /// The catalog's ids, then the image files of `isos/` that no catalog id already names.
 pub fn image_ids(env: &Env) -> Vec<String> {
-    let mut ids: Vec<String> = catalog::load(env)
-        .map(|catalog| catalog.entries().iter().map(|e| e.id.clone()).collect())
-        .unwrap_or_default();
+    let mut ids = catalog_ids(env);
     if let Ok(root) = Root::resolve(env) {
         for file in local::image_files(&root.isos()).unwrap_or_default() {
             if !ids.contains(&file.name) {

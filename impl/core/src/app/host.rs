@@ -15,6 +15,8 @@ use crate::{keys, vm, Error, Result};
 
 pub use crate::host::prune::PruneOptions;
 pub use crate::host::snapshot::Action as SnapshotAction;
+/// A word of an argv as a person reads or pastes it (`ssh-command`'s human line).
+pub use crate::shell::display as shell_word;
 
 /// `ssh-command <vm>`: the argv to run yourself; it does not check that the VM runs.
 pub fn ssh_command(s: &Session, name: &str) -> Result<SshCommandData> {

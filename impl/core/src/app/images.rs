@@ -8,6 +8,8 @@ use crate::images::{catalog, local, pull};
 use crate::proxy::ProxyEnv;
 use crate::Result;
 
+pub use crate::images::store::Usage;
+
 /// `images`: the catalog and the local files.
 pub fn images(s: &Session) -> Result<ImagesData> {
     let catalog = catalog::load(&s.env)?;
@@ -17,7 +19,7 @@ pub fn images(s: &Session) -> Result<ImagesData> {
 }
 
 /// Which VMs use which image file, for the human `images` table.
-pub fn usage(s: &Session) -> Result<crate::images::store::Usage> {
+pub fn usage(s: &Session) -> Result<Usage> {
     crate::images::store::usage(s.root()?)
 }
 

@@ -6,6 +6,9 @@ use stoat_wire::CONTRACT_VERSION;
 
 use crate::{Error, Result};
 
+/// The environment variables stoat reads, each with what it means (for the manual page).
+pub use crate::env::VARS as ENV_VARS;
+
 /// `version`: this build's version and the contract edition it speaks.
 pub fn version() -> VersionData {
     VersionData {

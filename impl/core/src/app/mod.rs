@@ -13,6 +13,7 @@ pub mod host;
 pub mod images;
 pub mod info;
 pub mod mcp;
+pub mod process;
 pub mod project;
 pub mod recipes;
 pub mod runtime;
@@ -79,6 +80,13 @@ impl Session {
         root.ensure()?;
         crate::log::append(&root, "info", &format!("cli cmd={}", self.label));
         Ok(self.root.get_or_init(|| root))
+    }
+
+    /// Appends an `info` line to stoat's own log under the data root (a front end's record of
+    /// what it was asked, such as the MCP tool called).
+    pub fn record(&self, text: &str) -> Result<()> {
+        crate::log::append(self.root()?, "info", text);
+        Ok(())
     }
 
     /// Returns where long operations send their events.

@@ -16,10 +16,13 @@ use stoat_wire::dto::{InitResult, LsData, ProjectRun, ProjectStatus, RecipePinsD
 use super::Session;
 use crate::ops::{self, create::CreateSpec, forward::PortPair, update::UpdateSpec};
 use crate::project::status::{self, Existing, Mismatch};
-use crate::project::{fanout, lock, Declaration, Project, PROJECT_FILE};
+use crate::project::{fanout, lock, Declaration};
 use crate::recipes::apply::ApplyRequest;
 use crate::runtime::wait::Until;
 use crate::{vm, Error, Result};
+
+pub use crate::project::fanout::{any_failed, STARTED};
+pub use crate::project::{Project, PROJECT_FILE};
 
 /// The project at or above the session's working directory; `None` outside a project.
 pub fn current(s: &Session) -> Result<Option<Project>> {
@@ -214,10 +217,10 @@ pub fn down(s: &Session, project: &Project) -> Result<ProjectRun> {
 }
 
 /// `wait` over the project: each VM in turn, each with the whole `timeout`.
-pub fn wait(s: &Session, project: &Project, until: &str, timeout: Duration) -> Result<ProjectRun> {
+pub fn wait(s: &Session, project: &Project, until: Until, timeout: Duration) -> Result<ProjectRun> {
     fan_out(s, project, |decl| {
         ours(s, project, decl)?.ok_or_else(|| not_created(decl))?;
-        super::runtime::wait(s, &decl.name, Until::parse(until)?, timeout)?;
+        super::runtime::wait(s, &decl.name, until, timeout)?;
         Ok("ready")
     })
 }
@@ -323,7 +326,7 @@ fn converge(s: &Session, project: &Project, decl: &Declaration) -> Result<vm::St
             .recipes
             .as_ref()
             .filter(|_| fields.contains(&"recipes"))
-            .map(|r| r.join(",")),
+            .cloned(),
         ..UpdateSpec::default()
     };
     if !spec.is_empty() {

@@ -12,10 +12,17 @@ use stoat_wire::dto::{
 use stoat_wire::StreamBytes;
 
 use super::Session;
-use crate::recipes::apply::{self, ApplyRequest};
+use crate::recipes::apply;
 use crate::runtime::{cp, cp_stream, down, exec, screenshot, up, wait};
 use crate::ssh::login;
+use crate::vm::Mode;
 use crate::{child, vm, Error, Result};
+
+pub use crate::recipes::apply::ApplyRequest;
+pub use crate::runtime::cp::{absolute_local, CopyRequest, Transfer};
+pub use crate::runtime::cp_stream::StreamRequest;
+pub use crate::runtime::exec::{Streams, REACH_WAIT};
+pub use crate::runtime::wait::Until;
 
 /// What `up` did: the VM re-read after everything, and the apply it ran after boot, if any.
 pub struct UpOutcome {
@@ -30,7 +37,9 @@ pub struct UpOutcome {
 /// `up <vm>`: boot; wait until ssh answers (when `reach_wait` is set: at most that long, see
 /// [`login::until_reachable`]; a disk VM booting its installer has no ssh and is not waited
 /// for); then (when `apply_after_boot`) apply the VM's recipes, streaming their `stage`/`log`
-/// events. The VM is re-read last, so its state is authoritative.
+/// events. The VM is re-read last, so its state is authoritative. Says what it is about to
+/// do as notes, for a VM that exists and is stopped: a missing, broken or running one gets
+/// its error alone.
 pub fn up(
     s: &Session,
     name: &str,
@@ -38,6 +47,17 @@ pub fn up(
     reach_wait: Option<Duration>,
 ) -> Result<UpOutcome> {
     let root = s.root()?;
+    if let Ok(stored) = vm::load_ok(root, name) {
+        if stored.running_pid().is_none() {
+            s.events().note(&format!("starting {name}..."));
+            if reach_wait.is_some() {
+                s.events().note(&format!(
+                    "then waiting for ssh on port {}...",
+                    stored.config.sshport
+                ));
+            }
+        }
+    }
     // The launch either starts a VM or not, and a cancel's answer depends on which: it runs
     // to its end (see child::Finishing).
     let launched = {
@@ -80,7 +100,7 @@ fn after_start(
 ) -> Result<UpOutcome> {
     let root = s.root()?;
     let stored = vm::load_ok(root, name)?;
-    let installing = stored.config.mode == "disk" && !stored.config.installed;
+    let installing = stored.config.mode == Mode::Disk && !stored.config.installed;
     let reachable = match reach_wait {
         Some(limit) if !installing => {
             let still = |waited: Duration| {

@@ -5,13 +5,13 @@
 use stoat_wire::dto::{CloneData, ForwardData, RmData, UpdateData, VmData};
 
 use super::Session;
-use crate::ops::{
-    self,
-    create::CreateSpec,
-    forward::{Edit, PortPair},
-    update::UpdateSpec,
-};
+use crate::ops;
 use crate::{Error, Result};
+
+pub use crate::ops::create::CreateSpec;
+pub use crate::ops::forward::{parse_pair, parse_removal, Edit, PortPair, Removal};
+pub use crate::ops::update::UpdateSpec;
+pub use crate::vm::{Backend, Mode};
 
 /// `create`.
 pub fn create(s: &Session, spec: &CreateSpec) -> Result<VmData> {
@@ -23,13 +23,17 @@ pub fn create(s: &Session, spec: &CreateSpec) -> Result<VmData> {
     })
 }
 
-/// `update <vm>`: refuses an empty change as a usage error.
+/// The console password `create` saved for `name` (generated when it was asked for
+/// `random`): shown once to the person who asked, never on the wire or in a log.
+pub fn console_password(s: &Session, name: &str) -> Result<String> {
+    Ok(crate::vm::load_ok(s.root()?, name)?.config.console_password)
+}
+
+/// `update <vm>`: refuses an empty change as a usage error (a front end says first which of
+/// its own arguments would change something).
 pub fn update(s: &Session, name: &str, spec: &UpdateSpec) -> Result<UpdateData> {
     if spec.is_empty() {
-        return Err(Error::Usage(format!(
-            "update: nothing to change; pass at least one of {}",
-            ops::update::UPDATE_FLAGS
-        )));
+        return Err(Error::Usage("update: nothing to change".into()));
     }
     let updated = ops::update::update(s.root()?, &s.env, name, spec)?;
     Ok(UpdateData {
@@ -72,52 +76,12 @@ pub fn clone(s: &Session, source: &str, name: &str) -> Result<CloneData> {
     })
 }
 
-/// What `forward` does.
+/// What `forward` does: show the list, or change it (a new list replaces it, an empty one
+/// clears it; added pairs and removed host ports edit it). Each front end builds it from its
+/// own arguments, with [`parse_pair`] and [`parse_removal`] for their texts.
 pub enum ForwardChange {
     Show,
-    /// Pairs replace the list; `--clear` is an empty replacement; `--add`/`--remove` edit it.
     Edit(Edit),
-}
-
-impl ForwardChange {
-    /// The change `forward <vm> [PAIR...] [--clear] [--add PAIR]... [--remove PORT]...` asks
-    /// for. Pairs, `--clear` and `--add`/`--remove` are three ways to say it: one at a time.
-    pub fn parse(
-        pairs: &[String],
-        clear: bool,
-        add: &[String],
-        remove: &[String],
-    ) -> Result<ForwardChange> {
-        let editing = !add.is_empty() || !remove.is_empty();
-        if clear && !pairs.is_empty() {
-            return Err(Error::Usage(
-                "forward: --clear takes no HOST:GUEST pairs".into(),
-            ));
-        }
-        if editing && (clear || !pairs.is_empty()) {
-            return Err(Error::Usage(
-                "forward: --add/--remove change the list; HOST:GUEST pairs and --clear replace it; use one or the other".into(),
-            ));
-        }
-        let parse_pairs = |texts: &[String]| -> Result<Vec<PortPair>> {
-            texts.iter().map(|t| ops::forward::parse_pair(t)).collect()
-        };
-        if editing {
-            return Ok(ForwardChange::Edit(Edit::Change {
-                add: parse_pairs(add)?,
-                remove: remove
-                    .iter()
-                    .map(|t| ops::forward::parse_removal(t))
-                    .collect::<Result<_>>()?,
-            }));
-        }
-        let pairs = parse_pairs(pairs)?;
-        Ok(match (clear, pairs.is_empty()) {
-            (true, _) => ForwardChange::Edit(Edit::Replace(Vec::new())),
-            (false, true) => ForwardChange::Show,
-            (false, false) => ForwardChange::Edit(Edit::Replace(pairs)),
-        })
-    }
 }
 
 /// `forward <vm>`: show or change its port forwards.

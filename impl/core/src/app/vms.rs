@@ -1,8 +1,9 @@
 //! Reading VMs: `ls` and `get` (json-v3#per-command-data; VMStatus in json-v3#types).
 
-use stoat_wire::dto::{GetData, Health, LsData, RecipeDetail, VmStatus};
+use stoat_wire::dto::{GetData, Health, LsData, RecipeDetail, VmData, VmStatus};
 
 use super::Session;
+use crate::vm::Mode;
 use crate::vm::{self, Loaded};
 use crate::Result;
 
@@ -24,8 +25,16 @@ pub fn get(s: &Session, name: &str) -> Result<GetData> {
     })
 }
 
+/// `name` as the wire shows it, re-read now: the answer of a person's `up` of a running VM
+/// or `down` of a stopped one, which converge (docs/decisions/cli.md).
+pub fn vm(s: &Session, name: &str) -> Result<VmData> {
+    Ok(VmData {
+        vm: vm::load_ok(s.root()?, name)?.to_wire(&s.env),
+    })
+}
+
 /// The VMStatus of a loaded VM: its DTO plus its stored recipe state.
-pub fn vm_status(s: &Session, loaded: &Loaded) -> VmStatus {
+fn vm_status(s: &Session, loaded: &Loaded) -> VmStatus {
     let vm = loaded.to_wire(&s.env);
     let Loaded::Ok(stored) = loaded else {
         return VmStatus {
@@ -147,7 +156,7 @@ pub fn get_facts(s: &Session, name: &str) -> Result<Option<GetFacts>> {
 
 /// The file name of the image a VM boots from: a cloud VM's base, else its ISO or disk image.
 fn image_name(config: &crate::vm::VmConfig) -> String {
-    let source = if config.mode == "cloud" && !config.base.is_empty() {
+    let source = if config.mode == Mode::Cloud && !config.base.is_empty() {
         &config.base
     } else {
         &config.iso

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::kernel::{self, BootFiles};
 use super::tarball::{self, Entry};
+use crate::vm::Mode;
 use crate::vm::StoredVm;
 use crate::{keys, Env, Error, Result, Root};
 
@@ -79,7 +80,7 @@ pub fn build(root: &Root, env: &Env, stored: &StoredVm, iso: &Path) -> Result<Pa
         client_pubkey,
         host_key: (read(&host_key)?, read(&host_key.with_extension("pub"))?),
         share: !stored.config.share.trim().is_empty(),
-        install: stored.config.mode == "disk" && !stored.config.installed,
+        install: stored.config.mode == Mode::Disk && !stored.config.installed,
         release: release_for(iso),
     };
     let bytes = tarball::tar_gz(&contents(&facts)).map_err(Error::Internal)?;

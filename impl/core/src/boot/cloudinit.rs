@@ -148,6 +148,7 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// The `#cloud-config-archive` user-data: the users document, then the 9p mounts document.
+#[cfg(test)]
 pub fn user_data(stored: &StoredVm, pubkey: &str) -> String {
     user_data_with(stored, pubkey, None)
 }

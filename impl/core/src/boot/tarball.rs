@@ -63,6 +63,7 @@ pub fn tar_gz(entries: &[Entry]) -> Result<Vec<u8>, String> {
 }
 
 /// The uncompressed ustar archive of `entries`.
+#[cfg(test)]
 pub fn tar(entries: &[Entry]) -> Result<Vec<u8>, String> {
     append_all(Vec::new(), entries)
 }

@@ -106,7 +106,9 @@ pub fn end_of_last_line(file: &mut File, end: u64) -> std::io::Result<u64> {
 }
 
 /// Splits on `\n` after trimming trailing newlines, keeping the last `tail` when `tail > 0`.
-/// A trailing `\r` (a console's CRLF) is dropped from each line.
+/// A trailing `\r` (a console's CRLF) is dropped from each line. The tests' reference for
+/// the streaming tail.
+#[cfg(test)]
 pub fn tail_lines(text: &str, tail: i64) -> Vec<String> {
     let trimmed = text.trim_end_matches(['\n', '\r']);
     if trimmed.is_empty() {

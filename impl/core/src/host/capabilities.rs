@@ -11,6 +11,7 @@ use stoat_wire::dto::{
     CapabilityTarget, Evidence,
 };
 
+use crate::vm::Mode;
 use crate::vm::{self, Loaded};
 use crate::{Env, Result, Root};
 
@@ -31,7 +32,7 @@ pub struct Request<'a> {
 
 /// The stored facts of the target that capabilities depend on; `None` fields are unknown.
 struct TargetFacts {
-    mode: Option<String>,
+    mode: Option<Mode>,
     agent_access: Option<AgentAccess>,
 }
 
@@ -141,13 +142,13 @@ fn target_facts(root: &Root, name: &str) -> Result<(CapabilityTarget, TargetFact
     Ok(match vm::load(root, name)? {
         Loaded::Ok(stored) => {
             let mode = stored.config.mode.clone();
-            let known_mode = matches!(mode.as_str(), "live" | "disk" | "cloud");
+            let known_mode = matches!(mode, Mode::Live | Mode::Disk | Mode::Cloud);
             let access = stored.config.agent_access();
             (
                 CapabilityTarget {
                     name: stored.name.clone(),
                     mode: if known_mode {
-                        mode.clone()
+                        mode.as_str().to_owned()
                     } else {
                         "unknown".into()
                     },
@@ -271,7 +272,9 @@ fn scope_to_target(mut entry: CapabilityEntry, target: Option<&TargetFacts>) -> 
         Some(TargetFacts {
             mode: Some(mode), ..
         }) => {
-            entry.evidence.push(evidence("target", "mode", mode));
+            entry
+                .evidence
+                .push(evidence("target", "mode", mode.as_str()));
         }
     }
     entry
@@ -316,7 +319,13 @@ fn capabilities(
     let exec = needs_access(vm_entry("vm.exec", &["ssh"]), AgentAccess::Exec, target);
     let cp = needs_access(vm_entry("vm.cp", &["scp"]), AgentAccess::Exec, target);
     let mut snapshot = vm_entry("vm.snapshot", &["qemu-img"]);
-    if matches!(target, Some(TargetFacts { mode: Some(mode), .. }) if mode == "live") {
+    if matches!(
+        target,
+        Some(TargetFacts {
+            mode: Some(Mode::Live),
+            ..
+        })
+    ) {
         snapshot.status = "limited".into();
         snapshot.limits.push(code("disk_required"));
     }

@@ -104,7 +104,11 @@ fn parse(stdout: &str) -> (Vec<Share>, Vec<String>) {
                     shares.push(Share {
                         tag: tag.to_owned(),
                         point: point.to_owned(),
-                        mode: if mode == "ro" { "ro" } else { "rw" }.to_owned(),
+                        mode: match mode {
+                            "ro" => "ro",
+                            _ => "rw",
+                        }
+                        .to_owned(),
                     });
                 }
             }

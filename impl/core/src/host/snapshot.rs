@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use stoat_wire::dto::{Snapshot, SnapshotActData, SnapshotListData};
 
+use crate::vm::Mode;
 use crate::vm::{self, StoredVm};
 use crate::{lock, Env, Error, Result, Root};
 
@@ -56,7 +57,7 @@ pub fn validate_tag(tag: &str) -> Result<()> {
 /// Loads a VM that can have snapshots: `not_found`, `broken`, then live → `no_disk`.
 fn load_disk_vm(root: &Root, name: &str) -> Result<StoredVm> {
     let vm = vm::load_ok(root, name)?;
-    if vm.config.mode == "live" {
+    if vm.config.mode == Mode::Live {
         return Err(Error::NoDisk { name: vm.name });
     }
     Ok(vm)

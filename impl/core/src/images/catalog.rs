@@ -10,6 +10,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::vm::describe_toml_error;
+use crate::vm::Backend;
 use crate::{Env, Error, Result};
 
 const MIB: u64 = 1024 * 1024;
@@ -197,7 +198,7 @@ fn digest_hex(hex: &str, len: usize, name: &str) -> Result<String, String> {
 
 /// The account a backend's images log in as.
 fn default_ssh_user(backend: &str) -> &'static str {
-    if backend == "cloudinit" {
+    if Backend::parse(backend) == Backend::Cloudinit {
         "stoat"
     } else {
         "root"

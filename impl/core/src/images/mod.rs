@@ -13,5 +13,3 @@ pub mod part;
 pub mod pull;
 pub mod qemu_img;
 pub mod store;
-
-pub use catalog::{Catalog, CatalogEntry, Checksum};

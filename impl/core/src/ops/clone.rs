@@ -6,6 +6,7 @@
 //! Implements docs/contract.md behaviour#host-commands without docs/contract.md behaviour#not-copied (allow_exec and display are
 //! copied, and agent_access too). json-v3#per-command-data: `clone` → `{vm, source, forwards_copied}`.
 
+use crate::vm::Mode;
 use crate::vm::{self, StoredVm, VmConfig};
 use crate::{lock, ports, Cancel, Env, Error, Result, Root};
 
@@ -40,7 +41,7 @@ pub fn clone(
         "cloud" => src_disk.exists(),
         _ => false,
     };
-    if src.config.mode == "disk" && !src_disk.exists() {
+    if src.config.mode == Mode::Disk && !src_disk.exists() {
         return Err(Error::Internal(format!(
             "{}'s disk.qcow2 is missing, so there is nothing to clone",
             src.name

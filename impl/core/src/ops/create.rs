@@ -7,9 +7,10 @@
 
 use std::io::Read;
 
-use super::image_ref::{self, ResolvedImage, BACKENDS};
+use super::image_ref::{self, ResolvedImage};
 use super::recipe_check::check_recipes_applicable;
 use crate::vm::{self, StoredVm, VmConfig};
+use crate::vm::{Backend, Mode};
 use crate::{lock, ports, Env, Error, Result, Root};
 
 /// The default RAM in MB, vCPUs and disk size of a new VM.
@@ -25,8 +26,8 @@ pub struct CreateSpec {
     pub name: String,
     pub image: String,
     pub os: Option<String>,
-    pub backend: Option<String>,
-    pub mode: Option<String>,
+    pub backend: Option<Backend>,
+    pub mode: Option<Mode>,
     /// 0 means the default, as upstream.
     pub ram_mb: Option<u32>,
     /// 0 means the default, as upstream.
@@ -62,7 +63,7 @@ pub fn create(root: &Root, env: &Env, spec: &CreateSpec) -> Result<StoredVm> {
     fit_disk_to_image(env, &image, spec.disk.is_some(), &mut config)?;
     config.sshport = ports::free_ssh_port(root)?;
     super::make_shared_dir(root, name)?;
-    let disk_size = (config.mode == "disk").then(|| config.disk.clone());
+    let disk_size = (config.mode == Mode::Disk).then(|| config.disk.clone());
     let made = vm::save_new(root, name, config, |dir| match &disk_size {
         Some(size) => make_empty_disk(env, &crate::qemu::VmPaths::new(dir).disk, size),
         None => Ok(()),
@@ -93,7 +94,7 @@ fn plan(
     image: &ResolvedImage,
 ) -> Result<VmConfig> {
     let (os, backend) = os_and_backend(spec, image)?;
-    let mode = mode_for(&backend, spec.mode.as_deref())?;
+    let mode = mode_for(&backend, spec.mode.as_ref())?;
     // An explicit 0 is a mistake to name, not a way to ask for the default.
     let ram = spec.ram_mb.unwrap_or(DEFAULT_RAM_MB);
     super::check_ram(ram)?;
@@ -105,9 +106,9 @@ fn plan(
         None => String::new(),
     };
     let recipes = super::split_recipes(&spec.recipes);
-    check_recipes_applicable(root, &os, &backend, &recipes)?;
+    check_recipes_applicable(root, &os, backend.as_str(), &recipes)?;
     let recipe_params = crate::recipes::params::for_create(root, &recipes, &spec.params)?;
-    let cloudinit = backend == "cloudinit";
+    let cloudinit = backend == Backend::Cloudinit;
     let console_password = console_password_for(cloudinit, spec.console_password.as_deref())?;
     let sshuser = if cloudinit {
         "stoat".to_owned()
@@ -123,7 +124,7 @@ fn plan(
         Some(pref) => super::check_display(pref)?,
         None => String::new(),
     };
-    let (iso, base) = if mode == "cloud" {
+    let (iso, base) = if mode == Mode::Cloud {
         (String::new(), image.path.display().to_string())
     } else {
         (image.iso.clone(), String::new())
@@ -168,7 +169,7 @@ fn settle_image(
 ) -> Result<()> {
     use crate::images::inspect::{self, Use};
     use crate::images::store::{self, FileId};
-    let cloud = config.mode == "cloud";
+    let cloud = config.mode == Mode::Cloud;
     let usage = if cloud { Use::Disk } else { Use::Cdrom };
     if !store::in_isos(root, &image.path) {
         // A path the user typed: it may name any host file, so it must show what it is.
@@ -207,7 +208,7 @@ fn fit_disk_to_image(
     asked: bool,
     config: &mut VmConfig,
 ) -> Result<()> {
-    if config.mode != "cloud" {
+    if config.mode != Mode::Cloud {
         return Ok(());
     }
     let Some(image_bytes) = crate::images::inspect::virtual_size(env, &image.path) else {
@@ -230,25 +231,27 @@ fn fit_disk_to_image(
 
 /// The VM's OS and backend: inferred or overridden for a BYO image; the catalog's otherwise,
 /// where an override that contradicts the catalog is refused rather than ignored.
-fn os_and_backend(spec: &CreateSpec, image: &ResolvedImage) -> Result<(String, String)> {
+fn os_and_backend(spec: &CreateSpec, image: &ResolvedImage) -> Result<(String, Backend)> {
     let os_flag = spec.os.as_deref().map(str::trim).filter(|s| !s.is_empty());
-    let backend_flag = spec
-        .backend
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty());
+    let backend_flag = spec.backend.as_ref().filter(|b| **b != Backend::Unset);
     if let Some(backend) = backend_flag {
-        if !BACKENDS.contains(&backend) {
+        if !Backend::KNOWN.contains(backend) {
+            let known: Vec<&str> = Backend::KNOWN.iter().map(Backend::as_str).collect();
             return Err(Error::InvalidSpec(format!(
-                "backend {backend:?} is not one of {}",
-                BACKENDS.join(", ")
+                "backend {:?} is not one of {}",
+                backend.as_str(),
+                known.join(", ")
             )));
         }
     }
     if let Some(id) = &image.catalog_id {
         for (flag, given, catalog) in [
             ("os", os_flag, image.os.as_str()),
-            ("backend", backend_flag, image.backend.as_str()),
+            (
+                "backend",
+                backend_flag.map(Backend::as_str),
+                image.backend.as_str(),
+            ),
         ] {
             if given.is_some_and(|g| g != catalog) {
                 return Err(Error::InvalidSpec(format!(
@@ -260,34 +263,37 @@ fn os_and_backend(spec: &CreateSpec, image: &ResolvedImage) -> Result<(String, S
     }
     Ok((
         os_flag.unwrap_or(&image.os).to_owned(),
-        backend_flag.unwrap_or(&image.backend).to_owned(),
+        backend_flag.unwrap_or(&image.backend).clone(),
     ))
 }
 
 /// The mode matrix: cloudinit → cloud; ssh → disk; apkovl → live (default) or disk.
-fn mode_for(backend: &str, requested: Option<&str>) -> Result<String> {
-    let allowed: &[&str] = match backend {
-        "cloudinit" => &["cloud"],
-        "ssh" => &["disk"],
-        _ => &["live", "disk"],
+fn mode_for(backend: &Backend, requested: Option<&Mode>) -> Result<Mode> {
+    let allowed = match backend {
+        Backend::Cloudinit => vec![Mode::Cloud],
+        Backend::Ssh => vec![Mode::Disk],
+        _ => vec![Mode::Live, Mode::Disk],
     };
-    let requested = requested.map(str::trim).filter(|m| !m.is_empty());
-    match requested {
-        None => Ok(allowed[0].to_owned()),
-        Some(mode) if allowed.contains(&mode) => Ok(mode.to_owned()),
-        Some(mode) => Err(Error::InvalidSpec(format!(
-            "mode {mode:?} does not work with backend {backend}; use {}",
-            allowed.join(" or ")
-        ))),
+    match requested.filter(|m| **m != Mode::Unset) {
+        None => Ok(allowed[0].clone()),
+        Some(mode) if allowed.contains(mode) => Ok(mode.clone()),
+        Some(mode) => {
+            let allowed: Vec<&str> = allowed.iter().map(Mode::as_str).collect();
+            Err(Error::InvalidSpec(format!(
+                "mode {:?} does not work with backend {backend}; use {}",
+                mode.as_str(),
+                allowed.join(" or ")
+            )))
+        }
     }
 }
 
 /// `""` for live (which has no disk), else the given size (validated) or 8G.
-fn disk_for(mode: &str, requested: Option<&str>) -> Result<String> {
+fn disk_for(mode: &Mode, requested: Option<&str>) -> Result<String> {
     let requested = requested.map(str::trim).filter(|d| !d.is_empty());
     match (mode, requested) {
-        ("live", None) => Ok(String::new()),
-        ("live", Some(_)) => Err(Error::InvalidSpec(
+        (Mode::Live, None) => Ok(String::new()),
+        (Mode::Live, Some(_)) => Err(Error::InvalidSpec(
             "a live VM has no disk; drop --disk or use --mode disk".into(),
         )),
         (_, None) => Ok(DEFAULT_DISK.to_owned()),
@@ -345,21 +351,27 @@ mod tests {
 
     #[test]
     fn mode_matrix() {
-        assert_eq!(mode_for("cloudinit", None).unwrap(), "cloud");
-        assert!(mode_for("cloudinit", Some("disk")).is_err());
-        assert_eq!(mode_for("ssh", None).unwrap(), "disk");
-        assert!(mode_for("ssh", Some("live")).is_err());
-        assert_eq!(mode_for("apkovl", None).unwrap(), "live");
-        assert_eq!(mode_for("apkovl", Some("disk")).unwrap(), "disk");
-        assert!(mode_for("apkovl", Some("cloud")).is_err());
+        use Backend::{Apkovl, Cloudinit, Ssh};
+        assert_eq!(mode_for(&Cloudinit, None).unwrap(), Mode::Cloud);
+        assert!(mode_for(&Cloudinit, Some(&Mode::Disk)).is_err());
+        assert_eq!(mode_for(&Ssh, None).unwrap(), Mode::Disk);
+        assert!(mode_for(&Ssh, Some(&Mode::Live)).is_err());
+        assert_eq!(mode_for(&Apkovl, None).unwrap(), Mode::Live);
+        assert_eq!(mode_for(&Apkovl, Some(&Mode::Disk)).unwrap(), Mode::Disk);
+        assert!(mode_for(&Apkovl, Some(&Mode::Cloud)).is_err());
+        let odd = Mode::parse("odd");
+        assert_eq!(
+            mode_for(&Apkovl, Some(&odd)).unwrap_err().message(),
+            "invalid spec: mode \"odd\" does not work with backend apkovl; use live or disk"
+        );
     }
 
     #[test]
     fn disks_and_passwords() {
-        assert_eq!(disk_for("live", None).unwrap(), "");
-        assert!(disk_for("live", Some("8G")).is_err());
-        assert_eq!(disk_for("disk", None).unwrap(), "8G");
-        assert!(disk_for("cloud", Some("8GB")).is_err());
+        assert_eq!(disk_for(&Mode::Live, None).unwrap(), "");
+        assert!(disk_for(&Mode::Live, Some("8G")).is_err());
+        assert_eq!(disk_for(&Mode::Disk, None).unwrap(), "8G");
+        assert!(disk_for(&Mode::Cloud, Some("8GB")).is_err());
         assert_eq!(console_password_for(true, None).unwrap(), "stoat");
         let random = console_password_for(true, Some("random")).unwrap();
         assert_eq!(random.len(), 32);

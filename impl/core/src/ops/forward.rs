@@ -49,7 +49,7 @@ pub fn parse_removal(text: &str) -> Result<Removal> {
     }
     let host = text.trim().parse::<i64>().map_err(|_| {
         Error::Usage(format!(
-            "forward --remove: {text:?} is not HOST or HOST:GUEST (port numbers)"
+            "forward: {text:?} is not HOST or HOST:GUEST (port numbers)"
         ))
     })?;
     Ok(Removal { host, guest: None })

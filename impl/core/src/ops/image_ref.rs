@@ -7,10 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::images::{self, infer::infer};
+use crate::vm::Backend;
 use crate::{Env, Error, Result, Root};
-
-/// The backends stoat knows how to boot.
-pub const BACKENDS: &[&str] = &["apkovl", "cloudinit", "ssh"];
 
 /// An image resolved for a new VM.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,7 +18,7 @@ pub struct ResolvedImage {
     /// How vm.toml records it: `isos/<file>` for a file in isos/, else the absolute path.
     pub iso: String,
     pub os: String,
-    pub backend: String,
+    pub backend: Backend,
     /// The catalog's ssh user; `None` for a BYO image.
     pub ssh_user: Option<String>,
     /// The catalog id; `None` for a BYO image (absolute path or bare file in isos/).
@@ -81,7 +79,7 @@ fn resolve_absolute(path: &Path) -> Result<ResolvedImage> {
         path: path.to_path_buf(),
         iso,
         os,
-        backend,
+        backend: Backend::parse(&backend),
         ssh_user: None,
         catalog_id: None,
     })
@@ -100,7 +98,7 @@ fn resolve_isos_file(root: &Root, file: &str) -> Result<ResolvedImage> {
         path,
         iso: format!("isos/{file}"),
         os,
-        backend,
+        backend: Backend::parse(&backend),
         ssh_user: None,
         catalog_id: None,
     })
@@ -119,7 +117,7 @@ pub fn resolve_catalog_id(root: &Root, env: &Env, id: &str) -> Result<Option<Res
         path: root.isos().join(&file),
         iso: format!("isos/{file}"),
         os: entry.os.clone(),
-        backend: entry.backend.clone(),
+        backend: Backend::parse(&entry.backend),
         ssh_user: Some(entry.ssh_user.clone()),
         catalog_id: Some(entry.id.clone()),
     }))

@@ -10,6 +10,7 @@ use stoat_wire::dto::AppliesAt;
 
 use super::forward;
 use super::recipe_check::check_recipes_applicable;
+use crate::vm::Mode;
 use crate::vm::{self, StoredVm, VmConfig};
 use crate::{lock, Env, Error, Result, Root};
 
@@ -22,8 +23,8 @@ pub struct UpdateSpec {
     pub disk: Option<String>,
     /// `""` clears the share.
     pub share: Option<String>,
-    /// A comma-separated list that replaces the old one; `""` clears it.
-    pub recipes: Option<String>,
+    /// The recipe names that replace the old list; an empty list clears it.
+    pub recipes: Option<Vec<String>>,
     pub agent_access: Option<String>,
     pub allow_exec: Option<bool>,
     pub display: Option<String>,
@@ -59,16 +60,10 @@ pub struct Updated {
     pub applies_at: AppliesAt,
 }
 
-/// The flags update takes, for the "nothing to change" message.
-pub const UPDATE_FLAGS: &str =
-    "--ram, --cpus, --ssh-port, --disk, --share, --recipes, --agent-access, --allow-exec, --display, --host-loopback";
-
 /// Applies `spec` to VM `name`.
 pub fn update(root: &Root, env: &Env, name: &str, spec: &UpdateSpec) -> Result<Updated> {
     if spec.is_empty() {
-        return Err(Error::Usage(format!(
-            "update: nothing to change; pass at least one of {UPDATE_FLAGS}"
-        )));
+        return Err(Error::Usage("update: nothing to change".into()));
     }
     let _root_lock = lock::exclusive(&root.lock_file())?;
     crate::fault::pause("update-locked");
@@ -104,9 +99,9 @@ pub fn update(root: &Root, env: &Env, name: &str, spec: &UpdateSpec) -> Result<U
 fn refuse_immutable(config: &VmConfig, asked: &[(&'static str, String)]) -> Result<()> {
     for (field, value) in asked {
         let current = match *field {
-            "os" => Some(&config.os),
-            "backend" => Some(&config.backend),
-            "mode" => Some(&config.mode),
+            "os" => Some(config.os.as_str()),
+            "backend" => Some(config.backend.as_str()),
+            "mode" => Some(config.mode.as_str()),
             _ => None,
         };
         if current.map(|c| c != value.trim()).unwrap_or(true) {
@@ -139,8 +134,8 @@ fn planned_config(
         new.share = super::resolve_share(env, share)?;
     }
     if let Some(list) = &spec.recipes {
-        let recipes = super::split_recipes(&[list]);
-        check_recipes_applicable(root, &new.os, &new.backend, &recipes)?;
+        let recipes = super::split_recipes(list);
+        check_recipes_applicable(root, &new.os, new.backend.as_str(), &recipes)?;
         new.recipe_params
             .retain(|recipe, _| recipes.contains(recipe));
         new.recipes = recipes;
@@ -193,7 +188,7 @@ fn planned_disk(stored: &StoredVm, requested: &str, running: bool) -> Result<Str
         return Ok(requested.to_owned());
     }
     let name = &stored.name;
-    if stored.config.mode == "live" {
+    if stored.config.mode == Mode::Live {
         return Err(Error::InvalidSpec(format!(
             "{name} is a live VM and has no disk"
         )));
@@ -215,7 +210,7 @@ fn planned_disk(stored: &StoredVm, requested: &str, running: bool) -> Result<Str
             requested: requested.to_owned(),
         });
     }
-    if !crate::qemu::VmPaths::new(&stored.dir).disk.exists() && stored.config.mode == "cloud" {
+    if !crate::qemu::VmPaths::new(&stored.dir).disk.exists() && stored.config.mode == Mode::Cloud {
         return Err(Error::InvalidSpec(format!(
             "{name} has no disk yet; start it once (stoat up {name}) so its disk exists, then resize"
         )));

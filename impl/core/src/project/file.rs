@@ -34,6 +34,7 @@ use toml::Spanned;
 
 use crate::ops::forward::{parse_pair, port_in_range, refuse_privileged};
 use crate::vm::{describe_toml_error, ForwardConfig};
+use crate::vm::{Backend, Mode};
 use crate::{Error, Result};
 
 /// The file that marks a project directory.
@@ -68,8 +69,8 @@ pub struct Declaration {
     pub name: String,
     pub image: String,
     pub os: Option<String>,
-    pub backend: Option<String>,
-    pub mode: Option<String>,
+    pub backend: Option<Backend>,
+    pub mode: Option<Mode>,
     pub cpus: Option<u32>,
     pub ram_mb: Option<u32>,
     pub disk: Option<String>,
@@ -252,8 +253,8 @@ fn declaration(
         name,
         image,
         os: text(&raw.os),
-        backend: text(&raw.backend),
-        mode: text(&raw.mode),
+        backend: raw.backend.as_deref().and_then(Backend::given),
+        mode: raw.mode.as_deref().and_then(Mode::given),
         cpus: raw.cpus.as_ref().map(|c| *c.get_ref()),
         ram_mb: raw.ram.as_ref().map(|r| *r.get_ref()),
         disk: raw.disk.as_ref().map(|d| d.get_ref().trim().to_owned()),

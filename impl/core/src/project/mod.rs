@@ -9,5 +9,5 @@ pub mod file;
 pub mod lock;
 pub mod status;
 
-pub use file::{find, Declaration, Project, RemoteRecipe, PROJECT_FILE};
-pub use lock::{LockFile, Pin, LOCK_FILE};
+pub use file::{find, Declaration, Project, PROJECT_FILE};
+pub use lock::Pin;

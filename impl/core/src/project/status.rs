@@ -12,6 +12,7 @@ use stoat_wire::dto::{Drift, Health, ProjectStatus, ProjectStatusVm};
 use super::file::{Declaration, Project};
 use crate::ops::image_ref;
 use crate::vm::{self, ForwardConfig, Loaded, StoredVm, VmConfig};
+use crate::vm::{Backend, Mode};
 use crate::{Env, Error, Result, Root};
 
 /// The whole project's status.
@@ -136,7 +137,7 @@ pub fn image_matches(
     config: &VmConfig,
 ) -> Option<bool> {
     let resolved = image_ref::resolve(root, env, &decl.image).ok()?;
-    let recorded = if config.mode == "cloud" {
+    let recorded = if config.mode == Mode::Cloud {
         &config.base
     } else {
         &config.iso
@@ -184,11 +185,19 @@ pub fn compare(
         )));
     }
     for (field, declared, actual) in [
-        ("os", &decl.os, &config.os),
-        ("backend", &decl.backend, &config.backend),
-        ("mode", &decl.mode, &config.mode),
+        ("os", decl.os.as_deref(), config.os.as_str()),
+        (
+            "backend",
+            decl.backend.as_ref().map(Backend::as_str),
+            config.backend.as_str(),
+        ),
+        (
+            "mode",
+            decl.mode.as_ref().map(Mode::as_str),
+            config.mode.as_str(),
+        ),
     ] {
-        if let Some(declared) = declared.as_ref().filter(|d| *d != actual) {
+        if let Some(declared) = declared.filter(|d| *d != actual) {
             return Err(Mismatch::Immutable(format!(
                 "{field}: declared {declared} but {} is {actual}; it cannot change after create",
                 decl.name
@@ -245,7 +254,7 @@ fn check_disk(decl: &Declaration, config: &VmConfig) -> std::result::Result<(), 
     let Some(declared) = &decl.disk else {
         return Ok(());
     };
-    if config.mode == "live" {
+    if config.mode == Mode::Live {
         return Err(Mismatch::NoDisk(format!(
             "disk: {} is a live VM and has no disk",
             decl.name

@@ -29,12 +29,6 @@ impl Accel {
         }
     }
 
-    /// Reads `STOAT_ACCEL`: unset or empty means kvm.
-    pub fn from_env() -> Result<Accel, QemuError> {
-        let value = std::env::var_os(ACCEL_ENV).map(|raw| raw.to_string_lossy().into_owned());
-        Accel::parse(value.as_deref())
-    }
-
     /// `None` or `""` is kvm; otherwise `kvm` or `tcg`, any case, spaces trimmed.
     pub fn parse(value: Option<&str>) -> Result<Accel, QemuError> {
         let trimmed = value.unwrap_or("").trim();
@@ -70,16 +64,8 @@ pub fn probe_kvm_at(device: &Path) -> KvmProbe {
     }
 }
 
-pub fn probe_kvm() -> KvmProbe {
-    probe_kvm_at(Path::new(KVM_DEVICE))
-}
-
-/// Fails with `KvmUnusable` when `accel` is kvm and /dev/kvm does not open.
-pub fn ensure_usable(accel: Accel) -> Result<(), QemuError> {
-    ensure_usable_with(accel, Path::new(KVM_DEVICE))
-}
-
-/// [`ensure_usable`] against another device path (tests, odd hosts).
+/// Fails with `KvmUnusable` when `accel` is kvm and `kvm_device` (normally /dev/kvm) does
+/// not open.
 pub fn ensure_usable_with(accel: Accel, kvm_device: &Path) -> Result<(), QemuError> {
     match (accel, probe_kvm_at(kvm_device)) {
         (Accel::Tcg, _) | (Accel::Kvm, KvmProbe::Usable) => Ok(()),

@@ -11,10 +11,14 @@ pub mod error;
 pub mod launch;
 pub mod passt;
 pub mod qmp;
+#[cfg(test)]
+mod real_tests;
 
-pub use accel::{ensure_usable, probe_kvm, Accel, KvmProbe};
-pub use argv::{build_argv, Display, LaunchSpec, VmPaths};
+pub use accel::Accel;
+pub use argv::{Display, LaunchSpec, VmPaths};
 pub use error::QemuError;
-pub use launch::{running, start, KillOnDrop, QEMU_BINARY};
+#[cfg(test)]
+pub use launch::KillOnDrop;
+pub use launch::{running, start, QEMU_BINARY};
 pub use passt::PASST_BINARY;
-pub use qmp::{Qmp, RunStatus, ScreenFormat};
+pub use qmp::{Qmp, ScreenFormat};

@@ -12,13 +12,16 @@
 //! before its greeting (qapi would panic there).
 //! See docs/decisions/qmp-client.md.
 
-use std::io::{self, BufRead, BufReader, ErrorKind, Write};
+use std::io::{self, BufRead, BufReader, ErrorKind};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use qapi::{qmp, ExecuteError};
+#[cfg(any(test, feature = "fuzzing"))]
 use serde_json::Value;
+#[cfg(any(test, feature = "fuzzing"))]
+use std::io::Write;
 
 use super::error::QemuError;
 
@@ -26,6 +29,7 @@ type Transport = qapi::Stream<BufReader<UnixStream>, UnixStream>;
 
 /// The guest's run state as `query-status` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg(any(test, feature = "fuzzing"))]
 pub struct RunStatus {
     /// True when all vCPUs are runnable.
     pub running: bool,
@@ -37,7 +41,6 @@ pub struct RunStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScreenFormat {
     Png,
-    Ppm,
 }
 
 /// One QMP connection, past the capabilities handshake.
@@ -60,8 +63,10 @@ impl std::fmt::Debug for Qmp {
 /// `execute(name, args)` needs a qapi Command whose answer is any JSON value;
 /// only its `Ok` type is used (the request line is written by hand).
 #[derive(serde::Serialize)]
+#[cfg(any(test, feature = "fuzzing"))]
 struct AnyReply;
 
+#[cfg(any(test, feature = "fuzzing"))]
 impl qapi::Command for AnyReply {
     type Ok = Value;
     const NAME: &'static str = "";
@@ -116,11 +121,13 @@ impl Qmp {
     }
 
     /// QEMU's version from the greeting, e.g. `10.0.2`.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn qemu_version(&self) -> &str {
         &self.qemu_version
     }
 
     /// Runs any QMP command; `args` must be a JSON object or `Value::Null`.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn execute(&mut self, name: &str, args: Value) -> Result<Value, QemuError> {
         let mut request = serde_json::json!({ "execute": name });
         if !args.is_null() {
@@ -140,6 +147,7 @@ impl Qmp {
             .map_err(|error| map_execute(&self.socket, name, self.timeout, error))
     }
 
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn query_status(&mut self) -> Result<RunStatus, QemuError> {
         let info = self.typed("query-status", &qmp::query_status {})?;
         // RunState's serde name is QEMU's own spelling ("running", "paused"...).
@@ -178,7 +186,6 @@ impl Qmp {
         })?;
         let format = match format {
             ScreenFormat::Png => qmp::ImageFormat::png,
-            ScreenFormat::Ppm => qmp::ImageFormat::ppm,
         };
         let command = qmp::screendump {
             filename: filename.to_string(),

@@ -32,6 +32,7 @@ use super::seed;
 use crate::guests::{self, Registry};
 use crate::ssh::guest_shell::GuestShell;
 use crate::vm::{self, AppliedRecipe, StoredVm};
+use crate::vm::{Backend, Mode};
 use crate::{lock, qemu, Cancel, Env, Error, EventSink, Result, Root};
 
 /// The log file of the last apply, in the VM directory.
@@ -115,7 +116,7 @@ pub fn dry_run(
 
 /// A cloud VM with a recipe to run that was never recorded: its first boot may have run it.
 fn awaits_first_boot(stored: &StoredVm, steps: &[Step]) -> bool {
-    stored.config.backend == "cloudinit"
+    stored.config.backend == Backend::Cloudinit
         && steps
             .iter()
             .any(|s| s.run && !stored.config.applied.contains_key(&s.name))
@@ -663,7 +664,7 @@ impl Run<'_> {
         let Some(step) = ran.iter().find(|s| s.manifest.reboot) else {
             return Ok(());
         };
-        if self.stored.config.mode == "live" {
+        if self.stored.config.mode == Mode::Live {
             log.line(&format!(
                 "{} asks for a reboot; a live VM keeps no state across one, so reboot it yourself when ready",
                 step.name
@@ -771,6 +772,7 @@ impl<'s> ProvisionLog<'s> {
 }
 
 /// The recipe name of a marker line `=== recipe <name> ===` (upstream ParseRecipeMarker).
+#[cfg(test)]
 pub fn parse_marker(line: &str) -> Option<&str> {
     let line = line.trim();
     let name = line.strip_prefix("=== recipe ")?.strip_suffix(" ===")?;

@@ -93,6 +93,7 @@ impl Status {
 }
 
 /// Returns the names of the bundled recipes, sorted.
+#[cfg(test)]
 pub fn names() -> Vec<&'static str> {
     let mut names: Vec<&str> = FILES
         .iter()

@@ -24,7 +24,6 @@ use crate::guests::GuestDef;
 use crate::project::Pin;
 use crate::{Error, Result, Root};
 
-pub use crate::project::PROJECT_FILE;
 /// The global (git-added) recipes, under `<root>/recipes/`.
 pub const REMOTE_DIR: &str = ".remote";
 

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use stoat_wire::dto::{RecipeIssue, RecipeSchema};
 
 pub use bundled::{install_bundled, refresh_bundled};
-pub use catalog::{find_project, search_roots, Catalog, Found, Scope, SearchRoot};
+pub use catalog::{find_project, Catalog};
 pub use manifest::{Manifest, Stage};
 
 use crate::guests::{self, GuestDef, Registry};

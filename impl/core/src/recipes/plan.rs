@@ -34,7 +34,6 @@ pub struct Step {
     /// The version recorded as applied, when it ever ran.
     pub applied_version: Option<String>,
     pub manifest: Manifest,
-    pub dir: PathBuf,
     /// The OS-specific script body and its sha256 (hex).
     pub script: String,
     pub hash: String,
@@ -117,7 +116,6 @@ pub fn plan(
             run,
             reason,
             manifest,
-            dir,
             script,
             hash,
             params: resolved,

@@ -14,6 +14,7 @@ use stoat_wire::dto::Vm;
 use crate::boot::{apkovl, cloudinit};
 use crate::qemu::{self, Accel, LaunchSpec, VmPaths, PASST_BINARY, QEMU_BINARY};
 use crate::vm::{self, StoredVm};
+use crate::vm::{Backend, Mode};
 use crate::{display, lock, log, ports, Env, Error, Result, Root};
 
 /// A disk VM whose disk grew past this has finished its install (upstream's rule).
@@ -160,7 +161,7 @@ pub fn probe_xattr(dir: &Path, what: &str) -> Result<()> {
 
 /// A disk VM not yet marked installed whose disk outgrew a blank qcow2 has been installed.
 fn mark_installed_if_grown(mut stored: StoredVm) -> Result<StoredVm> {
-    if stored.config.mode != "disk" || stored.config.installed {
+    if stored.config.mode != Mode::Disk || stored.config.installed {
         return Ok(stored);
     }
     let size = std::fs::metadata(VmPaths::new(&stored.dir).disk)
@@ -176,22 +177,23 @@ fn mark_installed_if_grown(mut stored: StoredVm) -> Result<StoredVm> {
 /// Disk, cdrom, seed, kernel and overlay per mode and backend.
 fn attach_media(root: &Root, env: &Env, stored: &StoredVm, spec: &mut LaunchSpec) -> Result<()> {
     let config = &stored.config;
-    let from_cdrom = match config.mode.as_str() {
-        "cloud" => {
+    let from_cdrom = match &config.mode {
+        Mode::Cloud => {
             let (disk, seed) = cloudinit::prepare(root, env, stored)?;
             spec.disk = Some(disk);
             spec.seed_iso = Some(seed);
             false
         }
-        "disk" => {
+        Mode::Disk => {
             spec.disk = Some(VmPaths::new(&stored.dir).disk);
             !config.installed
         }
-        "live" => true,
+        Mode::Live => true,
         other => {
             return Err(Error::InvalidSpec(format!(
-                "{}: mode {other:?} is not live, disk or cloud",
-                stored.name
+                "{}: mode {:?} is not live, disk or cloud",
+                stored.name,
+                other.as_str()
             )))
         }
     };
@@ -199,14 +201,14 @@ fn attach_media(root: &Root, env: &Env, stored: &StoredVm, spec: &mut LaunchSpec
         return Ok(());
     }
     let iso = iso_path(root, &config.iso);
-    if backend(root, stored) == "apkovl" {
+    if backend(root, stored) == Backend::Apkovl {
         let prepared = apkovl::prepare(root, env, stored, &iso)?;
         spec.kernel = Some(prepared.boot.kernel);
         spec.initrd = Some(prepared.boot.initrd);
         spec.append = Some(apkovl::KERNEL_APPEND.into());
         spec.fat_overlay_dir = Some(prepared.overlay_dir);
         // The installer powers off when done; without a reboot QEMU then exits.
-        spec.no_reboot = config.mode == "disk";
+        spec.no_reboot = config.mode == Mode::Disk;
     }
     spec.cdrom = Some(iso);
     spec.boot_from_cdrom = true;
@@ -214,8 +216,8 @@ fn attach_media(root: &Root, env: &Env, stored: &StoredVm, spec: &mut LaunchSpec
 }
 
 /// The VM's backend, or its OS's default when vm.toml names none (upstream's fallback).
-fn backend(root: &Root, stored: &StoredVm) -> String {
-    if !stored.config.backend.is_empty() {
+fn backend(root: &Root, stored: &StoredVm) -> Backend {
+    if stored.config.backend != Backend::Unset {
         return stored.config.backend.clone();
     }
     crate::guests::registry(root)
@@ -223,7 +225,7 @@ fn backend(root: &Root, stored: &StoredVm) -> String {
         .and_then(|registry| {
             registry
                 .get(&stored.config.os)
-                .map(|guest| guest.default_backend.clone())
+                .map(|guest| Backend::parse(&guest.default_backend))
         })
         .unwrap_or_default()
 }

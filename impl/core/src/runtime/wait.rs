@@ -27,14 +27,14 @@ pub enum Until {
 }
 
 impl Until {
-    pub fn parse(text: &str) -> Result<Until> {
+    /// The state a word names (`reachable`, `stopped`, `applied`); `None` for any other
+    /// word, which each front end refuses in its own terms.
+    pub fn parse(text: &str) -> Option<Until> {
         match text {
-            "reachable" => Ok(Until::Reachable),
-            "stopped" => Ok(Until::Stopped),
-            "applied" => Ok(Until::Applied),
-            other => Err(Error::Usage(format!(
-                "wait: --until must be reachable, stopped or applied, not {other:?}"
-            ))),
+            "reachable" => Some(Until::Reachable),
+            "stopped" => Some(Until::Stopped),
+            "applied" => Some(Until::Applied),
+            _ => None,
         }
     }
 

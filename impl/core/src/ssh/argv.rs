@@ -56,6 +56,7 @@ pub fn ssh_argv(key: &Path, vm: &StoredVm) -> Vec<String> {
 /// Returns the scp arguments (without the leading `scp`) up to, not including, the two
 /// endpoints: `-P P -q -o ... -i <key>`. Append `src dst`; the remote endpoint is
 /// [`remote_spec`] and is not shell-quoted (scp's SFTP mode passes it verbatim).
+#[cfg(test)]
 pub fn scp_args(key: &Path, vm: &StoredVm) -> Vec<String> {
     scp_args_with(key, vm, &[])
 }

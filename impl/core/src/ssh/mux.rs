@@ -137,6 +137,7 @@ impl Route {
     }
 
     /// True when the call goes through a master (existing or new).
+    #[cfg(test)]
     pub fn multiplexed(&self) -> bool {
         self.cwd.is_some()
     }

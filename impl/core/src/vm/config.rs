@@ -8,6 +8,127 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use stoat_wire::dto::{AgentAccess, Forward};
 
+/// How a VM boots: `live` (from its ISO, nothing installed), `disk` (installed onto its own
+/// disk) or `cloud` (a cloud image's overlay). vm.toml keeps these words; `""` is a record that
+/// never said, and any other word is kept as written (the VM still loads and shows it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    #[default]
+    #[serde(rename = "")]
+    Unset,
+    Live,
+    Disk,
+    Cloud,
+    #[serde(untagged)]
+    Other(String),
+}
+
+impl Mode {
+    /// The word vm.toml and the wire use.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Mode::Unset => "",
+            Mode::Live => "live",
+            Mode::Disk => "disk",
+            Mode::Cloud => "cloud",
+            Mode::Other(text) => text,
+        }
+    }
+
+    /// The mode a request asks for: `None` when the text is blank, else [`Mode::parse`] of it
+    /// trimmed.
+    pub fn given(text: &str) -> Option<Mode> {
+        Some(text.trim()).filter(|t| !t.is_empty()).map(Mode::parse)
+    }
+
+    /// The mode a word names; an unknown word is kept as [`Mode::Other`].
+    pub fn parse(text: &str) -> Mode {
+        match text {
+            "" => Mode::Unset,
+            "live" => Mode::Live,
+            "disk" => Mode::Disk,
+            "cloud" => Mode::Cloud,
+            other => Mode::Other(other.to_owned()),
+        }
+    }
+}
+
+impl From<&str> for Mode {
+    fn from(text: &str) -> Mode {
+        Mode::parse(text)
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How stoat provisions and reaches a guest: `apkovl` (an Alpine overlay), `cloudinit` (a
+/// NoCloud seed) or `ssh` (an image that already takes stoat's key). vm.toml keeps these words;
+/// `""` is a record that never said (its OS's default applies), any other word is kept as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    #[default]
+    #[serde(rename = "")]
+    Unset,
+    Apkovl,
+    Cloudinit,
+    Ssh,
+    #[serde(untagged)]
+    Other(String),
+}
+
+impl Backend {
+    /// The backends stoat knows how to boot.
+    pub const KNOWN: [Backend; 3] = [Backend::Apkovl, Backend::Cloudinit, Backend::Ssh];
+
+    /// The word vm.toml and the wire use.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Backend::Unset => "",
+            Backend::Apkovl => "apkovl",
+            Backend::Cloudinit => "cloudinit",
+            Backend::Ssh => "ssh",
+            Backend::Other(text) => text,
+        }
+    }
+
+    /// The backend a request asks for: `None` when the text is blank, else [`Backend::parse`]
+    /// of it trimmed.
+    pub fn given(text: &str) -> Option<Backend> {
+        Some(text.trim())
+            .filter(|t| !t.is_empty())
+            .map(Backend::parse)
+    }
+
+    /// The backend a word names; an unknown word is kept as [`Backend::Other`].
+    pub fn parse(text: &str) -> Backend {
+        match text {
+            "" => Backend::Unset,
+            "apkovl" => Backend::Apkovl,
+            "cloudinit" => Backend::Cloudinit,
+            "ssh" => Backend::Ssh,
+            other => Backend::Other(other.to_owned()),
+        }
+    }
+}
+
+impl From<&str> for Backend {
+    fn from(text: &str) -> Backend {
+        Backend::parse(text)
+    }
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One port forward as vm.toml stores it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ForwardConfig {
@@ -41,7 +162,7 @@ pub struct AppliedRecipe {
 pub struct VmConfig {
     /// Informational: a VM's identity is its directory name.
     pub name: String,
-    pub mode: String,
+    pub mode: Mode,
     pub os: String,
     /// `isos/<file>` for a file in isos/, otherwise the absolute BYO path.
     pub iso: String,
@@ -62,7 +183,7 @@ pub struct VmConfig {
     /// (10.0.2.2). Absent or false: it cannot (docs/decisions/runtime.md "Guest network").
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub host_loopback: bool,
-    pub backend: String,
+    pub backend: Backend,
     /// Absolute path of the cloud base image.
     pub base: String,
     pub sshuser: String,

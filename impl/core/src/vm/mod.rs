@@ -10,7 +10,7 @@ mod store;
 
 /// Whether a VM is running: one implementation, shared with the QEMU launcher.
 pub use crate::qemu::launch::running as running_pid;
-pub use config::{describe_toml_error, AppliedRecipe, ForwardConfig, VmConfig};
+pub use config::{describe_toml_error, AppliedRecipe, Backend, ForwardConfig, Mode, VmConfig};
 pub use store::{
     check_name, list, load, load_ok, save, save_new, write_atomically, Loaded, StoredVm,
 };

@@ -123,7 +123,7 @@ impl Reader {
         match self.table.clone().unwrap_or(Table::Root) {
             Table::Root => match key {
                 "name" => config.name = value.string()?,
-                "mode" => config.mode = value.string()?,
+                "mode" => config.mode = super::Mode::parse(&value.string()?),
                 "os" => config.os = value.string()?,
                 "iso" => config.iso = value.string()?,
                 "ram" => config.ram = value.int()?,
@@ -143,7 +143,7 @@ impl Reader {
                     self.forwards_key = true;
                 }
                 "host_loopback" => config.host_loopback = value.bool()?,
-                "backend" => config.backend = value.string()?,
+                "backend" => config.backend = super::Backend::parse(&value.string()?),
                 "base" => config.base = value.string()?,
                 "sshuser" => config.sshuser = value.string()?,
                 "console_password" => config.console_password = value.string()?,

@@ -96,10 +96,10 @@ impl VmFacts for StoredVm {
         &self.config.os
     }
     fn mode(&self) -> &str {
-        &self.config.mode
+        self.config.mode.as_str()
     }
     fn backend(&self) -> &str {
-        &self.config.backend
+        self.config.backend.as_str()
     }
     fn cpus(&self) -> u32 {
         self.config.cpus

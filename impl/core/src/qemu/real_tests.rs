@@ -3,13 +3,14 @@
 //! QMP. The tests are `#[ignore]`d: run them with `--include-ignored` and
 //! `STOAT_REAL_GUEST=OUTDIR`; asked for without it, they fail. Every QEMU started here is killed by its PID (a
 //! `KillOnDrop` guard) when a check fails.
+//! Inside the crate because `qemu` is crate-private.
 
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use stoat_core::qemu::{self, launch, Accel, KillOnDrop, LaunchSpec, QemuError, Qmp, ScreenFormat};
+use crate::qemu::{self, launch, Accel, KillOnDrop, LaunchSpec, QemuError, Qmp, ScreenFormat};
 use stoat_testkit::{free_port, real_guest_dir};
 
 fn run(program: &str, args: &[&OsStr]) {

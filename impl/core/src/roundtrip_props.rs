@@ -1,14 +1,15 @@
 //! Round-trip property tests: vm.toml (`VmConfig` → `to_toml` → `parse`), forward
 //! pairs (`HOST:GUEST`), qemu-img snapshot tables and checksum files (GNU and BSD styles)
-//! read back exactly what was written. Sizes have theirs in `size.rs`.
+//! read back exactly what was written. Sizes have theirs in `size.rs`. Unit tests, inside
+//! the crate, because the modules they read are crate-private.
 
 use std::collections::BTreeMap;
 
+use crate::host::snapshot::parse_table;
+use crate::images::checksum::{find, Algorithm};
+use crate::ops::forward::{parse_pair, PortPair};
+use crate::vm::{AppliedRecipe, ForwardConfig, VmConfig};
 use proptest::prelude::*;
-use stoat_core::host::snapshot::parse_table;
-use stoat_core::images::checksum::{find, Algorithm};
-use stoat_core::ops::forward::{parse_pair, PortPair};
-use stoat_core::vm::{AppliedRecipe, ForwardConfig, VmConfig};
 
 /// Any text a user or upstream may have put in vm.toml, control characters and quotes included.
 fn text() -> impl Strategy<Value = String> {
@@ -65,7 +66,8 @@ fn vm_config() -> impl Strategy<Value = VmConfig> {
             (allow_exec, agent_access, (project, key), recipe_params, applied),
         )| VmConfig {
             name,
-            mode,
+            // Any word: the known ones, `""` and the rest (kept as written) all read back.
+            mode: crate::vm::Mode::parse(&mode),
             os,
             iso,
             ram,
@@ -85,7 +87,7 @@ fn vm_config() -> impl Strategy<Value = VmConfig> {
                 })
                 .collect(),
             host_loopback,
-            backend,
+            backend: crate::vm::Backend::parse(&backend),
             base,
             sshuser,
             console_password: "cpw".into(),

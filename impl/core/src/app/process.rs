@@ -1,0 +1,9 @@
+//! The process-wide state a front end's signal handling reads and drives: the host tools
+//! running now (stopped on a signal), whether the operation is still busy or finishing work
+//! that decides its answer (docs/decisions/runtime.md "cancellation"), the named pause
+//! points the tests use to stop a process at a chosen moment, and the hidden mode in which
+//! `up` runs the binary again as a boot's console logger.
+
+pub use crate::child::{busy, finishing_now, stop_all};
+pub use crate::fault::pause;
+pub use crate::qemu::console::{serve as serve_console_log, LOGGER_ARG as CONSOLE_LOGGER_ARG};
