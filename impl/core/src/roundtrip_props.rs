@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::host::snapshot::parse_table;
 use crate::images::checksum::{find, Algorithm};
-use crate::ops::forward::{parse_pair, PortPair};
+use crate::vm::spec::{parse_pair, PortPair};
 use crate::vm::{AppliedRecipe, ForwardConfig, VmConfig};
 use proptest::prelude::*;
 

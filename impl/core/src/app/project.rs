@@ -14,11 +14,12 @@ use std::time::Duration;
 use stoat_wire::dto::{InitResult, LsData, ProjectRun, ProjectStatus, RecipePinsData};
 
 use super::Session;
-use crate::ops::{self, create::CreateSpec, forward::PortPair, update::UpdateSpec};
+use crate::ops::{self, create::CreateSpec, update::UpdateSpec};
 use crate::project::status::{self, Existing, Mismatch};
 use crate::project::{fanout, lock, Declaration};
 use crate::recipes::apply::ApplyRequest;
 use crate::runtime::wait::Until;
+use crate::vm::spec::PortPair;
 use crate::{vm, Error, Result};
 
 pub use crate::project::fanout::{any_failed, STARTED};

@@ -9,8 +9,9 @@ use crate::ops;
 use crate::{Error, Result};
 
 pub use crate::ops::create::CreateSpec;
-pub use crate::ops::forward::{parse_pair, parse_removal, Edit, PortPair, Removal};
+pub use crate::ops::forward::{parse_removal, Edit, Removal};
 pub use crate::ops::update::UpdateSpec;
+pub use crate::vm::spec::{parse_pair, PortPair};
 pub use crate::vm::{Backend, Mode};
 
 /// `create`.

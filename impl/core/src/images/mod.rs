@@ -12,4 +12,5 @@ pub mod local;
 pub mod part;
 pub mod pull;
 pub mod qemu_img;
+pub mod reference;
 pub mod store;

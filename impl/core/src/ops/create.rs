@@ -7,8 +7,8 @@
 
 use std::io::Read;
 
-use super::image_ref::{self, ResolvedImage};
 use super::recipe_check::check_recipes_applicable;
+use crate::images::reference::{self as image_ref, ResolvedImage};
 use crate::vm::{self, StoredVm, VmConfig};
 use crate::vm::{Backend, Mode};
 use crate::{lock, ports, Env, Error, Result, Root};
@@ -97,15 +97,15 @@ fn plan(
     let mode = mode_for(&backend, spec.mode.as_ref())?;
     // An explicit 0 is a mistake to name, not a way to ask for the default.
     let ram = spec.ram_mb.unwrap_or(DEFAULT_RAM_MB);
-    super::check_ram(ram)?;
+    crate::vm::spec::check_ram(ram)?;
     let cpus = spec.cpus.unwrap_or(DEFAULT_CPUS);
-    super::check_cpus(cpus)?;
+    crate::vm::spec::check_cpus(cpus)?;
     let disk = disk_for(&mode, spec.disk.as_deref())?;
     let share = match &spec.share {
-        Some(text) => super::resolve_share(env, text)?,
+        Some(text) => crate::vm::spec::resolve_share(env, text)?,
         None => String::new(),
     };
-    let recipes = super::split_recipes(&spec.recipes);
+    let recipes = crate::vm::spec::split_recipes(&spec.recipes);
     check_recipes_applicable(root, &os, backend.as_str(), &recipes)?;
     let recipe_params = crate::recipes::params::for_create(root, &recipes, &spec.params)?;
     let cloudinit = backend == Backend::Cloudinit;
@@ -118,10 +118,10 @@ fn plan(
     let agent_access = spec
         .agent_access
         .as_deref()
-        .map(super::check_agent_access)
+        .map(crate::vm::spec::check_agent_access)
         .transpose()?;
     let display = match &spec.display {
-        Some(pref) => super::check_display(pref)?,
+        Some(pref) => crate::vm::spec::check_display(pref)?,
         None => String::new(),
     };
     let (iso, base) = if mode == Mode::Cloud {
@@ -298,7 +298,7 @@ fn disk_for(mode: &Mode, requested: Option<&str>) -> Result<String> {
         )),
         (_, None) => Ok(DEFAULT_DISK.to_owned()),
         (_, Some(size)) => {
-            super::check_disk_size(size)?;
+            crate::vm::spec::check_disk_size(size)?;
             Ok(size.to_owned())
         }
     }

@@ -5,30 +5,9 @@
 
 use stoat_wire::dto::{AppliesAt, ForwardData};
 
+use crate::vm::spec::{parse_pair, port_in_range, refuse_privileged, PortPair};
 use crate::vm::{self, ForwardConfig, Loaded, StoredVm};
 use crate::{lock, Error, Result, Root};
-
-/// One requested forward before range checks: the integers the user typed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PortPair {
-    pub host: i64,
-    pub guest: i64,
-}
-
-/// Parses `HOST:GUEST`; anything that is not two integers is a usage error.
-pub fn parse_pair(text: &str) -> Result<PortPair> {
-    let usage = || {
-        Error::Usage(format!(
-            "forward: {text:?} is not HOST:GUEST (two port numbers)"
-        ))
-    };
-    let (host, guest) = text.trim().split_once(':').ok_or_else(usage)?;
-    let number = |part: &str| part.trim().parse::<i64>().map_err(|_| usage());
-    Ok(PortPair {
-        host: number(host)?,
-        guest: number(guest)?,
-    })
-}
 
 /// A forward to take out of the list: its host port, and the guest port when the user named
 /// one (then it must match).
@@ -193,24 +172,6 @@ fn validate(root: &Root, stored: &StoredVm, pairs: &[PortPair]) -> Result<Vec<Fo
     Ok(forwards)
 }
 
-/// Converts a port number, refusing anything outside 1-65535.
-pub fn port_in_range(port: i64, which: &str) -> Result<u16> {
-    u16::try_from(port)
-        .ok()
-        .filter(|p| *p != 0)
-        .ok_or_else(|| Error::InvalidSpec(format!("{which} port {port} is not in 1-65535")))
-}
-
-/// Refuses host ports below 1024, which only root may bind.
-pub fn refuse_privileged(host_port: u16) -> Result<()> {
-    if host_port < 1024 {
-        return Err(Error::InvalidSpec(format!(
-            "host port {host_port} is below 1024 and needs root"
-        )));
-    }
-    Ok(())
-}
-
 /// Refuses host ports that another VM claims: its ssh port or a declared forward (a broken
 /// VM's ssh port too). `prefix` starts the message (`"ssh port: "` for update).
 pub fn check_other_vms(root: &Root, this_vm: &str, host_ports: &[u16], prefix: &str) -> Result<()> {
@@ -243,39 +204,4 @@ pub fn check_other_vms(root: &Root, this_vm: &str, host_ports: &[u16], prefix: &
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pairs_parse_or_are_usage_errors() {
-        assert_eq!(
-            parse_pair(" 8080:80 ").unwrap(),
-            PortPair {
-                host: 8080,
-                guest: 80
-            }
-        );
-        assert_eq!(
-            parse_pair("70000:0").unwrap(),
-            PortPair {
-                host: 70000,
-                guest: 0
-            }
-        );
-        for bad in ["8080", "a:80", "8080:", ":80", "1:2:3"] {
-            assert!(matches!(parse_pair(bad), Err(Error::Usage(_))), "{bad}");
-        }
-    }
-
-    #[test]
-    fn ranges() {
-        assert!(port_in_range(0, "host").is_err());
-        assert!(port_in_range(65536, "host").is_err());
-        assert_eq!(port_in_range(65535, "host").unwrap(), 65535);
-        assert!(refuse_privileged(1023).is_err());
-        assert!(refuse_privileged(1024).is_ok());
-    }
 }

@@ -123,31 +123,31 @@ fn planned_config(
 ) -> Result<VmConfig> {
     let mut new = stored.config.clone();
     if let Some(ram) = spec.ram_mb {
-        super::check_ram(ram)?;
+        crate::vm::spec::check_ram(ram)?;
         new.ram = ram;
     }
     if let Some(cpus) = spec.cpus {
-        super::check_cpus(cpus)?;
+        crate::vm::spec::check_cpus(cpus)?;
         new.cpus = cpus;
     }
     if let Some(share) = &spec.share {
-        new.share = super::resolve_share(env, share)?;
+        new.share = crate::vm::spec::resolve_share(env, share)?;
     }
     if let Some(list) = &spec.recipes {
-        let recipes = super::split_recipes(list);
+        let recipes = crate::vm::spec::split_recipes(list);
         check_recipes_applicable(root, &new.os, new.backend.as_str(), &recipes)?;
         new.recipe_params
             .retain(|recipe, _| recipes.contains(recipe));
         new.recipes = recipes;
     }
     if let Some(level) = &spec.agent_access {
-        new.agent_access = Some(super::check_agent_access(level)?);
+        new.agent_access = Some(crate::vm::spec::check_agent_access(level)?);
     }
     if let Some(allow) = spec.allow_exec {
         new.allow_exec = Some(allow);
     }
     if let Some(pref) = &spec.display {
-        new.display = super::check_display(pref)?;
+        new.display = crate::vm::spec::check_display(pref)?;
     }
     if let Some(allow) = spec.host_loopback {
         new.host_loopback = allow;
@@ -170,8 +170,8 @@ fn check_ssh_port(root: &Root, stored: &StoredVm, port: u16) -> Result<()> {
         Error::InvalidSpec(why) => Error::InvalidSpec(format!("ssh port: {why}")),
         other => other,
     };
-    forward::port_in_range(i64::from(port), "host").map_err(prefixed)?;
-    forward::refuse_privileged(port).map_err(prefixed)?;
+    crate::vm::spec::port_in_range(i64::from(port), "host").map_err(prefixed)?;
+    crate::vm::spec::refuse_privileged(port).map_err(prefixed)?;
     if stored.config.forwards.iter().any(|f| f.hostport == port) {
         return Err(Error::InvalidSpec(format!(
             "ssh port: host port {port} is one of {}'s own forwards",
@@ -193,7 +193,7 @@ fn planned_disk(stored: &StoredVm, requested: &str, running: bool) -> Result<Str
             "{name} is a live VM and has no disk"
         )));
     }
-    let wanted = super::check_disk_size(requested)?;
+    let wanted = crate::vm::spec::check_disk_size(requested)?;
     if running {
         return Err(Error::AlreadyRunning { name: name.clone() });
     }

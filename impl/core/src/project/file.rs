@@ -32,7 +32,7 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::ops::forward::{parse_pair, port_in_range, refuse_privileged};
+use crate::vm::spec::{parse_pair, port_in_range, refuse_privileged};
 use crate::vm::{describe_toml_error, ForwardConfig};
 use crate::vm::{Backend, Mode};
 use crate::{Error, Result};
@@ -203,10 +203,10 @@ fn declaration(
         return Err((Some(raw.image.span().start), "image is empty".into()));
     }
     if let Some(cpus) = &raw.cpus {
-        crate::ops::check_cpus(*cpus.get_ref()).map_err(spanned_err(cpus.span().start))?;
+        crate::vm::spec::check_cpus(*cpus.get_ref()).map_err(spanned_err(cpus.span().start))?;
     }
     if let Some(ram) = &raw.ram {
-        crate::ops::check_ram(*ram.get_ref()).map_err(spanned_err(ram.span().start))?;
+        crate::vm::spec::check_ram(*ram.get_ref()).map_err(spanned_err(ram.span().start))?;
     }
     if let Some(disk) = &raw.disk {
         crate::size::parse_size(disk.get_ref().trim()).map_err(spanned_err(disk.span().start))?;
@@ -215,7 +215,7 @@ fn declaration(
         .share
         .as_ref()
         .map(|share| resolve_share(dir, share.get_ref()));
-    let recipes = crate::ops::split_recipes(raw.recipes.as_deref().unwrap_or_default());
+    let recipes = crate::vm::spec::split_recipes(raw.recipes.as_deref().unwrap_or_default());
     let mut params = BTreeMap::new();
     for (recipe, table) in &raw.params {
         if !recipes.contains(recipe) {

@@ -10,7 +10,7 @@
 use stoat_wire::dto::{Drift, Health, ProjectStatus, ProjectStatusVm};
 
 use super::file::{Declaration, Project};
-use crate::ops::image_ref;
+use crate::images::reference as image_ref;
 use crate::vm::{self, ForwardConfig, Loaded, StoredVm, VmConfig};
 use crate::vm::{Backend, Mode};
 use crate::{Env, Error, Result, Root};

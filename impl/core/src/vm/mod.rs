@@ -5,6 +5,7 @@ pub mod copy;
 pub mod display_notice;
 mod quick;
 pub mod resize_note;
+pub mod spec;
 pub mod staging;
 mod store;
 

@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::images::{self, infer::infer};
+use super::infer::infer;
+use crate::images;
 use crate::vm::Backend;
 use crate::{Env, Error, Result, Root};
 
