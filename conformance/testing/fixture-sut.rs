@@ -362,7 +362,10 @@ fn dispatch(cmd: &str, args: &[String], json_mode: bool) -> Answer {
         "update" => update(&need_name()?, &parsed),
         "rm" => rm(&need_name()?, &parsed, json_mode),
         "up" => up(&need_name()?),
+        "down" if name.is_none() && !v2() => project_down(),
         "down" => down(&need_name()?),
+        "init" if !v2() => init(),
+        "status" if !v2() => status(),
         "wait" => wait(&need_name()?, &parsed),
         "ssh" => {
             need_name()?;
@@ -945,6 +948,42 @@ fn qmp(vm: &Vm, commands: &[Value]) -> Result<Vec<Value>, Failure> {
     }
     replies.remove(0);
     Ok(replies)
+}
+
+/// The working directory's stoat.toml and the project's name (the directory's), if any: a
+/// project here declares no VMs (the fixture reads no declarations).
+fn project() -> Option<(PathBuf, String)> {
+    let dir = std::env::current_dir().ok()?;
+    let file = dir.join("stoat.toml");
+    let name = dir.file_name()?.to_string_lossy().into_owned();
+    file.is_file().then_some((dir, name))
+}
+
+/// `init`: writes an empty stoat.toml where there is none.
+fn init() -> Answer {
+    if project().is_some() {
+        return Err(fail("invalid_spec", "stoat.toml already exists"));
+    }
+    let dir = std::env::current_dir().map_err(|e| fail("internal", e.to_string()))?;
+    let file = dir.join("stoat.toml");
+    std::fs::write(&file, "[project]\n").map_err(|e| fail("internal", e.to_string()))?;
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(json!({"path": file.display().to_string(), "project": name, "gitignore_updated": false}))
+}
+
+/// `status`: the project's (empty) declarations.
+fn status() -> Answer {
+    let (dir, name) = project().ok_or_else(|| fail("invalid_spec", "no stoat.toml here"))?;
+    Ok(json!({"project": name, "dir": dir.display().to_string(), "vms": []}))
+}
+
+/// `down` with no VM: the fan-out over the project's (empty) declarations.
+fn project_down() -> Answer {
+    let (_, name) = project().ok_or_else(|| usage("down: missing VM name (no stoat.toml here)"))?;
+    Ok(json!({"project": name, "vms": []}))
 }
 
 fn down(name: &str) -> Answer {

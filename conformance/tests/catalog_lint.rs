@@ -153,6 +153,19 @@ fn every_quote_is_verbatim_from_its_source() {
     }
 }
 
+/// Every sentence the explore model's transitions quote is contract 3's own words.
+#[test]
+#[ignore = "needs STOAT_SHARED_DIR: the contract texts the quotes come from"]
+fn every_explore_model_quote_is_verbatim_from_contract_3() {
+    let contract = normalize(&shared_doc("contract/stoat-json-v3.md"));
+    for quote in stoat_conformance::explore::model::QUOTES {
+        assert!(
+            contract.contains(&normalize(quote)),
+            "the explore model quotes words not in contract 3: {quote:?}"
+        );
+    }
+}
+
 /// A MUST rests on contract text of its editions; a rule of our own is a SHOULD, or a
 /// requirement the SUT's profile declares (a SHOULD in the catalog, a MUST only where it is
 /// declared).

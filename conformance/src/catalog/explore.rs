@@ -17,8 +17,9 @@ use crate::run::Case;
 use crate::spec::{Editions, Source};
 
 /// Histories of the sequential check: about 15 s on the reference under load, and enough
-/// that the mutants naming the check meet their history at seeds 1 and 42 (by history 7;
-/// docs/decisions/explore.md). The others need `explore`'s longer budget.
+/// that the mutants naming the check meet their history at seeds 1 and 42 (the last of
+/// them at history 23; docs/decisions/explore.md). The others need `explore`'s longer
+/// budget.
 pub const RUN_HISTORIES: u64 = 24;
 /// Steps per history of the sequential check, as `explore`'s default.
 pub const RUN_STEPS: usize = explore::DEFAULT_STEPS;
@@ -39,7 +40,7 @@ pub(super) const CHECKS: &[CheckDef] = &[
         tier: Tier::Fake,
         spec: ids::EXPLORE_SEQUENTIAL.spec,
         quote: "A flag you did not pass does not appear, and the field it names is untouched.",
-        title: "random histories of create, clone, rm, update, forward, snapshot, up/down/wait/exec, apply and recipes (the run's seed): every answer and the get/forward/snapshot list/ls read after each step agree with the contract model, every transition of which cites the contract",
+        title: "random histories of create, clone, rm, update, forward, snapshot, up/down/wait/exec, apply, recipes, images, pull and the project's init/status/down (the run's seed): every answer and the get/forward/snapshot list/status/images/ls read after each step agree with the contract model, every transition of which quotes the contract",
         tags: &["explore", "state"],
         editions: Editions::V3 { change: V2_CHANGE },
         ..scenario(sequential)
@@ -127,8 +128,9 @@ fn steps(run: &explore::Run) -> Vec<String> {
         out.push(format!("{marker} {kind}: {}", invocation.cmd.shell()));
         if let Some(problem) = &invocation.problem {
             out.push(format!(
-                "  model ({}): {}",
+                "  model ({}: \"{}\"): {}",
                 invocation.spec,
+                invocation.quote,
                 invocation.expected.join(" | or | ")
             ));
             out.push(format!(

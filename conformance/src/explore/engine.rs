@@ -1,8 +1,8 @@
 //! Owns running one history against the SUT in a fresh sandbox and judging every step
 //! three ways: the oracle (the universal rules), the model's prediction for the step's own
 //! answer, and a read-back after it (`get` and `forward show` of the VM it named, its
-//! snapshot list after a snapshot command on a disk VM, then `ls`) that must agree with the
-//! model's new state.
+//! snapshot list after a snapshot command on a disk VM, `status` after a project command,
+//! `images` after a pull, then `ls`) that must agree with the model's new state.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,8 +18,9 @@ use crate::run::sut::{SpawnRequest, StdinPlan, Sut};
 use crate::sandbox::{Sandbox, SandboxOptions};
 use crate::spec::Edition;
 
-/// The model's verdict on one answer: the new state and the section it rests on, or why not.
-type Verdict = Result<(Model, &'static str), String>;
+/// The model's verdict on one answer: the new state and the section and words it rests
+/// on, or why not.
+type Verdict = Result<(Model, &'static str, &'static str), String>;
 
 /// What running a history needs.
 pub struct Engine {
@@ -49,6 +50,8 @@ pub struct Invocation {
     pub problem: Option<String>,
     /// The contract section the model's transition rests on.
     pub spec: &'static str,
+    /// The contract's words it rests on, verbatim.
+    pub quote: &'static str,
 }
 
 /// A history's run: every invocation in order; the last failed when `failed`.
@@ -135,6 +138,11 @@ impl Engine {
                     }
                 }
             }
+            match cmd {
+                Cmd::Init | Cmd::ProjectDown => reads.push(Cmd::Status),
+                Cmd::Pull { .. } => reads.push(Cmd::Images),
+                _ => {}
+            }
             reads.push(Cmd::Ls);
             for read in &reads {
                 if !self.check(&sandbox, &mut state, read, step, true, &mut run)? {
@@ -157,12 +165,19 @@ impl Engine {
     ) -> Result<bool, HarnessError> {
         let allowed = state.predict(cmd);
         let (answer, verdict) = self.invoke(sandbox, cmd, &allowed)?;
-        let (problem, spec) = match verdict {
-            Ok((next, spec)) => {
+        let (problem, spec, quote) = match verdict {
+            Ok((next, spec, quote)) => {
                 *state = next;
-                (None, spec)
+                (None, spec, quote)
             }
-            Err(problem) => (Some(problem), allowed.first().map(|a| a.spec).unwrap_or("")),
+            Err(problem) => {
+                let first = allowed.first();
+                (
+                    Some(problem),
+                    first.map(|a| a.spec).unwrap_or(""),
+                    first.map(|a| a.quote).unwrap_or(""),
+                )
+            }
         };
         let failed = problem.is_some();
         run.log.push(Invocation {
@@ -173,6 +188,7 @@ impl Engine {
             answer,
             problem,
             spec,
+            quote,
         });
         run.failed = failed;
         Ok(!failed)

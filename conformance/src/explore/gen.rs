@@ -1,11 +1,12 @@
 //! Owns generating random histories, deterministic by seed: a small splitmix64 stream
-//! picks commands (live and disk creates, clones, snapshots, up, down, wait and exec among
+//! picks commands (live and disk creates, clones, snapshots, up, down, wait and exec,
+//! images and a pull of an id no catalog has, init, status and the project's down among
 //! them) over a pool of
 //! three VM names (so creates collide, removed VMs are named
 //! again) and host ports from a range of each name's own (so no two VMs ever compete for a
 //! port, a question the contract leaves to the host).
 
-use super::model::{Cmd, ACCESS, EXEC_CODES, RECIPES};
+use super::model::{Cmd, ACCESS, EXEC_CODES, NO_IMAGE, RECIPES};
 
 /// The seed a run uses unless told otherwise: every run without `--seed` explores the same
 /// histories.
@@ -69,11 +70,25 @@ fn forward(rng: &mut Rng, name: &str) -> (u64, u64) {
 /// Three commands in four name a VM the history has made (by create or clone, and not
 /// removed since), half of those the one the command before named, so a VM meets several
 /// commands in a row (created, started, snapshotted while running, stopped); the rest
-/// name any of the three, so missing VMs and taken names still come up. Which VMs exist
+/// name any of the three, so missing VMs and taken names still come up. A forward clear
+/// names the VM a set or add last gave forwards, a clone copies it and the next update
+/// or add names that clone, a snapshot delete names the disk VM and tag a save last named
+/// (else the disk VM last created), and a save the last disk VM that runs, when there is
+/// one. Which VMs exist
 /// is the generator's guess (a create may fail); the model judges what really happened.
 pub fn history(seed: u64, steps: usize) -> Vec<Cmd> {
     let mut rng = Rng::new(seed);
     let mut made: Vec<String> = Vec::new();
+    // The made VMs a forward set or add named since (the generator's guess, too).
+    let mut forwarded: Vec<String> = Vec::new();
+    // The disk VMs created (so snapshots are theirs to save), and the tags a save named on
+    // one and no delete since.
+    let mut disks: Vec<String> = Vec::new();
+    // A clone of a VM given forwards that no update or add has named since.
+    let mut cloned: Option<String> = None;
+    // The made VMs an up named and no down since.
+    let mut running: Vec<String> = Vec::new();
+    let mut saved: Vec<(String, &'static str)> = Vec::new();
     let mut last = NAMES[0].to_string();
     (0..steps)
         .map(|_| {
@@ -84,12 +99,69 @@ pub fn history(seed: u64, steps: usize) -> Vec<Cmd> {
             } else {
                 rng.pick(&made).clone()
             };
-            let cmd = command(&mut rng, name);
-            match &cmd {
-                Cmd::Create { name, .. } | Cmd::Clone { name, .. } if !made.contains(name) => {
-                    made.push(name.clone())
+            let mut cmd = command(&mut rng, name);
+            // A clear shows only on a VM with forwards, a delete only on a saved tag: each
+            // names the last VM given some, the delete the tag saved (drawing nothing more,
+            // so the rest of the history is as it would have been).
+            match (&mut cmd, forwarded.last(), saved.last(), disks.last()) {
+                (Cmd::ForwardClear { name }, Some(with), ..) => name.clone_from(with),
+                (Cmd::SnapshotDelete { name, tag }, _, Some((with, saved_tag)), _) => {
+                    name.clone_from(with);
+                    *tag = saved_tag;
                 }
-                Cmd::Rm { name, yes: true } => made.retain(|m| m != name),
+                (Cmd::SnapshotDelete { name, .. }, _, None, Some(with)) => name.clone_from(with),
+                // A clone copies a VM given forwards, and the next update or add names that
+                // clone, when there are such: a clone's forwards show only when it changes.
+                (Cmd::Clone { source, .. }, Some(with), ..) => source.clone_from(with),
+                (Cmd::Update { name, .. } | Cmd::ForwardAdd { name, .. }, ..)
+                    if cloned.is_some() =>
+                {
+                    if let Some(with) = cloned.take() {
+                        *name = with;
+                    }
+                }
+                // A save names a disk VM that runs (the save a monitor makes) when there is one.
+                (Cmd::SnapshotSave { name, .. }, ..) => {
+                    if let Some(with) = disks.iter().rev().find(|d| running.contains(d)) {
+                        name.clone_from(with);
+                    }
+                }
+                _ => {}
+            }
+            match &cmd {
+                Cmd::Create { name, disk, .. } if !made.contains(name) => {
+                    made.push(name.clone());
+                    if *disk {
+                        disks.push(name.clone());
+                    }
+                }
+                Cmd::Clone { name, source } if !made.contains(name) => {
+                    made.push(name.clone());
+                    if forwarded.contains(source) {
+                        cloned = Some(name.clone());
+                    }
+                }
+                Cmd::Rm { name, yes: true } => {
+                    made.retain(|m| m != name);
+                    forwarded.retain(|m| m != name);
+                    saved.retain(|(m, _)| m != name);
+                    disks.retain(|m| m != name);
+                    running.retain(|m| m != name);
+                }
+                Cmd::ForwardSet { name, .. } | Cmd::ForwardAdd { name, .. }
+                    if made.contains(name) && !forwarded.contains(name) =>
+                {
+                    forwarded.push(name.clone())
+                }
+                Cmd::ForwardClear { name } => forwarded.retain(|m| m != name),
+                Cmd::Up { name } if made.contains(name) && !running.contains(name) => {
+                    running.push(name.clone())
+                }
+                Cmd::Down { name } => running.retain(|m| m != name),
+                Cmd::SnapshotSave { name, tag } if disks.contains(name) => {
+                    saved.push((name.clone(), tag))
+                }
+                Cmd::SnapshotDelete { name, tag } => saved.retain(|(m, t)| m != name || t != tag),
                 _ => {}
             }
             if let Some(target) = cmd.target() {
@@ -106,8 +178,20 @@ fn tag(rng: &mut Rng) -> &'static str {
     TAGS[rng.below(TAGS.len() as u64) as usize]
 }
 
+/// Slots of [`command`]'s draw, one command kind (or a weight of one) each.
+const SLOTS: u64 = 52;
+
 fn command(rng: &mut Rng, name: String) -> Cmd {
-    match rng.below(36) {
+    match rng.below(SLOTS) {
+        36 => Cmd::Images,
+        37 => Cmd::Pull { id: NO_IMAGE },
+        38 => Cmd::Init,
+        39 => Cmd::Status,
+        40 => Cmd::ProjectDown,
+        // Clears, adds and snapshot deletes weigh more than the other commands: a clear
+        // shows only on a VM that has forwards and a delete only on a disk VM, which most
+        // histories would otherwise never give them.
+        11 | 41..=43 => Cmd::ForwardClear { name },
         30 => Cmd::Apply {
             dry_run: rng.below(2) == 0,
             name,
@@ -150,7 +234,7 @@ fn command(rng: &mut Rng, name: String) -> Cmd {
             tag: tag(rng),
             name,
         },
-        18 => Cmd::SnapshotDelete {
+        18 | 48..=51 => Cmd::SnapshotDelete {
             tag: tag(rng),
             name,
         },
@@ -185,7 +269,7 @@ fn command(rng: &mut Rng, name: String) -> Cmd {
             }
             Cmd::ForwardSet { name, forwards }
         }
-        8 | 9 => Cmd::ForwardAdd {
+        8 | 9 | 44..=47 => Cmd::ForwardAdd {
             forward: forward(rng, &name),
             name,
         },
@@ -193,7 +277,6 @@ fn command(rng: &mut Rng, name: String) -> Cmd {
             host: host_port(&name, rng.below(4)),
             name,
         },
-        11 => Cmd::ForwardClear { name },
         _ => Cmd::ForwardShow { name },
     }
 }
@@ -288,21 +371,30 @@ mod tests {
         assert_eq!(plan(5, 3, 4).len(), 3);
     }
 
-    /// The default run starts VMs it made and saves snapshots of running disk VMs: the
-    /// lifecycle's states are reached, not only named.
+    /// The default run starts VMs it made, saves snapshots of running disk VMs and clears
+    /// the forwards of VMs given some: the lifecycle's states are reached, not only named,
+    /// and a clear that saves nothing has something to lose.
     #[test]
     fn the_default_histories_start_made_vms_and_snapshot_running_disk_vms() {
-        let (mut ups, mut live_saves) = (0, 0);
+        let (mut ups, mut live_saves, mut clears) = (0, 0, 0);
         for index in 0..DEFAULT_HISTORIES {
             // name -> (a disk VM, running), as the generator's guess has it
             let mut vms: std::collections::BTreeMap<String, (bool, bool)> = Default::default();
+            let mut forwarded = std::collections::BTreeSet::new();
             for cmd in history(history_seed(DEFAULT_SEED, index), 12) {
                 match cmd {
+                    Cmd::ForwardSet { name, .. } | Cmd::ForwardAdd { name, .. }
+                        if vms.contains_key(&name) =>
+                    {
+                        forwarded.insert(name);
+                    }
+                    Cmd::ForwardClear { name } if forwarded.remove(&name) => clears += 1,
                     Cmd::Create { name, disk, .. } => {
                         vms.entry(name).or_insert((disk, false));
                     }
                     Cmd::Rm { name, yes: true } => {
                         vms.remove(&name);
+                        forwarded.remove(&name);
                     }
                     Cmd::Up { name } => {
                         if let Some(vm) = vms.get_mut(&name) {
@@ -322,7 +414,8 @@ mod tests {
                 }
             }
         }
-        assert!(ups >= 50, "{ups} ups of a made VM");
+        assert!(ups >= 35, "{ups} ups of a made VM");
+        assert!(clears >= 15, "{clears} clears of a VM given forwards");
         assert!(live_saves >= 3, "{live_saves} saves of a running disk VM");
     }
 }

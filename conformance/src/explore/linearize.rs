@@ -91,7 +91,7 @@ impl Search<'_> {
                 continue;
             }
             match model::judge(&state.predict(&event.cmd), &event.result) {
-                Ok((next, _)) => {
+                Ok((next, ..)) => {
                     self.path.push(i);
                     if self.step(done | (1 << i), &next) {
                         return true;

@@ -55,10 +55,11 @@ pub fn render(history: &[Cmd], run: &Run) -> String {
             "step"
         };
         out.push_str(&format!(
-            "{marker} {kind} {}: {}\n       model ({}): {}\n       answer: {}\n",
+            "{marker} {kind} {}: {}\n       model ({}: \"{}\"): {}\n       answer: {}\n",
             invocation.step + 1,
             invocation.cmd.shell(),
             invocation.spec,
+            invocation.quote,
             invocation.expected.join(" | or | "),
             crate::oracle::excerpt(&invocation.answer)
         ));
@@ -154,7 +155,7 @@ fn build(history: &[Cmd], run: &Run, upto: usize, last: &Cmd, about: &str) -> Op
             let judged = answer
                 .as_ref()
                 .and_then(|a| model::judge(std::slice::from_ref(choice), a).ok());
-            if let Some((judged, _)) = judged {
+            if let Some((judged, ..)) = judged {
                 pin_power(&mut state, &judged, &mut expected);
             }
         }
