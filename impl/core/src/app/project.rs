@@ -3,8 +3,9 @@
 //! declared VMs (json-v3#per-command-data: InitResult, ProjectStatus, ProjectRun;
 //! design#project-fan-out).
 //!
-//! The fan-out runs each declared VM through the same single-VM operation `stoat up <name>`
-//! runs ([`super::runtime`], [`super::vmops`]), so one-VM behaviour lives in one place. Per-VM
+//! The fan-out runs each declared VM through the same single-VM operations `stoat create`,
+//! `update`, `forward` and `up <name>` run ([`super::runtime`], [`super::vmops`]), so one-VM
+//! behaviour (and its log line) lives in one place. Per-VM
 //! progress goes to the session's sink as `vm` events and notes; the answer is ProjectRun.
 
 use std::io::Write;
@@ -13,13 +14,13 @@ use std::time::Duration;
 
 use stoat_wire::dto::{InitResult, LsData, ProjectRun, ProjectStatus, RecipePinsData};
 
+use super::vmops::{CreateSpec, Edit, ForwardChange, PortPair, UpdateSpec};
 use super::Session;
-use crate::ops::{self, create::CreateSpec, update::UpdateSpec};
+use crate::ops;
 use crate::project::status::{self, Existing, Mismatch};
 use crate::project::{fanout, lock, Declaration};
 use crate::recipes::apply::ApplyRequest;
 use crate::runtime::wait::Until;
-use crate::vm::spec::PortPair;
 use crate::{vm, Error, Result};
 
 pub use crate::project::fanout::{any_failed, STARTED};
@@ -331,18 +332,14 @@ fn converge(s: &Session, project: &Project, decl: &Declaration) -> Result<vm::St
         ..UpdateSpec::default()
     };
     if !spec.is_empty() {
-        ops::update::update(root, &s.env, &decl.name, &spec)?;
+        super::vmops::update(s, &decl.name, &spec)?;
     }
     if let Some(forwards) = decl
         .forwards
         .as_ref()
         .filter(|_| fields.contains(&"forwards"))
     {
-        ops::forward::set(
-            root,
-            &decl.name,
-            &ops::forward::Edit::Replace(port_pairs(forwards)),
-        )?;
+        super::vmops::forward(s, &decl.name, &replace_forwards(forwards))?;
     }
     s.events()
         .note(&format!("    updated {}: {}", decl.name, fields.join(", ")));
@@ -380,18 +377,9 @@ fn create_declared(s: &Session, project: &Project, decl: &Declaration) -> Result
         key: decl.key.clone(),
         ..CreateSpec::default()
     };
-    let stored = ops::create::create(root, &s.env, &spec)?;
-    crate::log::append(
-        root,
-        "info",
-        &format!("created vm={} project={}", stored.name, project.name),
-    );
+    super::vmops::create(s, &spec)?;
     if let Some(forwards) = decl.forwards.as_ref().filter(|f| !f.is_empty()) {
-        if let Err(err) = ops::forward::set(
-            root,
-            &decl.name,
-            &ops::forward::Edit::Replace(port_pairs(forwards)),
-        ) {
+        if let Err(err) = super::vmops::forward(s, &decl.name, &replace_forwards(forwards)) {
             let _ = ops::remove::remove(root, &decl.name);
             return Err(err);
         }
@@ -400,12 +388,15 @@ fn create_declared(s: &Session, project: &Project, decl: &Declaration) -> Result
     vm::load_ok(root, &decl.name)
 }
 
-fn port_pairs(forwards: &[vm::ForwardConfig]) -> Vec<PortPair> {
-    forwards
-        .iter()
-        .map(|f| PortPair {
-            host: i64::from(f.hostport),
-            guest: i64::from(f.guestport),
-        })
-        .collect()
+/// The change that makes a VM's forwards the declared ones.
+fn replace_forwards(forwards: &[vm::ForwardConfig]) -> ForwardChange {
+    ForwardChange::Edit(Edit::Replace(
+        forwards
+            .iter()
+            .map(|f| PortPair {
+                host: i64::from(f.hostport),
+                guest: i64::from(f.guestport),
+            })
+            .collect(),
+    ))
 }

@@ -18,7 +18,15 @@ pub use crate::vm::{Backend, Mode};
 pub fn create(s: &Session, spec: &CreateSpec) -> Result<VmData> {
     let root = s.root()?;
     let stored = ops::create::create(root, &s.env, spec)?;
-    crate::log::append(root, "info", &format!("created vm={}", stored.name));
+    let project = match spec.project.as_str() {
+        "" => String::new(),
+        dir => format!(" project={dir}"),
+    };
+    crate::log::append(
+        root,
+        "info",
+        &format!("created vm={}{project}", stored.name),
+    );
     Ok(VmData {
         vm: stored.to_wire(&s.env),
     })
