@@ -351,6 +351,57 @@ fn concurrent_command(rng: &mut Rng) -> Cmd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::explore::model::{Model, Power, Project, Vm, QUOTES};
+    use std::collections::{BTreeMap, BTreeSet};
+
+    /// Every transition the model allows, for every command of the default histories in
+    /// states of every kind (no VM; stopped, running and stopping VMs with and without a
+    /// disk, snapshots and forwards; with and without a project and a listed catalog), quotes
+    /// one of the contract sentences [`QUOTES`] lists and restates its rule.
+    #[test]
+    fn every_transition_quotes_the_contract() {
+        let mut states = vec![Model::default()];
+        for power in [Power::Stopped, Power::Running, Power::Stopping] {
+            for disk in [Some(true), Some(false), None] {
+                let mut model = Model::default();
+                for name in ["a", "b", "c"] {
+                    model.vms.insert(
+                        name.into(),
+                        Vm {
+                            power,
+                            disk,
+                            forwards: [(8100, 80)].into(),
+                            snapshots: Some(["t1".to_string()].into()),
+                            started: (power != Power::Stopped).then(BTreeSet::new),
+                            ..Vm::default()
+                        },
+                    );
+                }
+                model.project = Some(Project::default());
+                model.images = Some(BTreeMap::new());
+                states.push(model);
+            }
+        }
+        let mut kinds = std::collections::HashSet::new();
+        for index in 0..DEFAULT_HISTORIES {
+            let seed = history_seed(DEFAULT_SEED, index);
+            for cmd in history(seed, 12) {
+                kinds.insert(std::mem::discriminant(&cmd));
+                for state in &states {
+                    for allowed in state.predict(&cmd) {
+                        assert!(
+                            QUOTES.contains(&allowed.quote) && allowed.rule.len() > 10,
+                            "{}: {} quotes {:?}",
+                            cmd.shell(),
+                            allowed.describe(),
+                            allowed.quote
+                        );
+                    }
+                }
+            }
+        }
+        assert_eq!(kinds.len(), 27, "every command kind is generated");
+    }
 
     #[test]
     fn histories_are_deterministic_by_seed_and_differ_between_seeds() {

@@ -2477,55 +2477,6 @@ fn forward_matcher(forwards: &BTreeSet<(u64, u64)>) -> Value {
 mod tests {
     use super::*;
 
-    /// Every transition the model allows, for every command of the default histories in
-    /// states of every kind (no VM; stopped, running and stopping VMs with and without a
-    /// disk, snapshots and forwards; with and without a project and a listed catalog), quotes
-    /// one of the contract sentences [`QUOTES`] lists and restates its rule.
-    #[test]
-    fn every_transition_quotes_the_contract() {
-        let mut states = vec![Model::default()];
-        for power in [Power::Stopped, Power::Running, Power::Stopping] {
-            for disk in [Some(true), Some(false), None] {
-                let mut model = Model::default();
-                for name in ["a", "b", "c"] {
-                    model.vms.insert(
-                        name.into(),
-                        Vm {
-                            power,
-                            disk,
-                            forwards: [(8100, 80)].into(),
-                            snapshots: Some(["t1".to_string()].into()),
-                            started: (power != Power::Stopped).then(BTreeSet::new),
-                            ..Vm::default()
-                        },
-                    );
-                }
-                model.project = Some(Project::default());
-                model.images = Some(BTreeMap::new());
-                states.push(model);
-            }
-        }
-        let mut kinds = std::collections::HashSet::new();
-        for index in 0..crate::explore::gen::DEFAULT_HISTORIES {
-            let seed = crate::explore::gen::history_seed(crate::explore::gen::DEFAULT_SEED, index);
-            for cmd in crate::explore::gen::history(seed, 12) {
-                kinds.insert(std::mem::discriminant(&cmd));
-                for state in &states {
-                    for allowed in state.predict(&cmd) {
-                        assert!(
-                            QUOTES.contains(&allowed.quote) && allowed.rule.len() > 10,
-                            "{}: {} quotes {:?}",
-                            cmd.shell(),
-                            allowed.describe(),
-                            allowed.quote
-                        );
-                    }
-                }
-            }
-        }
-        assert_eq!(kinds.len(), 27, "every command kind is generated");
-    }
-
     fn create(name: &str) -> Cmd {
         Cmd::Create {
             name: name.into(),
