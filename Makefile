@@ -80,6 +80,7 @@ lint:
 	RUSTC_BOOTSTRAP=1 $(CARGO) check --manifest-path fuzz/Cargo.toml --bins
 	python3 conformance/testing/modgraph.py conformance/src
 	python3 conformance/testing/modgraph.py conformance/fakes/src
+	python3 conformance/testing/modgraph.py impl/core/src --folders
 
 ## test: every tier: pure and fake everywhere, the ignored real tier (needs the built guest),
 ## the report consumers required, a short fuzz smoke, then the distro tier (test-distro: builds

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Draws the file-level dependency picture of one crate's library and lists its circles.
 
-Usage: modgraph.py SRC_DIR [--dot | --floors]
+Usage: modgraph.py SRC_DIR [--dot | --floors | --folders]
 
 A file depends on another when it names an item of it by path (`use`, `crate::..`,
 `super::..`, a child module, or a name a `use` brought in). Re-exports (`pub use`) are
@@ -9,7 +9,9 @@ followed to the file that defines the item, and a parent that only declares a ch
 (`mod x;`) does not depend on it. Circles are the strongly connected components of more
 than one file; the exit status is 1 when there is any. `--floors` prints the files
 floor by floor (a file sits one floor above the highest one it uses): the picture
-docs/architecture.md summarises.
+docs/architecture.md summarises. `--folders` looks one level up: each top-level module (a
+folder or a single file) is one room, rooms that use each other in a circle are listed,
+and the rooms are printed floor by floor; the exit status is 1 when rooms form a circle.
 """
 
 import os
@@ -269,10 +271,28 @@ def name(mod):
     return "::".join(mod) or "lib"
 
 
+def rooms(crate, edges):
+    """The top-level modules (rooms) and the arrows between different ones."""
+    room_edges = defaultdict(set)
+    for a, targets in edges.items():
+        for b in targets:
+            if a and b and a[0] != b[0]:
+                room_edges[(a[0],)].add((b[0],))
+    return sorted({(m[0],) for m in crate.mods if m}), room_edges
+
+
 def main():
     src = sys.argv[1]
     crate = Crate(src)
     edges = crate.edges()
+    if "--folders" in sys.argv:
+        nodes, room_edges = rooms(crate, edges)
+        found = circles(nodes, room_edges)
+        for comp in found:
+            print("rooms in a circle: " + ", ".join(name(c) for c in comp))
+        if found:
+            return 1
+        return floors(nodes, room_edges)
     if "--dot" in sys.argv:
         print("digraph modules {")
         for a in sorted(edges):
