@@ -304,17 +304,21 @@ fn real_guest_reaches_the_outside_and_its_forwards_but_not_the_host_loopback() {
 }
 
 /// The outside, by name: the guest's DNS (10.0.2.3) is forwarded to the host's, and the way
-/// out goes through the host. A test of its own, because it needs what a host may lack.
+/// out goes through the host. A test of its own, because it needs what a host may lack. The
+/// outside server is the first plain-http mirror the host's own apt uses, so no host name is
+/// written here.
 #[test]
-#[ignore = "needs STOAT_REAL_GUEST and a host that reaches deb.debian.org:80"]
+#[ignore = "needs STOAT_REAL_GUEST and a host whose apt mirror answers over plain http"]
 fn real_guest_reaches_the_outside_by_name() {
-    let outside = std::net::ToSocketAddrs::to_socket_addrs(&("deb.debian.org", 80))
+    let (host, path) = apt_http_mirror()
+        .expect("needs a plain-http mirror in the host's apt sources (/etc/apt/sources.list{,.d})");
+    let outside = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), 80))
         .ok()
         .and_then(|mut addrs| addrs.find(|addr| addr.is_ipv4()))
         .filter(|addr| TcpStream::connect_timeout(addr, Duration::from_secs(5)).is_ok());
     assert!(
         outside.is_some(),
-        "needs a host that reaches deb.debian.org:80 (outside HTTP); this one does not"
+        "needs a host that reaches its apt mirror {host}:80 (outside HTTP); this one does not"
     );
     let guest = real_guest();
     let env = TestEnv::new();
@@ -334,14 +338,47 @@ fn real_guest_reaches_the_outside_by_name() {
         "net2",
         "sh",
         "-c",
-        "nslookup deb.debian.org | awk '/^Address/ && !/#/ {a=$NF} END {print a}'",
+        &format!("nslookup {host} | awk '/^Address/ && !/#/ {{a=$NF}} END {{print a}}'"),
     ]);
     let resolved = lookup.data()["stdout"].as_str().unwrap().trim().to_owned();
     assert!(!resolved.is_empty(), "the guest's DNS: {}", lookup.stdout);
-    let page = guest_fetch(&env, "net2", &resolved, 80, "deb.debian.org", "/debian/");
+    let page = guest_fetch(&env, "net2", &resolved, 80, &host, &path);
     assert!(
         page.is_some(),
         "the guest cannot reach what the host reaches ({resolved})"
     );
     env.json(&["down", "net2"]);
+}
+
+/// The host and path of the first `http://` mirror in the host's apt sources (one-line
+/// `deb http://…` entries or deb822 `URIs:` fields), with the path ending in `/`.
+fn apt_http_mirror() -> Option<(String, String)> {
+    let mut files = vec![std::path::PathBuf::from("/etc/apt/sources.list")];
+    if let Ok(dir) = std::fs::read_dir("/etc/apt/sources.list.d") {
+        let mut found: Vec<_> = dir.flatten().map(|e| e.path()).collect();
+        found.sort();
+        files.extend(found.into_iter().filter(|p| {
+            p.extension()
+                .is_some_and(|ext| ext == "list" || ext == "sources")
+        }));
+    }
+    files
+        .iter()
+        .filter_map(|file| std::fs::read_to_string(file).ok())
+        .flat_map(|text| {
+            text.lines()
+                .filter(|line| !line.trim_start().starts_with('#'))
+                .flat_map(|line| {
+                    line.split_whitespace()
+                        .map(str::to_owned)
+                        .collect::<Vec<_>>()
+                })
+                .collect::<Vec<_>>()
+        })
+        .find_map(|word| {
+            let rest = word.strip_prefix("http://")?;
+            let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+            let path = format!("/{}/", path.trim_end_matches('/'));
+            Some((host.to_owned(), path.replace("//", "/")))
+        })
 }
