@@ -34,12 +34,13 @@ pub(crate) const HOST_SECRET: &str = "stoat-host-secret-4711";
 
 /// Runs each `(name, row)`, catching a failed row so the others still run; fails at the end
 /// naming every failed row.
-fn sweep<R>(what: &str, rows: &[(&str, R)], run: impl Fn(&R)) {
+fn sweep<S: AsRef<str>, R>(what: &str, rows: &[(S, R)], run: impl Fn(&R)) {
     let only = std::env::var("STOAT_SWEEP_ROW").unwrap_or_default();
     let started = Instant::now();
     let mut failed = Vec::new();
     let mut ran = 0;
     for (name, row) in rows {
+        let name = name.as_ref();
         if !name.contains(only.as_str()) {
             continue;
         }
@@ -48,7 +49,7 @@ fn sweep<R>(what: &str, rows: &[(&str, R)], run: impl Fn(&R)) {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(row)));
         eprintln!("{what}: {name}: {:?}", at.elapsed());
         if outcome.is_err() {
-            failed.push(*name);
+            failed.push(name);
         }
     }
     eprintln!("{what}: {ran} rows in {:?}", started.elapsed());
@@ -284,36 +285,21 @@ fn kill_sweep() {
     let restore = r#"[ "$1" = snapshot ] && [ "$2" = -a ]"#;
     let resize = r#"[ "$1" = resize ]"#;
     let create = r#"[ "$1" = create ]"#;
-    let rows: Vec<(&str, KillRow)> = vec![
-        (
-            "create killed staged",
-            row(CREATE_X, At("staged"), x_listed),
-        ),
-        (
-            "create killed filled",
-            row(CREATE_X, At("filled"), x_listed),
-        ),
-        (
-            "create killed at commit",
-            row(CREATE_X, At("commit"), x_listed),
-        ),
-        (
-            "create killed temp-written",
-            row(CREATE_X, At("temp-written"), x_listed),
-        ),
+    // create and clone stop at the same four points of the staging they share.
+    let mut rows: Vec<(String, KillRow)> = Vec::new();
+    for (cmd, argv) in [("create", CREATE_X), ("clone", CLONE_X)] {
+        for point in ["staged", "filled", "commit", "temp-written"] {
+            let name = match point {
+                "commit" => format!("{cmd} killed at commit"),
+                _ => format!("{cmd} killed {point}"),
+            };
+            rows.push((name, row(argv, At(point), x_listed)));
+        }
+    }
+    let more: Vec<(&str, KillRow)> = vec![
         (
             "create canceled in qemu-img",
             row(CREATE_X, Term(create), x_listed),
-        ),
-        ("clone killed staged", row(CLONE_X, At("staged"), x_listed)),
-        ("clone killed filled", row(CLONE_X, At("filled"), x_listed)),
-        (
-            "clone killed at commit",
-            row(CLONE_X, At("commit"), x_listed),
-        ),
-        (
-            "clone killed temp-written",
-            row(CLONE_X, At("temp-written"), x_listed),
         ),
         ("rm killed removed", changing(RM_N, At("removed"), n_gone)),
         (
@@ -358,6 +344,7 @@ fn kill_sweep() {
             changing(RESTORE_N, TermAfterWork(restore), restored),
         ),
     ];
+    rows.extend(more.into_iter().map(|(name, row)| (name.to_owned(), row)));
     sweep("kill_sweep", &rows, run_kill_row);
     // The interrupted commands that run a guest (their truth is the guest's and QEMU's).
     let whole: Vec<(&str, fn())> = vec![
