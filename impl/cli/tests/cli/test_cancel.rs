@@ -22,8 +22,10 @@ fn real_qemu_img() -> PathBuf {
 }
 
 /// A qemu-img that, for `subcommand`, writes its PID to `<tmp>/qemu-img.pid`, then sleeps
-/// (in its own child, so a signal to its group stops both) before running the real one.
-/// `on_term` is the shell's reaction to SIGTERM ("" for the default: die). An inline wrapper,
+/// before running the real one. `on_term` is the shell's reaction to SIGTERM ("" for the
+/// default: die). The sleep is a loop of short foreground sleeps, not one long one: a shell
+/// runs its trap only once its foreground child ends, and a signal to the group that lands
+/// before a long sleep has forked would leave the trap waiting for it. An inline wrapper,
 /// not `stoat-fake`: every other subcommand must reach the real qemu-img.
 fn slow_qemu_img(env: &TestEnv, subcommand: &str, on_term: &str) -> PathBuf {
     slow_qemu_img_when(env, &format!("[ \"$1\" = {subcommand} ]"), on_term)
@@ -35,7 +37,7 @@ pub(crate) fn slow_qemu_img_when(env: &TestEnv, when: &str, on_term: &str) -> Pa
     let _ = std::fs::remove_file(&pid_file);
     let real = real_qemu_img();
     let script = format!(
-        "#!/bin/sh\nif {when}; then\n{on_term}\necho $$ > '{pid}.new' && mv '{pid}.new' '{pid}'\nsleep 60 &\nwait $!\nfi\nexec '{real}' \"$@\"\n",
+        "#!/bin/sh\nif {when}; then\n{on_term}\necho $$ > '{pid}.new' && mv '{pid}.new' '{pid}'\nwhile :; do sleep 0.1; done\nfi\nexec '{real}' \"$@\"\n",
         pid = pid_file.display(),
         real = real.display(),
     );
