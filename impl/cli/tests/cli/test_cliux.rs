@@ -303,6 +303,22 @@ fn man_prints_a_page_per_command_and_writes_them_all() {
         !dir.join("stoat-provision.1").exists(),
         "hidden aliases get no page"
     );
+    // stoat.1 says which variables stoat reads and where it keeps what, as man pages do.
+    let top = stdout(&env.run(&["man"]));
+    for needed in [
+        ".SH ENVIRONMENT",
+        "STOAT_HOME",
+        "STOAT_ACCEL",
+        ".SH FILES",
+        "vm.toml",
+        "stoat.toml",
+    ] {
+        assert!(top.contains(needed), "man stoat lacks {needed}: {top}");
+    }
+    assert!(
+        top.find(".SH ENVIRONMENT") < top.find(".SH FILES"),
+        "ENVIRONMENT comes before FILES"
+    );
     let bad = env.run(&["man", "nope"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no command `nope`"));
