@@ -213,7 +213,7 @@ pub(crate) fn a_signal_at_any_moment_from_the_first_instruction_still_yields_one
 }
 
 /// A row of `kill_sweep` (test_sweeps.rs).
-pub(crate) fn canceling_exec_stops_ssh_then_the_guest_command_and_answers_canceled() {
+pub(crate) fn canceling_exec_stops_ssh_then_the_guest_command_and_answers_canceled_in_both_modes() {
     let (env, _reaper, _) = crate::test_runtime::running_vm("w");
     // A fake ssh: the exec's command writes its PID and sleeps; the stopping command (the
     // one that kills what the exec's shell recorded) says so, slowly.
@@ -223,20 +223,41 @@ pub(crate) fn canceling_exec_stops_ssh_then_the_guest_command_and_answers_cancel
         &env,
         "ssh",
         &format!(
-            "for last; do :; done\ncase \"$last\" in\n'p=$(cat '*) sleep 1; echo \"$last\" > '{stopped}'; exit 0;;\nesac\necho $$ > '{started}.new' && mv '{started}.new' '{started}'\nsleep 60 &\nwait $!\n",
+            "for last; do :; done\ncase \"$last\" in\n'p=$(cat '*) sleep 1; echo \"$last\" > '{stopped}'; exit 0;;\nesac\necho $$ > '{started}.new' && mv '{started}.new' '{started}'\nwhile :; do sleep 0.1; done\n",
             stopped = stopped.display(),
             started = started.display()
         ),
     );
-    let mut run = spawn_json(&env, &["exec", "w", "sleep", "300"]);
-    let ssh = wait_for_tool(&mut run, &started);
-    run.signal_group(libc::SIGINT);
-    let done = run.json(ANSWER);
-    let why = done.error("canceled");
-    assert!(!why.contains("left done or not done"), "{why}");
-    assert!(!alive(ssh), "ssh still runs after stoat answered");
-    let stop = std::fs::read_to_string(&stopped).expect("the guest command was stopped");
-    assert!(stop.contains("/tmp/.stoat-exec."), "{stop}");
+    for json in [true, false] {
+        let _ = std::fs::remove_file(&started);
+        let _ = std::fs::remove_file(&stopped);
+        let mut run = if json {
+            spawn_json(&env, &["exec", "w", "sleep", "300"])
+        } else {
+            Spawned::start_group(&mut env.std_cmd(&["exec", "w", "sleep", "300"]))
+        };
+        let ssh = wait_for_tool(&mut run, &started);
+        // Ctrl-C at the terminal: the whole group.
+        run.signal_group(libc::SIGINT);
+        if json {
+            let done = run.json(ANSWER);
+            let why = done.error("canceled");
+            assert!(!why.contains("left done or not done"), "{why}");
+        } else {
+            let out = run.wait(ANSWER);
+            assert_eq!(
+                out.status.code(),
+                Some(130),
+                "a shell's Ctrl-C status: {out:?}"
+            );
+        }
+        assert!(
+            !alive(ssh),
+            "json={json}: ssh still runs after stoat answered"
+        );
+        let stop = std::fs::read_to_string(&stopped).expect("the guest command was stopped");
+        assert!(stop.contains("/tmp/.stoat-exec."), "json={json}: {stop}");
+    }
 }
 
 /// A row of `kill_sweep` (test_sweeps.rs).

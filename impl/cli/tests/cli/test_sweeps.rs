@@ -349,7 +349,7 @@ fn kill_sweep() {
     // The interrupted commands that run a guest (their truth is the guest's and QEMU's).
     let whole: Vec<(&str, fn())> = vec![
         ("up canceled while it waits", crate::test_cancel::canceling_up_while_it_waits_stops_the_qemu_it_started_in_both_modes),
-        ("exec canceled", crate::test_cancel::canceling_exec_stops_ssh_then_the_guest_command_and_answers_canceled),
+        ("exec canceled", crate::test_cancel::canceling_exec_stops_ssh_then_the_guest_command_and_answers_canceled_in_both_modes),
         ("a blocked command canceled", crate::test_cancel::sigterm_of_a_command_blocked_on_a_read_answers_within_two_seconds),
         ("a signal at any moment", crate::test_cancel::a_signal_at_any_moment_from_the_first_instruction_still_yields_one_result_line),
     ];
