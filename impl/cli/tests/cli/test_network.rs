@@ -259,6 +259,20 @@ fn real_guest_reaches_the_outside_and_its_forwards_but_not_the_host_loopback() {
         None
     );
     assert!(!guest_hears_banner(&env, "net1", port));
+    // Nor a neighbour: a second VM's ssh forward, the door its key would open.
+    let neighbour_port = free_port();
+    env.write_vm(
+        "net2",
+        &format!(
+            "name = \"net2\"\nmode = \"cloud\"\nos = \"\"\nbackend = \"cloudinit\"\nram = 256\ncpus = 1\ndisk = \"256M\"\nsshport = {neighbour_port}\nsshuser = \"stoat\"\nbase = \"{}\"\n",
+            guest.image.display()
+        ),
+    );
+    let _neighbour = RealGuard(env.root().join("net2"));
+    // up answers once it has logged in through that forward: it is there on the host.
+    env.json(&["up", "net2"]).data();
+    assert!(!guest_hears_banner(&env, "net1", neighbour_port));
+    env.json(&["down", "net2"]).data();
 
     // The guest still reaches the host's other addresses, the way out.
     let outbound = host_outbound_address().expect("this host has a non-loopback address");
