@@ -23,7 +23,7 @@ pub fn apply(ctx: &Ctx, args: &ApplyArgs) -> Result<Reply> {
             .map(|s| s.trim().to_owned())
             .filter(|s| !s.is_empty())
             .collect(),
-        params: args.params.clone(),
+        params: super::params::settings(&args.params)?,
     };
     if args.dry_run {
         let data = runtime::apply_dry_run(ctx, name, &request)?;

@@ -7,6 +7,7 @@ pub mod host;
 pub mod images;
 pub mod info;
 pub mod mcp;
+pub mod params;
 pub mod project;
 pub mod recipes;
 pub mod runtime;

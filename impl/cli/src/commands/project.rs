@@ -150,7 +150,7 @@ pub fn apply(ctx: &Ctx, args: ApplyArgs) -> Result<Reply> {
             .map(|s| s.trim().to_owned())
             .filter(|s| !s.is_empty())
             .collect(),
-        params: args.params.clone(),
+        params: super::params::settings(&args.params)?,
     };
     run_reply(app_project::apply(ctx, &project, &request)?)
 }

@@ -32,7 +32,7 @@ pub fn create(ctx: &Ctx, args: CreateArgs) -> Result<Reply> {
         share: args.share,
         console_password: args.console_password,
         recipes: args.recipes,
-        params: args.params,
+        params: super::params::settings(&args.params)?,
         allow_exec: args.allow_exec,
         agent_access: args.agent_access,
         display: args.display,

@@ -623,3 +623,35 @@ fn a_disk_declared_for_a_live_vm_is_no_disk_not_a_shrink() {
     );
     assert!(!message.contains('\n'), "{message}");
 }
+
+#[test]
+fn a_projects_recipe_params_are_checked_against_the_manifest_before_anything_is_made() {
+    let env = TestEnv::new();
+    fake_qemu(&env);
+    env.write_recipe(
+        "r",
+        "schema = 3\nname = \"r\"\nversion = \"1.0\"\nscript = \"install.sh\"\n[params.n]\ntype = \"int\"\n",
+        "echo \"n=$STOAT_PARAM_N\"\n",
+    );
+    let image = iso(&env);
+    let toml = format!(
+        "{}[vm.web.params.r]\nn = \"many\"\n",
+        decl("web", &image, "recipes = [\"r\"]")
+    );
+    let _reaper = Reaper::watch(&env, &["shop-web"]);
+    // A value the manifest refuses: the project's table reached the check as typed settings,
+    // and nothing is created. (A value it takes would start an apply that needs a guest.)
+    let dir = project(&env, "shop", &toml);
+    let bad = json_in(&env, &dir, &["up", "--no-wait"]);
+    let failed = &bad.data()["vms"][0];
+    assert_eq!(failed["status"], "error", "{}", bad.stdout);
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("not an integer"),
+        "{}",
+        bad.stdout
+    );
+    env.json(&["get", "shop-web"]).error("not_found");
+}

@@ -20,6 +20,7 @@ use crate::ops;
 use crate::project::status::{self, Existing, Mismatch};
 use crate::project::{fanout, lock, Declaration};
 use crate::recipes::apply::ApplyRequest;
+use crate::recipes::params::ParamSetting;
 use crate::runtime::wait::Until;
 use crate::{vm, Error, Result};
 
@@ -355,9 +356,11 @@ fn create_declared(s: &Session, project: &Project, decl: &Declaration) -> Result
         .params
         .iter()
         .flat_map(|(recipe, table)| {
-            table
-                .iter()
-                .map(move |(key, value)| format!("{recipe}.{key}={value}"))
+            table.iter().map(move |(name, value)| ParamSetting {
+                recipe: Some(recipe.clone()),
+                name: name.clone(),
+                value: value.clone(),
+            })
         })
         .collect();
     let spec = CreateSpec {

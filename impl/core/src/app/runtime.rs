@@ -19,6 +19,7 @@ use crate::vm::Mode;
 use crate::{child, vm, Error, Result};
 
 pub use crate::recipes::apply::ApplyRequest;
+pub use crate::recipes::params::ParamSetting;
 pub use crate::runtime::cp::{absolute_local, CopyRequest, Transfer};
 pub use crate::runtime::cp_stream::StreamRequest;
 pub use crate::runtime::exec::{Streams, REACH_WAIT};

@@ -36,8 +36,8 @@ pub struct CreateSpec {
     pub share: Option<String>,
     pub console_password: Option<String>,
     pub recipes: Vec<String>,
-    /// `recipe.param=value`, or `param=value` when exactly one recipe is named.
-    pub params: Vec<String>,
+    /// Recipe parameters; one that names no recipe is for the only one named.
+    pub params: Vec<crate::recipes::params::ParamSetting>,
     pub allow_exec: bool,
     pub agent_access: Option<String>,
     pub display: Option<String>,
@@ -384,15 +384,23 @@ mod tests {
 
     #[test]
     fn params_name_a_recipe() {
+        use crate::recipes::params::{tables_of, ParamSetting};
         let recipes = vec!["docker".to_owned()];
-        let tables = crate::recipes::params::parse_args(
-            &["channel=test".into(), "docker.user=me".into()],
+        let set = |recipe: Option<&str>, name: &str, value: &str| ParamSetting {
+            recipe: recipe.map(str::to_owned),
+            name: name.into(),
+            value: value.into(),
+        };
+        let tables = tables_of(
+            &[
+                set(None, "channel", "test"),
+                set(Some("docker"), "user", "me"),
+            ],
             &recipes,
         )
         .unwrap();
         assert_eq!(tables["docker"]["channel"], "test");
         assert_eq!(tables["docker"]["user"], "me");
-        assert!(crate::recipes::params::parse_args(&["xfce.a=b".into()], &recipes).is_err());
-        assert!(crate::recipes::params::parse_args(&["novalue".into()], &recipes).is_err());
+        assert!(tables_of(&[set(Some("xfce"), "a", "b")], &recipes).is_err());
     }
 }

@@ -73,8 +73,8 @@ pub const SKIP_FIRST_BOOT: &str = "applied at first boot by cloud-init";
 #[derive(Debug, Clone, Default)]
 pub struct ApplyRequest {
     pub only: Vec<String>,
-    /// `--param` arguments as given.
-    pub params: Vec<String>,
+    /// Recipe parameters set for this apply.
+    pub params: Vec<params::ParamSetting>,
 }
 
 /// `apply --dry-run`: the plan, computed host-side; the VM need not be running. One guest
@@ -210,10 +210,10 @@ fn plan_for(
     let given: ParamTables = if request.params.is_empty() {
         ParamTables::new()
     } else {
-        let tables = params::parse_args(&request.params, targets)?;
+        let tables = params::tables_of(&request.params, targets)?;
         if let Some(recipe) = tables.keys().find(|r| !stored.config.recipes.contains(r)) {
             return Err(Error::InvalidSpec(format!(
-                "--param names {recipe}, which is not one of {}'s recipes",
+                "a parameter names {recipe}, which is not one of {}'s recipes",
                 stored.name
             )));
         }

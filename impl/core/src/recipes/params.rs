@@ -1,4 +1,5 @@
-//! Recipe params: `--param recipe.name=value` parsing, validation against each manifest's
+//! Recipe params: the settings a request carries (per recipe, typed; the front ends own their
+//! text forms), validation against each manifest's
 //! `[params.<name>]`, resolution (given → default → `default_from`), how a script receives
 //! them (`STOAT_PARAM_<NAME>` exported at the top of the script), and how they are recorded
 //! (a secret only as `<set>`/`<unset>`). json-v3#per-command-data: RecipeParam, RecipeDetail.
@@ -19,38 +20,58 @@ pub const SECRET_SET: &str = "<set>";
 /// How an unset secret is recorded and shown.
 pub const SECRET_UNSET: &str = "<unset>";
 
-/// Parses `--param` arguments: `recipe.param=value`, or `param=value` when exactly one recipe
-/// is in `recipes`. The recipe must be one of `recipes`.
-pub fn parse_args(args: &[String], recipes: &[String]) -> Result<ParamTables> {
+/// One recipe parameter set by a request: for which recipe (`None`: the VM's only one), which
+/// parameter, and its value. The CLI reads it from `--param recipe.name=value`, a project from
+/// its `params.<recipe>` tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamSetting {
+    pub recipe: Option<String>,
+    pub name: String,
+    pub value: String,
+}
+
+/// Sorts `settings` into a table per recipe: a setting that names no recipe belongs to the
+/// only one in `recipes`, and every recipe it names must be one of `recipes`.
+pub fn tables_of(settings: &[ParamSetting], recipes: &[String]) -> Result<ParamTables> {
     let mut tables = ParamTables::new();
-    for arg in args {
-        let invalid = |why: &str| Error::InvalidSpec(format!("--param {arg:?}: {why}"));
-        let (key, value) = arg
-            .split_once('=')
-            .ok_or_else(|| invalid("want recipe.param=value"))?;
-        let (recipe, name) = match key.split_once('.') {
-            Some((recipe, name)) => (recipe.trim().to_owned(), name.trim()),
-            None if recipes.len() == 1 => (recipes[0].clone(), key.trim()),
-            None => return Err(invalid("say which recipe: recipe.param=value")),
-        };
+    for setting in settings {
+        let name = setting.name.trim();
         if name.is_empty() {
-            return Err(invalid("the parameter name is empty"));
+            return Err(Error::InvalidSpec(
+                "a recipe parameter's name is empty".into(),
+            ));
         }
+        let recipe = match &setting.recipe {
+            Some(recipe) => recipe.trim().to_owned(),
+            None if recipes.len() == 1 => recipes[0].clone(),
+            None => {
+                return Err(Error::InvalidSpec(format!(
+                    "parameter {name}: say which recipe it is for (the VM has {} recipes)",
+                    recipes.len()
+                )))
+            }
+        };
         if !recipes.contains(&recipe) {
-            return Err(invalid(&format!("{recipe} is not one of the VM's recipes")));
+            return Err(Error::InvalidSpec(format!(
+                "parameter {recipe}.{name}: {recipe} is not one of the VM's recipes"
+            )));
         }
         tables
             .entry(recipe)
             .or_default()
-            .insert(name.to_owned(), value.to_owned());
+            .insert(name.to_owned(), setting.value.clone());
     }
     Ok(tables)
 }
 
-/// `create --param`: parses the arguments and checks them against each recipe's manifest
+/// `create`'s params: sorted per recipe and checked against each recipe's manifest
 /// (declared names, types, required params present). `recipes` were already found applicable.
-pub fn for_create(root: &crate::Root, recipes: &[String], args: &[String]) -> Result<ParamTables> {
-    let tables = parse_args(args, recipes)?;
+pub fn for_create(
+    root: &crate::Root,
+    recipes: &[String],
+    settings: &[ParamSetting],
+) -> Result<ParamTables> {
+    let tables = tables_of(settings, recipes)?;
     if recipes.is_empty() {
         return Ok(tables);
     }
@@ -277,17 +298,28 @@ required = true
         }
     }
 
+    fn setting(recipe: Option<&str>, name: &str, value: &str) -> ParamSetting {
+        ParamSetting {
+            recipe: recipe.map(str::to_owned),
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+
     #[test]
-    fn parse_args_needs_a_recipe_unless_there_is_one() {
+    fn a_setting_needs_a_recipe_unless_there_is_one() {
         let one = vec!["r".to_owned()];
         let two = vec!["r".to_owned(), "s".to_owned()];
-        let t = parse_args(&["x=1".into(), "r.y=a=b".into()], &one).unwrap();
+        let t = tables_of(
+            &[setting(None, "x", "1"), setting(Some("r"), "y", "a=b")],
+            &one,
+        )
+        .unwrap();
         assert_eq!(t["r"]["x"], "1");
         assert_eq!(t["r"]["y"], "a=b");
-        assert!(parse_args(&["x=1".into()], &two).is_err());
-        assert!(parse_args(&["q.x=1".into()], &two).is_err());
-        assert!(parse_args(&["novalue".into()], &one).is_err());
-        assert!(parse_args(&["r.=1".into()], &one).is_err());
+        assert!(tables_of(&[setting(None, "x", "1")], &two).is_err());
+        assert!(tables_of(&[setting(Some("q"), "x", "1")], &two).is_err());
+        assert!(tables_of(&[setting(Some("r"), " ", "1")], &one).is_err());
     }
 
     #[test]
