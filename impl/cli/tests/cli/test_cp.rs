@@ -41,7 +41,7 @@ fn local_tree(env: &TestEnv) {
 }
 
 #[test]
-fn several_sources_run_one_scp_to_the_guest_and_one_per_guest_source() {
+fn several_sources_run_one_scp_per_source_each_way() {
     let (env, _reaper) = vm_with_fake_tools();
     let _masked = env.snapshot_settings().bind_to_scope();
     local_tree(&env);
@@ -49,22 +49,26 @@ fn several_sources_run_one_scp_to_the_guest_and_one_per_guest_source() {
     std::fs::create_dir_all(&guest_dir).unwrap();
     let dst = format!("w:{}", guest_dir.display());
 
-    // Human: one line per source, one scp run with -r and every source in order.
+    // Human: one line per source, one scp run with -r per source, in order.
     insta::assert_snapshot!(human(&env, &["cp", "-r", "tree", "one.txt", &dst], true), @r"
     copied [HOME]/tree to w:[TMP]/guest-dst
     copied [HOME]/one.txt to w:[TMP]/guest-dst
     ");
     let scp = env.fake_argvs("scp");
-    assert_eq!(scp.len(), 1, "{scp:?}");
-    assert!(scp[0].contains(&"-r".to_owned()), "{:?}", scp[0]);
+    assert_eq!(scp.len(), 2, "{scp:?}");
+    assert!(
+        scp.iter().all(|argv| argv.contains(&"-r".to_owned())),
+        "{scp:?}"
+    );
     let home = env.home().display().to_string();
+    let target = format!("root@127.0.0.1:{}", guest_dir.display());
     assert_eq!(
         scp_operands(&scp[0]),
-        vec![
-            format!("{home}/tree"),
-            format!("{home}/one.txt"),
-            format!("root@127.0.0.1:{}", guest_dir.display()),
-        ]
+        vec![format!("{home}/tree"), target.clone()]
+    );
+    assert_eq!(
+        scp_operands(&scp[1]),
+        vec![format!("{home}/one.txt"), target]
     );
 
     // From the guest, into an existing local directory.
@@ -79,16 +83,16 @@ fn several_sources_run_one_scp_to_the_guest_and_one_per_guest_source() {
     // One scp per guest source, in order (a dropbear guest drops a session that opens
     // while the one before is still closing, which one scp of several sources does).
     let scp = env.fake_argvs("scp");
-    assert_eq!(scp.len(), 3, "{scp:?}");
+    assert_eq!(scp.len(), 4, "{scp:?}");
     assert_eq!(
-        scp_operands(&scp[1]),
+        scp_operands(&scp[2]),
         vec![
             "root@127.0.0.1:/etc/hostname".to_owned(),
             format!("{home}/back")
         ]
     );
     assert_eq!(
-        scp_operands(&scp[2]),
+        scp_operands(&scp[3]),
         vec![
             "root@127.0.0.1:/etc/hosts".to_owned(),
             format!("{home}/back")
@@ -113,8 +117,8 @@ fn several_sources_run_one_scp_to_the_guest_and_one_per_guest_source() {
         })
     );
     let scp = env.fake_argvs("scp");
-    assert_eq!(scp.len(), 4, "the refused run ran nothing");
-    assert!(scp[3].contains(&"-r".to_owned()), "{:?}", scp[3]);
+    assert_eq!(scp.len(), 5, "the refused run ran nothing");
+    assert!(scp[4].contains(&"-r".to_owned()), "{:?}", scp[4]);
     let from = env.json(&["cp", "--recursive", "w:/etc", "etc-copy"]);
     assert_eq!(from.data()["local"], format!("{home}/etc-copy"));
     assert_eq!(from.data()["remote"], "/etc");
@@ -151,6 +155,38 @@ fn a_failed_guest_source_is_named_beside_the_sources_that_were_copied() {
         "{stderr}"
     );
     assert_eq!(env.fake_argvs("scp").len(), 3, "every source was tried");
+}
+
+/// The same to the guest: each host source is its own scp, so a failed one is named beside
+/// the ones that arrived.
+#[test]
+fn a_failed_host_source_is_named_beside_the_sources_that_were_copied() {
+    let (mut env, _reaper) = vm_with_fake_tools();
+    local_tree(&env);
+    std::fs::write(env.home().join("two.txt"), b"two\n").unwrap();
+    env.fake_script(&serde_json::json!({"tools": {
+        "ssh": [{"run_locally": true}],
+        "scp": [{
+            "when": {"arg_contains": "two.txt"},
+            "stderr": {"text": "scp: dest open \"/tmp/two.txt\": Permission denied\n"},
+            "exit": 1
+        }]
+    }}));
+    let guest_dir = env.tmp().join("guest-dst");
+    std::fs::create_dir_all(&guest_dir).unwrap();
+    let dst = format!("w:{}", guest_dir.display());
+    let out = env.run(&["cp", "one.txt", "two.txt", &dst]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    let home = env.home().display().to_string();
+    assert!(
+        stderr.contains(&format!(
+            "1 of 2 sources failed: {home}/two.txt (scp: dest open \"/tmp/two.txt\": Permission denied); copied: {home}/one.txt"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(env.fake_argvs("scp").len(), 2, "every source was tried");
 }
 
 #[test]

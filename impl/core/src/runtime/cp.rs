@@ -72,7 +72,7 @@ pub fn copy(
         .ok_or_else(|| Error::Internal("cp copied nothing".into()))
 }
 
-/// Copies every source in one scp run and returns one wire record per source, in order: its
+/// Copies every source (one scp run each) and returns one wire record per source, in order: its
 /// local path (absolute) and its guest path.
 pub fn transfer(
     root: &Root,
@@ -128,13 +128,18 @@ pub fn transfer(
     if several {
         check_guest_side(env, &key, &mux, &stored, request)?;
     }
-    // One scp per guest source when copying from the guest: scp opens a session per remote
-    // source anyway, and a dropbear guest closes a session that opens while the last one is
-    // still closing (about one two-source copy in four through a reused connection), which
-    // an scp of its own per source never does: it ends only once its session has.
+    // One scp per source, each way: scp opens a session per remote source anyway, and a
+    // dropbear guest closes a session that opens while the last one is still closing (about
+    // one two-source copy in four through a reused connection), which an scp of its own per
+    // source never does: it ends only once its session has. Per source, too, a failure names
+    // exactly what was copied and what was not, and a dropped connection is retried for the
+    // one file it cut, not for every source.
     // Local paths stay OsStrings: a file name that is not UTF-8 reaches scp as it is.
     let batches: Vec<Vec<std::ffi::OsString>> = if to_guest {
-        vec![locals.iter().map(|l| l.clone().into_os_string()).collect()]
+        locals
+            .iter()
+            .map(|local| vec![local.clone().into_os_string()])
+            .collect()
     } else {
         request
             .sources
@@ -189,9 +194,19 @@ pub fn transfer(
         if !several {
             check_guest_side(env, &key, &mux, &stored, request)?;
         }
+        let labels: Vec<String> = if to_guest {
+            locals.iter().map(|l| l.display().to_string()).collect()
+        } else {
+            let vm = &stored.name;
+            request
+                .sources
+                .iter()
+                .map(|s| format!("{vm}:{s}"))
+                .collect()
+        };
         return Err(Error::Tool {
             tool: "scp".into(),
-            message: failure_message(&stored.name, request, &outcomes),
+            message: failure_message(&stored.name, &labels, &outcomes),
         });
     }
     let record = |local: &Path, remote: &str| CpData {
@@ -214,9 +229,10 @@ pub fn transfer(
     })
 }
 
-/// What a failed copy says: scp's words, and with several guest sources (one scp each) which
-/// of them failed and which were copied, so a person knows what to copy again.
-fn failure_message(vm: &str, request: &Transfer, outcomes: &[Option<String>]) -> String {
+/// What a failed copy says: scp's words, and with several sources (one scp each) which of
+/// them failed and which were copied, so a person knows what to copy again. `labels` name
+/// the sources as the user wrote them (absolute host paths, or `vm:path`).
+fn failure_message(vm: &str, labels: &[String], outcomes: &[Option<String>]) -> String {
     let failed: Vec<&String> = outcomes.iter().flatten().collect();
     if outcomes.len() < 2 {
         return format!(
@@ -230,10 +246,10 @@ fn failure_message(vm: &str, request: &Transfer, outcomes: &[Option<String>]) ->
     }
     let mut failures = Vec::new();
     let mut copied = Vec::new();
-    for (source, outcome) in request.sources.iter().zip(outcomes) {
+    for (source, outcome) in labels.iter().zip(outcomes) {
         match outcome {
-            Some(said) => failures.push(format!("{vm}:{source} ({said})")),
-            None => copied.push(format!("{vm}:{source}")),
+            Some(said) => failures.push(format!("{source} ({said})")),
+            None => copied.push(source.clone()),
         }
     }
     let copied = if copied.is_empty() {
