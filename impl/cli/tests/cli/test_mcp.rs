@@ -960,6 +960,49 @@ fn project_tools_take_a_dir_and_respect_each_vms_access() {
 
 /// A row of `hostile_sweep` (test_sweeps.rs); returns its environment for the sweep's
 /// look for the host's secret.
+/// A guest's console holding one 40 MB line: MCP `logs` answers it cut, in a response of
+/// bounded size, and the session goes on (a `ping` after it and a second `logs` are answered).
+pub(crate) fn mcp_logs_of_a_40_mb_line_answer_cut_and_the_session_goes_on() -> TestEnv {
+    let env = TestEnv::new();
+    env.write_basic_vm("w", 2255);
+    let mut text = b"before\n".to_vec();
+    text.extend(std::iter::repeat_n(b'y', 40 << 20));
+    text.extend_from_slice(b"\nafter\n");
+    std::fs::write(env.root().join("w/console.log"), &text).unwrap();
+    let lines = [
+        initialize(),
+        initialized(),
+        call(1, "logs", json!({"vm": "w", "which": "console"})),
+        json!({"jsonrpc":"2.0","id":2,"method":"ping"}).to_string(),
+        call(3, "logs", json!({"vm": "w", "which": "console", "n": 1})),
+    ];
+    let answers = session(&env, &[], &lines);
+    assert_eq!(answers.len(), 4, "every request is answered");
+    let logs = &answers[1];
+    assert_eq!(logs["id"], 1);
+    let size = logs.to_string().len();
+    assert!(size < 1 << 20, "a {size}-byte answer for a 40 MB line");
+    let lines = ok(&logs["result"])["lines"].as_array().unwrap().clone();
+    let long = lines
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|line| line.starts_with("yyyy"))
+        .expect("the long line is there");
+    assert!(
+        long.ends_with(&format!(
+            " [stoat: line cut, {} more bytes]",
+            (40 << 20) - 65536
+        )),
+        "{}",
+        &long[long.len() - 60..]
+    );
+    assert_eq!(lines.last().and_then(Value::as_str), Some("after"));
+    assert_eq!(answers[2]["id"], 2);
+    assert_eq!(answers[2]["result"], json!({}));
+    assert_eq!(ok(&answers[3]["result"])["lines"], json!(["after"]));
+    env
+}
+
 pub(crate) fn an_over_long_name_is_echoed_back_only_cut() -> TestEnv {
     let env = TestEnv::new();
     let name = "a".repeat(15 << 20);

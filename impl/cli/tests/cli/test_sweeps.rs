@@ -463,6 +463,7 @@ fn hostile_sweep() {
         ("a console that never stops", test_runtime::a_running_boot_s_console_log_never_passes_its_cap),
         ("terminal escapes in a recipe", test_recipes::a_recipes_terminal_escapes_reach_a_human_only_as_visible_text),
         ("a 15 MB name sent to MCP", test_mcp::an_over_long_name_is_echoed_back_only_cut),
+        ("MCP logs of a 40 MB console line", test_mcp::mcp_logs_of_a_40_mb_line_answer_cut_and_the_session_goes_on),
     ];
     sweep("hostile_sweep", &rows, |row| {
         assert_the_secret_went_nowhere(&row())
