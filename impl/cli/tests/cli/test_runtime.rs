@@ -442,6 +442,39 @@ fn wait_answers_at_once_when_it_can_and_times_out_otherwise() {
     assert!(started.elapsed().as_secs() < 10);
 }
 
+/// A boot that never lets stoat log in: the timeout says how far the console got, quoting its
+/// last line, in both modes.
+#[test]
+fn a_boot_timeout_quotes_the_consoles_last_line() {
+    let mut env = TestEnv::new();
+    let port = free_port();
+    fake_qemu(&env);
+    env.set_env("STOAT_FAKE_QEMU_CONSOLE_BYTES", "1");
+    write_live_vm(&env, "w", port, "");
+    let _reaper = Reaper::watch(&env, &["w"]);
+    assert_eq!(
+        env.json(&["up", "w", "--no-wait"]).data()["vm"]["state"],
+        "running"
+    );
+    crate::common::eventually(Duration::from_secs(60), || {
+        env.json(&["logs", "w", "-n", "1"]).data()["lines"]
+            == serde_json::json!(["stoat-fake: console done"])
+    });
+    let message = env
+        .json(&["wait", "w", "--until", "reachable", "--timeout", "1s"])
+        .error("timeout");
+    assert!(
+        message.contains("the console's last line: \"stoat-fake: console done\""),
+        "{message}"
+    );
+    env.json(&["down", "w"]).data();
+    let human = env.run(&["up", "w", "--timeout", "1s"]);
+    assert_eq!(human.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&human.stderr);
+    assert!(stderr.contains("the console's last line: "), "{stderr}");
+    env.json(&["down", "w"]).data();
+}
+
 #[test]
 fn up_waits_for_ssh_and_a_guest_that_never_answers_is_an_error() {
     // Never reachable: `timeout`, one line naming what to do, and the VM left running.

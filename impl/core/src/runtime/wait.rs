@@ -75,8 +75,15 @@ pub fn wait(
         }
         let now = Instant::now();
         if now >= deadline {
+            // A boot that never lets stoat in: how far the console got says why.
+            let console = match until {
+                Until::Reachable => qemu::console::last_line(&stored.dir)
+                    .map(|line| format!("; the console's last line: {line:?}"))
+                    .unwrap_or_default(),
+                _ => String::new(),
+            };
             return Err(Error::Timeout(format!(
-                "{} did not become {} within {timeout:?}",
+                "{} did not become {} within {timeout:?}{console}",
                 stored.name,
                 until.as_str()
             )));
