@@ -169,6 +169,16 @@ fn up_refuses_a_kvm_that_opens_but_cannot_boot_guests_at_once_naming_tcg() {
         "{message}"
     );
     assert!(!env.root().join("w/qemu.pid").exists(), "QEMU was started");
+    // A person gets the one line alone: nothing said as if the VM were starting.
+    let human = env.run(&["up", "w"]);
+    assert_eq!(human.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&human.stderr);
+    assert!(
+        stderr.starts_with("stoat: up: ") && stderr.contains("STOAT_ACCEL=tcg"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("starting w"), "{stderr}");
+    assert!(human.stdout.is_empty());
     // doctor carries the same fix, and capabilities does not call kvm usable.
     let doctor = env.json_raw(&["--json", "doctor"]);
     let kvm_check = doctor.data()["checks"]

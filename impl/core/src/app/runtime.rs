@@ -50,6 +50,7 @@ pub fn up(
     let root = s.root()?;
     if let Ok(stored) = vm::load_ok(root, name) {
         if stored.running_pid().is_none() {
+            crate::runtime::up::host_ready(&s.env)?;
             s.events().note(&format!("starting {name}..."));
             if reach_wait.is_some() {
                 s.events().note(&format!(

@@ -51,14 +51,17 @@ fn lost_port(root: &Root, name: &str) -> bool {
     vm::load_ok(root, name).is_ok_and(|stored| ports::ssh_port_lost(&stored))
 }
 
-/// Starts `name` and returns the VM re-read afterwards.
-fn start(root: &Root, env: &Env, name: &str) -> Result<Vm> {
-    let stored = vm::load_ok(root, name)?;
-    let _guard = lock::exclusive_in_vm(&stored.dir)?;
-    crate::fault::pause("up-locked");
-    if qemu::running(&stored.dir).is_some() {
-        return Err(Error::AlreadyRunning { name: stored.name });
-    }
+/// What this host needs to boot any VM, found before anything is made.
+pub(crate) struct HostReady {
+    pub accel: Accel,
+    pub binary: std::path::PathBuf,
+    pub passt: std::path::PathBuf,
+}
+
+/// Asks what `doctor` asks before a boot: an accelerator that can boot a guest
+/// (`kvm_unusable`, naming STOAT_ACCEL=tcg), QEMU (`qemu_missing`) and passt on PATH. `up`
+/// asks it before it says it is starting, so a host that cannot boot gets its one line alone.
+pub(crate) fn host_ready(env: &Env) -> Result<HostReady> {
     let accel = Accel::parse(env.get(qemu::accel::ACCEL_ENV))?;
     qemu::accel::ensure_bootable(accel, env.kvm_device(), env.cpuinfo())?;
     let binary = env.which(QEMU_BINARY).ok_or_else(|| {
@@ -70,6 +73,26 @@ fn start(root: &Root, env: &Env, name: &str) -> Result<Vm> {
         tool: PASST_BINARY.into(),
         message: "passt not found on PATH: it is the VM's network; install passt".into(),
     })?;
+    Ok(HostReady {
+        accel,
+        binary,
+        passt,
+    })
+}
+
+/// Starts `name` and returns the VM re-read afterwards.
+fn start(root: &Root, env: &Env, name: &str) -> Result<Vm> {
+    let stored = vm::load_ok(root, name)?;
+    let _guard = lock::exclusive_in_vm(&stored.dir)?;
+    crate::fault::pause("up-locked");
+    if qemu::running(&stored.dir).is_some() {
+        return Err(Error::AlreadyRunning { name: stored.name });
+    }
+    let HostReady {
+        accel,
+        binary,
+        passt,
+    } = host_ready(env)?;
     let host_share = check_share(&stored)?;
     let work_share = prepare_work_share(root, &stored.name)?;
     ports::ensure_free(&stored)?;
