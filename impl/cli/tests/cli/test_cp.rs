@@ -213,6 +213,25 @@ fn bad_copies_are_refused_and_copy_nothing() {
     let message = env.json(&["cp", "tree", "w:/tmp/x"]).error("invalid_spec");
     assert!(message.contains("use -r"), "{message}");
 
+    // A host source that is not there, alone or among files: nothing runs.
+    let calls = env.fake_argvs("scp").len();
+    for args in [
+        &["cp", "gone.txt", "w:/tmp/x"][..],
+        &["cp", "one.txt", "gone.txt", "w:/tmp/"],
+    ] {
+        let out = env.run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "stoat: cp: invalid spec: {home}/gone.txt does not exist; nothing was copied\n"
+            )
+        );
+    }
+    env.json(&["cp", "gone.txt", "w:/tmp/x"])
+        .error("invalid_spec");
+    assert_eq!(env.fake_argvs("scp").len(), calls, "no scp ran");
+
     // A guest directory without -r (the guest is this host here). One source: scp refuses it
     // as scp 9 does, having copied nothing, and the guest then says why.
     let guest_dir = env.tmp().join("guest-tree");

@@ -271,9 +271,24 @@ fn connection_dropped(stderr: &[u8]) -> bool {
     said.contains("Connection closed") || said.contains("Connection reset")
 }
 
-/// What the host alone can tell is wrong: a local directory without `-r`; several sources
-/// from the guest into a local path that is not a directory.
+/// What the host alone can tell is wrong: a local source that does not exist; a local
+/// directory without `-r`; several sources from the guest into a local path that is not a
+/// directory.
 fn check_host_side(request: &Transfer, locals: &[PathBuf]) -> Result<()> {
+    if request.direction == CopyDirection::ToGuest {
+        // A source that is not there copies nothing; with several, scp would copy the others
+        // first and fail after. Other errors (a file stoat may not read) are scp's to say.
+        let missing = |local: &&PathBuf| {
+            std::fs::symlink_metadata(local)
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        };
+        if let Some(local) = locals.iter().find(missing) {
+            return Err(Error::InvalidSpec(format!(
+                "{} does not exist; nothing was copied",
+                local.display()
+            )));
+        }
+    }
     match request.direction {
         CopyDirection::ToGuest if !request.recursive => {
             if let Some(dir) = locals.iter().find(|local| local.is_dir()) {
