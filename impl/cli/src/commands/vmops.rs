@@ -247,6 +247,30 @@ fn forward_change(
             remove: remove.iter().map(removal).collect::<Result<_>>()?,
         }));
     }
+    // `forward w add 8080:80`, as other tools spell it: the flag it means, named.
+    if let Some(verb) = pairs.first() {
+        let flag = match verb.as_str() {
+            "add" => Some("--add"),
+            "remove" | "rm" | "delete" => Some("--remove"),
+            "clear" => Some("--clear"),
+            _ => None,
+        };
+        if let Some(flag) = flag {
+            let rest = pairs[1..].join(" ");
+            let example = if flag == "--clear" {
+                "--clear".to_owned()
+            } else {
+                format!(
+                    "{flag} {}",
+                    if rest.is_empty() { "HOST:GUEST" } else { &rest }
+                )
+            };
+            return Err(Error::Usage(format!(
+                "forward: {verb:?} is not HOST:GUEST; to {} forwards, use the flag: forward VM {example}",
+                &flag[2..]
+            )));
+        }
+    }
     let pairs = parse_pairs(pairs)?;
     Ok(match (clear, pairs.is_empty()) {
         (true, _) => ForwardChange::Edit(Edit::Replace(Vec::new())),

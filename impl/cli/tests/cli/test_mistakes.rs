@@ -159,6 +159,42 @@ fn the_verbs_lima_and_vagrant_users_type_do_what_they_mean() {
     assert_eq!(env.json(&["ls"]).data()["vms"], serde_json::json!([]));
 }
 
+/// `forward work add 8080:80`, as other tools spell it, is a usage error naming the flag it
+/// means, with the user's own pair, and changes nothing.
+#[test]
+fn forward_verbs_other_tools_use_are_answered_with_the_flag_they_mean() {
+    let env = TestEnv::new();
+    env.plant_image(ALPINE_VIRT);
+    env.json(&["create", "work", "--image", "alpine-virt"])
+        .data();
+    let before = state(&env);
+    for (args, said) in [
+        (
+            &["forward", "work", "add", "8080:80"][..],
+            "to add forwards, use the flag: forward VM --add 8080:80",
+        ),
+        (
+            &["forward", "work", "rm", "8080"],
+            "to remove forwards, use the flag: forward VM --remove 8080",
+        ),
+        (
+            &["forward", "work", "clear"],
+            "to clear forwards, use the flag: forward VM --clear",
+        ),
+    ] {
+        let message = env.json(args).error("usage");
+        assert!(message.contains(said), "{args:?}: {message}");
+        let human = env.run(args);
+        assert_eq!(human.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&human.stderr);
+        assert!(
+            stderr.starts_with("stoat: forward: ") && stderr.contains(said),
+            "{stderr}"
+        );
+    }
+    assert_eq!(state(&env), before);
+}
+
 #[test]
 fn a_mistyped_vm_name_gets_the_nearest_one_as_a_hint_and_json_stays_plain() {
     let env = TestEnv::new();
