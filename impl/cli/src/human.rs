@@ -26,6 +26,14 @@ pub fn visible(text: &str) -> String {
     out
 }
 
+/// One line of a guest's console or log for a person: the carriage returns it ends with go
+/// (a serial console ends lines with CR LF, at times CR CR LF, and a CR before the newline
+/// moves nothing), then [`visible`] (a CR inside the line, which could hide what came before
+/// it, is still shown).
+pub fn visible_line(line: &str) -> String {
+    visible(line.trim_end_matches('\r'))
+}
+
 /// [`visible`] for each line of `text`: its newlines stay, so lines still read as lines.
 pub fn visible_lines(text: &str) -> String {
     text.split('\n').map(visible).collect::<Vec<_>>().join("\n")

@@ -60,7 +60,7 @@ pub fn logs(ctx: &Ctx, args: &LogsArgs) -> Result<Reply> {
     let human = data
         .lines
         .iter()
-        .map(|line| human::visible(line))
+        .map(|line| human::visible_line(line))
         .collect::<Vec<_>>()
         .join("\n");
     Ok(Reply::new(&data, human))
@@ -73,7 +73,7 @@ fn logs_follow(ctx: &Ctx, args: &LogsArgs) -> Result<Reply> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut print = |line: &str| -> std::io::Result<()> {
-        writeln!(out, "{}", human::visible(line))?;
+        writeln!(out, "{}", human::visible_line(line))?;
         out.flush()
     };
     app_host::logs_follow(ctx, args.vm.as_deref(), &args.which, args.lines, &mut print)?;

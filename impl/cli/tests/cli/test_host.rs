@@ -933,6 +933,34 @@ pub(crate) fn logs_of_a_40_mb_line_are_read_in_linear_work_cut_and_escapes_show_
     env
 }
 
+/// A serial console ends its lines with CR LF (at times CR CR LF): a person sees the lines,
+/// no `\x0d` for the carriage returns before a newline; one inside a line, which could hide
+/// what came before it, is still shown. --json keeps what the core read.
+#[test]
+fn console_line_ends_read_as_line_ends_to_a_person() {
+    let env = TestEnv::new();
+    env.write_basic_vm("w", 2256);
+    std::fs::write(
+        env.root().join("w/console.log"),
+        b"one\r\n\r\r\nsecret\rcover\r\n",
+    )
+    .unwrap();
+    let human = env.run(&["logs", "w"]);
+    assert!(human.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&human.stdout),
+        "one\n\nsecret\\x0dcover\n"
+    );
+    let follow = env.run(&["logs", "w", "-f"]);
+    assert_eq!(
+        String::from_utf8_lossy(&follow.stdout),
+        "one\n\nsecret\\x0dcover\n"
+    );
+    let json = env.json(&["logs", "w"]);
+    let lines = json.data()["lines"].as_array().unwrap().len();
+    assert_eq!(lines, 3, "{}", json.data());
+}
+
 /// What killed commands leave is prune's to list and remove (docs/decisions/vmops.md): a
 /// clone killed with its copy staged leaves `.staging/<name>.<pid>.<random>`, and a
 /// `shared/<name>` whose VM is gone is an orphan. Live VMs' shares stay.
