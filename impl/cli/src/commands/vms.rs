@@ -127,7 +127,15 @@ fn get_human(status: &VmStatus, facts: Option<&vms::GetFacts>) -> String {
         line("error", v.error.clone().unwrap_or_default());
         return out;
     }
-    line("os", v.os.clone());
+    // A VM made from the user's own image has no OS stoat knows; an empty value read as a bug.
+    line(
+        "os",
+        if v.os.is_empty() {
+            "unknown".into()
+        } else {
+            v.os.clone()
+        },
+    );
     line(
         "image",
         or_none(facts.map(|f| f.image.clone()).unwrap_or_default()),
