@@ -810,6 +810,8 @@ fn cp_grammar_and_errors() {
 fn cp_runs_scp_with_an_absolute_local_path() {
     let (mut env, _reaper, _) = running_vm("w");
     env.fake_tool("scp");
+    std::fs::create_dir_all(env.home().join("notes")).unwrap();
+    std::fs::write(env.home().join("notes/a.txt"), b"a\n").unwrap();
     let to = env.json(&["cp", "notes/a.txt", "w:/tmp/x y"]);
     let local = env.home().join("notes/a.txt").display().to_string();
     assert_eq!(to.data()["direction"], "to_guest");
