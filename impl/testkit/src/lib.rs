@@ -20,7 +20,7 @@ mod wait;
 pub use env::{write_recipe_in, TestEnv, FAKE_HOST_TOOLS};
 pub use fakes::{fake_booted_qemu, fake_qemu, stoat_fake, stub, FakeRunningVm, Reaper};
 pub use json::JsonRun;
-pub use net::{banner_port, free_port, LoopbackAcceptor};
+pub use net::{banner_port, free_port, free_ports, LoopbackAcceptor};
 pub use real::{real_guest, real_guest_dir, timed, RealGuard, RealGuest};
 pub use spawn::{Spawned, Stream};
 pub use vms::{create_disk, create_disk_args, create_live, make_qcow2, qemu_img, qemu_info};

@@ -222,7 +222,7 @@ fn forward_is_active_only_for_what_the_running_qemu_has() {
     let env = TestEnv::new();
     fake_qemu(&env);
     let _reaper = Reaper::watch(&env, &["w"]);
-    let (ssh, web, db) = (free_port(), free_port(), free_port());
+    let [ssh, web, db] = stoat_testkit::free_ports::<3>();
     live_vm(
         &env,
         "w",
