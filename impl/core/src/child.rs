@@ -10,6 +10,7 @@
 //! caller hears [`RunError::Canceled`] only once its tool has ended: what the tool finished
 //! before it was stopped (exit 0) is reported as done, not canceled.
 
+use rustix::process::{self, Pid, Signal};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Output};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -97,9 +98,11 @@ fn collect(
             std::thread::sleep(limit);
             let running = lock();
             if running.contains(&pid) {
-                // SAFETY: kill(2) on a registered child's group, not yet reaped (the lock
-                // is held, and `finish` unregisters before it reaps).
-                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                // A registered child's group, not yet reaped (the lock is held, and `finish`
+                // unregisters before it reaps).
+                if let Some(group) = Pid::from_raw(pid) {
+                    let _ = process::kill_process_group(group, Signal::KILL);
+                }
             }
         });
     }
@@ -166,13 +169,14 @@ pub fn status_consuming_stderr<T: Send + 'static>(
 }
 
 /// Starts and registers the tool, unless a cancel came first (a cleanup tool starts anyway).
+#[allow(unsafe_code)] // pre_exec (docs/decisions/unsafe.md)
 fn start(command: &mut Command, group: Group, cleanup: bool) -> Result<Child, RunError> {
     if group == Group::Own {
         command.process_group(0);
     }
-    // SAFETY: getpid before the fork; in the child only async-signal-safe calls (prctl,
-    // getppid, _exit) run before exec.
-    let parent = unsafe { libc::getpid() };
+    let parent = process::getpid().as_raw_pid();
+    // SAFETY: in the child only async-signal-safe calls (prctl, getppid, _exit) run before
+    // exec.
     unsafe {
         command.pre_exec(move || {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -206,21 +210,12 @@ fn finish(child: &mut Child, cleanup: bool) -> Result<ExitStatus, RunError> {
 }
 
 fn wait_without_reaping(pid: i32) {
-    loop {
-        // SAFETY: waitid on our own child, leaving it waitable (WNOWAIT).
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return;
-        }
-    }
+    let Some(pid) = Pid::from_raw(pid) else {
+        return;
+    };
+    // Our own child, left waitable (NOWAIT) for `Child::wait` to reap.
+    let options = process::WaitIdOptions::EXITED | process::WaitIdOptions::NOWAIT;
+    while let Err(rustix::io::Errno::INTR) = process::waitid(process::WaitId::Pid(pid), options) {}
 }
 
 /// Held around work that must run to its end before a cancelled command answers: undoing
@@ -272,7 +267,7 @@ fn lock() -> std::sync::MutexGuard<'static, Vec<i32>> {
 /// been sent SIGKILL). Called from the signal-handling thread.
 pub fn stop_all() {
     STOPPING.store(true, Ordering::SeqCst);
-    signal_all(libc::SIGTERM);
+    signal_all(Signal::TERM);
     let deadline = Instant::now() + TERM_GRACE;
     while Instant::now() < deadline {
         if lock().is_empty() {
@@ -280,19 +275,17 @@ pub fn stop_all() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    signal_all(libc::SIGKILL);
+    signal_all(Signal::KILL);
 }
 
-fn signal_all(signal: libc::c_int) {
-    for pid in lock().iter() {
-        // SAFETY: kill(2) on a registered child, not yet reaped (see `finish`). Its group
-        // when it leads one; the PID alone when it shares stoat's group.
-        unsafe {
-            if libc::getpgid(*pid) == *pid {
-                libc::kill(-*pid, signal);
-            } else {
-                libc::kill(*pid, signal);
-            }
-        }
+fn signal_all(signal: Signal) {
+    for pid in lock().iter().filter_map(|pid| Pid::from_raw(*pid)) {
+        // A registered child, not yet reaped (see `finish`). Its group when it leads one; the
+        // PID alone when it shares stoat's group.
+        let _ = if process::getpgid(Some(pid)).ok() == Some(pid) {
+            process::kill_process_group(pid, signal)
+        } else {
+            process::kill_process(pid, signal)
+        };
     }
 }

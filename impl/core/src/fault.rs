@@ -5,14 +5,14 @@
 //! Release builds compile the points away.
 //! This is the one place core reads the process environment: a test hook, not behaviour.
 
+#[cfg(debug_assertions)]
+use rustix::process::Signal;
+
 /// Dies here with SIGKILL when `STOAT_FAULT` names this point (debug builds only).
 pub fn point(name: &str) {
     #[cfg(debug_assertions)]
     if std::env::var_os("STOAT_FAULT").is_some_and(|v| v == name) {
-        // SAFETY: raising a signal at ourselves.
-        unsafe {
-            libc::raise(libc::SIGKILL);
-        }
+        let _ = rustix::process::kill_process(rustix::process::getpid(), Signal::KILL);
     }
     #[cfg(not(debug_assertions))]
     let _ = name;
@@ -23,10 +23,7 @@ pub fn point(name: &str) {
 pub fn pause(name: &str) {
     #[cfg(debug_assertions)]
     if std::env::var_os("STOAT_FAULT").is_some_and(|v| v == name) {
-        // SAFETY: raising a signal at ourselves.
-        unsafe {
-            libc::raise(libc::SIGSTOP);
-        }
+        let _ = rustix::process::kill_process(rustix::process::getpid(), Signal::STOP);
     }
     #[cfg(not(debug_assertions))]
     let _ = name;

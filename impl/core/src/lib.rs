@@ -13,6 +13,10 @@
 //! person's `exec` and `cp -`, whose guest streams are this process's own stdin, stdout and
 //! stderr. The working directory is read where a relative path or the project lookup needs it.
 
+// Unsafe code is allowed only on the few functions that need it, each named in
+// docs/decisions/unsafe.md.
+#![deny(unsafe_code)]
+
 pub mod app;
 pub(crate) mod boot;
 pub(crate) mod bounded;

@@ -8,7 +8,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::io::AsRawFd;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -76,11 +75,12 @@ fn open_in_place(path: &Path) -> Result<File> {
 /// One attempt: `Some` when the lock is now ours.
 fn attempt(file: &File, path: &Path) -> Result<bool> {
     loop {
-        // SAFETY: flock on a descriptor we own.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        let Err(err) =
+            rustix::fs::flock(file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+        else {
             return Ok(true);
-        }
-        let err = std::io::Error::last_os_error();
+        };
+        let err = std::io::Error::from(err);
         match err.kind() {
             std::io::ErrorKind::WouldBlock => return Ok(false),
             std::io::ErrorKind::Interrupted => continue,

@@ -168,9 +168,8 @@ mod tests {
         assert_eq!(endless.to_string(), "the file is larger than 4 MiB");
         assert!(is_too_big(&endless));
         let fifo = temp.path().join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: mkfifo on a NUL-terminated path in our own temporary directory.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        use rustix::fs::{mkfifoat, Mode, CWD};
+        mkfifoat(CWD, &fifo, Mode::RUSR | Mode::WUSR).unwrap();
         assert_eq!(
             read(&fifo, 3).unwrap_err().describe(),
             "is a FIFO, not a regular file"

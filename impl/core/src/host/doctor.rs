@@ -318,21 +318,8 @@ pub fn probe_user_xattr(dir: &Path) -> std::io::Result<()> {
         .map_err(|_| std::io::Error::other("path contains NUL"))?;
     let name = c"user.stoat.probe";
     let value = b"1";
-    // SAFETY: both strings are NUL-terminated and outlive the calls; value's length is given.
-    let set = unsafe {
-        libc::setxattr(
-            path.as_ptr(),
-            name.as_ptr(),
-            value.as_ptr().cast(),
-            value.len(),
-            0,
-        )
-    };
-    if set != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: as above.
-    unsafe { libc::removexattr(path.as_ptr(), name.as_ptr()) };
+    rustix::fs::setxattr(&path, name, value, rustix::fs::XattrFlags::empty())?;
+    let _ = rustix::fs::removexattr(&path, name);
     Ok(())
 }
 

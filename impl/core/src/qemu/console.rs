@@ -75,6 +75,7 @@ impl Logger {
 
 /// Binds `socket` and starts `program __console-log <console_log>` with it on fd 3, in a
 /// session of its own with no stdio (a `--json` pipe is never held open by it).
+#[allow(unsafe_code)] // pre_exec (docs/decisions/unsafe.md)
 pub fn spawn(program: &Path, socket: &Path, console_log: &Path) -> Result<Logger, QemuError> {
     let _ = std::fs::remove_file(socket);
     let listener = UnixListener::bind(socket)
@@ -112,6 +113,7 @@ pub fn spawn(program: &Path, socket: &Path, console_log: &Path) -> Result<Logger
 
 /// The logger's body: takes the listening socket on fd 3, waits for QEMU's one connection,
 /// removes the socket's name, then copies the console into `console_log` until QEMU closes.
+#[allow(unsafe_code)] // the signal mask, fd 3 (docs/decisions/unsafe.md)
 pub fn serve(console_log: &Path) -> Result<(), std::io::Error> {
     // stoat holds SIGINT and SIGTERM from its first instruction; the logger has no handler,
     // so it takes them as any plain process does.

@@ -6,6 +6,7 @@
 //! build the argv (argv.rs) nor talk to the monitor (qmp.rs), and it never
 //! signals a process by name or a PID it has not checked.
 
+use rustix::process::{Pid, Signal};
 use std::ffi::OsStr;
 use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
@@ -274,21 +275,20 @@ pub fn wait_stopped(vm_dir: &Path, pid: u32, timeout: Duration) -> bool {
 }
 
 /// Sends `signal` to `pid` only if it is this VM's QEMU. True when sent.
-pub fn signal_qemu(vm_dir: &Path, pid: u32, signal: libc::c_int) -> bool {
+pub fn signal_qemu(vm_dir: &Path, pid: u32, signal: Signal) -> bool {
     // pid 0 or 1 would mean "my process group" or init: never.
-    let Ok(raw_pid) = libc::pid_t::try_from(pid) else {
+    let Some(raw_pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
         return false;
     };
-    if raw_pid <= 1 || !is_qemu_of(pid, vm_dir) {
+    if raw_pid.is_init() || !is_qemu_of(pid, vm_dir) {
         return false;
     }
-    // SAFETY: kill(2) with a checked positive PID has no memory effects.
-    unsafe { libc::kill(raw_pid, signal) == 0 }
+    rustix::process::kill_process(raw_pid, signal).is_ok()
 }
 
 /// SIGTERM to this VM's QEMU (the last step of `down`).
 pub fn terminate(vm_dir: &Path, pid: u32) -> bool {
-    signal_qemu(vm_dir, pid, libc::SIGTERM)
+    signal_qemu(vm_dir, pid, Signal::TERM)
 }
 
 /// Kills a VM's QEMU when dropped, unless disarmed: the real-tier tests' guard, so a failed
@@ -323,9 +323,9 @@ impl Drop for KillOnDrop {
         if !self.armed || !is_qemu_of(self.pid, &self.vm_dir) {
             return;
         }
-        signal_qemu(&self.vm_dir, self.pid, libc::SIGTERM);
+        signal_qemu(&self.vm_dir, self.pid, Signal::TERM);
         if !wait_stopped(&self.vm_dir, self.pid, Duration::from_secs(5)) {
-            signal_qemu(&self.vm_dir, self.pid, libc::SIGKILL);
+            signal_qemu(&self.vm_dir, self.pid, Signal::KILL);
             wait_stopped(&self.vm_dir, self.pid, Duration::from_secs(5));
         }
     }
@@ -511,9 +511,10 @@ mod tests {
     #[test]
     fn signals_are_never_sent_to_pids_that_are_not_this_vms_qemu() {
         let dir = tempfile::tempdir().expect("tempdir");
-        assert!(!signal_qemu(dir.path(), 0, 0));
-        assert!(!signal_qemu(dir.path(), 1, 0));
-        assert!(!signal_qemu(dir.path(), std::process::id(), 0));
+        // SIGCONT: harmless should the guard ever let one through.
+        assert!(!signal_qemu(dir.path(), 0, Signal::CONT));
+        assert!(!signal_qemu(dir.path(), 1, Signal::CONT));
+        assert!(!signal_qemu(dir.path(), std::process::id(), Signal::CONT));
     }
 
     #[test]

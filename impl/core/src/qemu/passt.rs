@@ -12,6 +12,7 @@
 //! pidfile beside QEMU's), finding it again by pidfile plus `/proc/<pid>/cmdline`, and stopping
 //! it by PID. `--one-off` ends passt by itself when its QEMU goes, however QEMU went.
 
+use rustix::process::Signal;
 use std::ffi::OsStr;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -100,8 +101,10 @@ pub fn start(passt_binary: &OsStr, spec: &LaunchSpec) -> Result<u32, QemuError> 
     stop(&spec.vm_dir);
     let _ = std::fs::remove_file(&paths.passt_socket);
     let _ = std::fs::remove_file(&paths.passt_pidfile);
-    // SAFETY: geteuid/getegid only read the process's credentials.
-    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let (uid, gid) = (
+        rustix::process::geteuid().as_raw(),
+        rustix::process::getegid().as_raw(),
+    );
     let argv = passt_argv(spec, uid, gid)?;
     let pid = super::launch::start_with_argv(passt_binary, &argv, &paths.passt_pidfile).map_err(
         |error| match error {
@@ -143,7 +146,7 @@ pub fn running(vm_dir: &Path) -> Option<u32> {
 pub fn stop(vm_dir: &Path) {
     let paths = VmPaths::new(vm_dir);
     if let Some(pid) = running(vm_dir) {
-        for signal in [libc::SIGTERM, libc::SIGKILL] {
+        for signal in [Signal::TERM, Signal::KILL] {
             super::launch::signal_qemu(vm_dir, pid, signal);
             if super::launch::wait_stopped(vm_dir, pid, STOP_GRACE) {
                 break;

@@ -298,7 +298,6 @@ mod tests {
     //! the "QEMU" sends and checks what the client makes of it.
     use super::*;
     use std::io::{BufRead, BufReader, Write};
-    use std::os::unix::io::AsRawFd;
     use std::os::unix::net::UnixListener;
     use std::thread::JoinHandle;
 
@@ -476,11 +475,7 @@ mod tests {
         let listener = UnixListener::bind(&socket).expect("bind");
         // Shut down rather than dropped: a child forked by a concurrent test may hold a copy
         // of the descriptor, and a shut-down listener refuses connections all the same.
-        // SAFETY: shutdown on a descriptor the listener owns.
-        assert_eq!(
-            unsafe { libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR) },
-            0
-        );
+        rustix::net::shutdown(&listener, rustix::net::Shutdown::Both).unwrap();
         assert!(matches!(
             Qmp::connect(&socket, SECOND),
             Err(QemuError::MonitorUnreachable { .. })

@@ -164,21 +164,9 @@ pub fn probe_xattr(dir: &Path, what: &str) -> Result<()> {
         .map_err(|_| no_xattr("path holds a NUL byte".into()))?;
     let key = c"user.stoat.probe";
     let value = b"1";
-    // SAFETY: valid NUL-terminated strings and a buffer of the given length.
-    let set = unsafe {
-        libc::setxattr(
-            path.as_ptr(),
-            key.as_ptr(),
-            value.as_ptr().cast(),
-            value.len(),
-            0,
-        )
-    };
-    if set != 0 {
-        return Err(no_xattr(std::io::Error::last_os_error().to_string()));
-    }
-    // SAFETY: as above.
-    unsafe { libc::removexattr(path.as_ptr(), key.as_ptr()) };
+    rustix::fs::setxattr(&path, key, value, rustix::fs::XattrFlags::empty())
+        .map_err(|e| no_xattr(std::io::Error::from(e).to_string()))?;
+    let _ = rustix::fs::removexattr(&path, key);
     Ok(())
 }
 

@@ -18,6 +18,7 @@
 //! a run whose ssh exits 255 without it never started the interpreter: it is run again, for up
 //! to [`BEFORE_SESSION_RETRY`], instead of reading as a failed script or an empty answer.
 
+use rustix::process::{Pid, Signal};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -109,6 +110,7 @@ impl GuestShell {
 
     /// The ssh command for one run; `through_master`: through the VM's master when this
     /// shell has one and it answers now.
+    #[allow(unsafe_code)] // pre_exec (docs/decisions/unsafe.md)
     fn command(&self, interpreter: &[&str], through_master: bool) -> Command {
         let mut command = Command::new(&self.ssh);
         let watched = crate::ssh::argv::quote_remote_command(&[WATCHED.to_owned()]);
@@ -357,13 +359,13 @@ impl Watchdog {
                 if cancel.is_cancelled() {
                     // Until ssh is gone the cancel is still at work (see child::Finishing).
                     let _finishing = crate::child::finishing();
-                    signal(pid, libc::SIGTERM);
+                    signal(pid, Signal::TERM);
                     let until = Instant::now() + GRACE;
                     while !flag.load(Ordering::SeqCst) && Instant::now() < until {
                         std::thread::sleep(POLL);
                     }
                     if !flag.load(Ordering::SeqCst) {
-                        signal(pid, libc::SIGKILL);
+                        signal(pid, Signal::KILL);
                     }
                     return;
                 }
@@ -380,7 +382,9 @@ impl Watchdog {
     }
 }
 
-fn signal(pid: u32, signal: libc::c_int) {
-    // SAFETY: kill(2) on our own child's PID, which is not reaped while the watchdog runs.
-    unsafe { libc::kill(pid as libc::pid_t, signal) };
+/// Our own child's PID, which is not reaped while the watchdog runs.
+fn signal(pid: u32, signal: Signal) {
+    if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+        let _ = rustix::process::kill_process(pid, signal);
+    }
 }

@@ -263,11 +263,7 @@ mod tests {
         // A stale master: the file stays and nobody answers. Shutting the listener down
         // refuses connections at once even while a child forked by a concurrent test still
         // holds a copy of its descriptor (which merely dropping it would not).
-        // SAFETY: shutdown on a descriptor the listener owns.
-        assert_eq!(
-            unsafe { libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR) },
-            0
-        );
+        rustix::net::shutdown(&listener, rustix::net::Shutdown::Both).unwrap();
         assert!(mux.socket_path().exists());
         let route = mux.route();
         assert!(route.options().iter().any(|o| o == "ControlMaster=auto"));

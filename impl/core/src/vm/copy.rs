@@ -5,10 +5,11 @@
 //! A byte-exact copy keeps everything a qcow2 holds (internal snapshots, the reference to a
 //! read-only catalog base), which `qemu-img convert` would drop or flatten.
 
+use rustix::fs;
+use rustix::io::Errno;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
 use crate::{Cancel, Error, Result};
@@ -58,8 +59,7 @@ fn file_label(path: &Path) -> String {
 
 /// Shares the source's extents copy-on-write; false when the filesystem cannot.
 fn reflink(from: &File, to: &File) -> bool {
-    // SAFETY: FICLONE takes the source descriptor as its argument; both descriptors are ours.
-    unsafe { libc::ioctl(to.as_raw_fd(), libc::FICLONE, from.as_raw_fd()) == 0 }
+    fs::ioctl_ficlone(to, from).is_ok()
 }
 
 enum CopyError {
@@ -110,27 +110,14 @@ fn sparse_copy(
 /// Copies up to `len` bytes at `offset` inside the kernel (copy_file_range); `None` when the
 /// kernel or filesystem cannot, so the caller copies through user space.
 fn kernel_copy(from: &File, to: &File, offset: u64, len: u64) -> std::io::Result<Option<u64>> {
-    let mut off_in = libc::loff_t::try_from(offset).map_err(std::io::Error::other)?;
-    let mut off_out = off_in;
+    // The kernel takes a signed offset.
+    i64::try_from(offset).map_err(std::io::Error::other)?;
+    let (mut off_in, mut off_out) = (offset, offset);
     let len = usize::try_from(len).unwrap_or(CHUNK);
-    // SAFETY: both descriptors are ours; the offsets are valid for the call.
-    let n = unsafe {
-        libc::copy_file_range(
-            from.as_raw_fd(),
-            &mut off_in,
-            to.as_raw_fd(),
-            &mut off_out,
-            len,
-            0,
-        )
-    };
-    if n >= 0 {
-        return Ok(Some(n as u64));
-    }
-    let err = std::io::Error::last_os_error();
-    match err.raw_os_error() {
-        Some(libc::EXDEV | libc::ENOSYS | libc::EINVAL | libc::EOPNOTSUPP) => Ok(None),
-        _ => Err(err),
+    match fs::copy_file_range(from, Some(&mut off_in), to, Some(&mut off_out), len) {
+        Ok(n) => Ok(Some(n as u64)),
+        Err(Errno::XDEV | Errno::NOSYS | Errno::INVAL | Errno::OPNOTSUPP) => Ok(None),
+        Err(err) => Err(err.into()),
     }
 }
 
@@ -153,24 +140,18 @@ fn user_copy(
 /// The next data region at or after `pos`, or `None` when only a hole remains. A filesystem
 /// without SEEK_DATA reports the whole rest as data.
 fn next_data(file: &File, pos: u64, len: u64) -> std::io::Result<Option<(u64, u64)>> {
-    let fd = file.as_raw_fd();
-    let offset = libc::off_t::try_from(pos).map_err(std::io::Error::other)?;
-    // SAFETY: lseek on a descriptor we own.
-    let start = unsafe { libc::lseek(fd, offset, libc::SEEK_DATA) };
-    if start < 0 {
-        let err = std::io::Error::last_os_error();
-        return match err.raw_os_error() {
-            Some(libc::ENXIO) => Ok(None),
-            Some(libc::EINVAL) => Ok(Some((pos, len))),
-            _ => Err(err),
-        };
+    // The kernel takes a signed offset.
+    i64::try_from(pos).map_err(std::io::Error::other)?;
+    let start = match fs::seek(file, fs::SeekFrom::Data(pos)) {
+        Ok(start) => start,
+        Err(Errno::NXIO) => return Ok(None),
+        Err(Errno::INVAL) => return Ok(Some((pos, len))),
+        Err(err) => return Err(err.into()),
+    };
+    match fs::seek(file, fs::SeekFrom::Hole(start)) {
+        Ok(end) => Ok(Some((start, end.min(len)))),
+        Err(_) => Ok(Some((start, len))),
     }
-    // SAFETY: as above.
-    let end = unsafe { libc::lseek(fd, start, libc::SEEK_HOLE) };
-    if end < 0 {
-        return Ok(Some((start as u64, len)));
-    }
-    Ok(Some((start as u64, (end as u64).min(len))))
 }
 
 #[cfg(test)]

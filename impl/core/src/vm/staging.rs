@@ -7,6 +7,7 @@
 //! the process that made it, so any later command can tell a leftover of a killed process
 //! (its pid is gone) from work in flight, and remove it.
 
+use rustix::fs;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
@@ -149,9 +150,14 @@ pub(crate) fn pid_alive(pid: i32) -> bool {
     if pid <= 0 {
         return false;
     }
-    // SAFETY: signal 0 only checks that the process exists.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    let Some(pid) = rustix::process::Pid::from_raw(pid) else {
+        return false;
+    };
+    // Signal 0 only checks that the process exists.
+    matches!(
+        rustix::process::test_kill_process(pid),
+        Ok(()) | Err(rustix::io::Errno::PERM)
+    )
 }
 
 fn remove_any(path: &Path) {
@@ -195,20 +201,11 @@ fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
         CString::new(p.as_os_str().as_bytes()).map_err(|_| std::io::Error::other("NUL in path"))
     };
     let (from_c, to_c) = (c(from)?, c(to)?);
-    // SAFETY: two NUL-terminated paths that outlive the call.
-    let rc = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            from_c.as_ptr(),
-            libc::AT_FDCWD,
-            to_c.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
+    let err = match fs::renameat_with(fs::CWD, &from_c, fs::CWD, &to_c, fs::RenameFlags::NOREPLACE)
+    {
+        Ok(()) => return Ok(()),
+        Err(err) => std::io::Error::from(err),
     };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = std::io::Error::last_os_error();
     if err.raw_os_error() != Some(libc::EINVAL) && err.raw_os_error() != Some(libc::ENOSYS) {
         return Err(err);
     }
