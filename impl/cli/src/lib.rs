@@ -5,6 +5,10 @@
 //! path ends with exactly one result line: usage errors, SIGINT/SIGTERM (`canceled`) and
 //! panics (`internal`) included.
 
+// Unsafe code is allowed only on the function that sets the signal mask
+// (docs/decisions/unsafe.md).
+#![deny(unsafe_code)]
+
 mod commands;
 mod complete;
 mod ctx;

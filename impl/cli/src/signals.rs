@@ -32,6 +32,7 @@ pub fn hold() {
     stoat_core::app::process::pause("first-instruction");
 }
 
+#[allow(unsafe_code)] // the signal mask (docs/decisions/unsafe.md)
 fn set_mask(how: libc::c_int) {
     // SAFETY: plain signal-mask calls on a local set.
     unsafe {

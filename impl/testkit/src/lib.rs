@@ -7,6 +7,8 @@
 //! [`LoopbackAcceptor`], [`http::Server`]) and the real tier's guest ([`real_guest`]). A helper
 //! lives here once two test files need it.
 
+#![forbid(unsafe_code)]
+
 mod env;
 mod fakes;
 pub mod http;

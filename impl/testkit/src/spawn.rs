@@ -2,6 +2,7 @@
 //! threads of their own, every read bounded by a deadline, and the process killed and reaped
 //! when the handle goes, so a failing test leaves nothing running and never hangs.
 
+use rustix::process::{self, Pid, Signal};
 use std::collections::VecDeque;
 use std::io::BufRead;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Output, Stdio};
@@ -214,25 +215,29 @@ impl Spawned {
         self.child.id() as i32
     }
 
+    fn process(&self) -> Pid {
+        Pid::from_child(&self.child)
+    }
+
     /// The piped stdin (the command must have asked for one); dropping it closes it.
     pub fn stdin(&mut self) -> &mut Option<ChildStdin> {
         &mut self.stdin
     }
 
-    /// Sends `signal` to the process.
-    pub fn signal(&self, signal: libc::c_int) {
+    /// Sends `signal` (a named signal's number, `libc::SIGTERM` say) to the process.
+    pub fn signal(&self, signal: i32) {
         assert!(self.status.is_none(), "signal to a process already reaped");
-        // SAFETY: kill(2) on our own child, not yet reaped (so its PID is still ours).
-        assert_eq!(unsafe { libc::kill(self.pid(), signal) }, 0);
+        // Our own child, not yet reaped (so its PID is still ours).
+        process::kill_process(self.process(), named(signal)).unwrap();
     }
 
     /// Sends `signal` to the process group it leads ([`Spawned::start_group`]), as a
     /// terminal's Ctrl-C does.
-    pub fn signal_group(&self, signal: libc::c_int) {
+    pub fn signal_group(&self, signal: i32) {
         assert!(self.group, "signal_group needs Spawned::start_group");
         assert!(self.status.is_none(), "signal to a process already reaped");
-        // SAFETY: kill(2) on the group our unreaped child leads.
-        assert_eq!(unsafe { libc::kill(-self.pid(), signal) }, 0);
+        // The group our unreaped child leads.
+        process::kill_process_group(self.process(), named(signal)).unwrap();
     }
 
     /// Its exit status if it has ended (reaping it), `None` while it runs.
@@ -280,8 +285,8 @@ impl Spawned {
     pub fn kill(&mut self) {
         if self.status.is_none() {
             if self.group {
-                // SAFETY: kill(2) on the group our unreaped child leads.
-                unsafe { libc::kill(-self.pid(), libc::SIGKILL) };
+                // The group our unreaped child leads.
+                let _ = process::kill_process_group(self.process(), Signal::KILL);
             }
             let _ = self.child.kill();
             self.status = self.child.wait().ok();
@@ -293,6 +298,12 @@ impl Drop for Spawned {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// The signal numbered `signal`, which must be a named one.
+#[track_caller]
+fn named(signal: i32) -> Signal {
+    Signal::from_named_raw(signal).unwrap_or_else(|| panic!("{signal} names no signal"))
 }
 
 #[cfg(test)]

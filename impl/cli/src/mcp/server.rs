@@ -8,7 +8,7 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::FromRawFd;
+use std::os::fd::AsFd;
 use std::panic::{self, AssertUnwindSafe};
 use std::time::Instant;
 
@@ -407,24 +407,19 @@ fn skip_rest_of_line(reader: &mut impl BufRead) {
 fn take_stdio() -> Result<(File, File)> {
     let _ = std::io::stdout().flush();
     let devnull = File::open("/dev/null").map_err(|e| Error::io("open /dev/null", e))?;
-    // SAFETY: plain fd syscalls on fds this process owns; each new fd is owned by one File.
-    unsafe {
-        let input = libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3);
-        if input < 0 {
-            return Err(Error::io("take stdin", std::io::Error::last_os_error()));
-        }
-        let input = File::from_raw_fd(input);
-        let output = libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3);
-        if output < 0 {
-            return Err(Error::io("take stdout", std::io::Error::last_os_error()));
-        }
-        let output = File::from_raw_fd(output);
-        use std::os::fd::AsRawFd;
-        if libc::dup2(devnull.as_raw_fd(), 0) < 0 || libc::dup2(2, 1) < 0 {
-            return Err(Error::io("redirect stdio", std::io::Error::last_os_error()));
-        }
-        Ok((input, output))
-    }
+    // Duplicated with F_DUPFD_CLOEXEC at 3 or above.
+    let input = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| Error::io("take stdin", e))?;
+    let output = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| Error::io("take stdout", e))?;
+    rustix::stdio::dup2_stdin(&devnull)
+        .and_then(|()| rustix::stdio::dup2_stdout(rustix::stdio::stderr()))
+        .map_err(|e| Error::io("redirect stdio", e.into()))?;
+    Ok((File::from(input), File::from(output)))
 }
 
 #[cfg(test)]

@@ -240,11 +240,7 @@ fn held_lock_skips_with_a_reason() {
     let (env, _vm) = setup(&["base"], "");
     recipe(&env, "base", "", "echo base\n");
     let lock = std::fs::File::create(env.root().join("w/provision.lock")).unwrap();
-    // SAFETY: flock on a descriptor we own.
-    assert_eq!(
-        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) },
-        0
-    );
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
     let run = env.json(&["apply", "w"]);
     assert_eq!(run.data()["applied"], serde_json::json!([]));
     assert_eq!(run.data()["skipped_reason"], "an apply is already running");

@@ -76,8 +76,7 @@ fn json_with_umask(env: &TestEnv, args: &[&str], umask: u32) -> crate::common::J
 /// A second, unprivileged local user, made on first use when the tests run as root.
 fn other_user() -> Option<&'static str> {
     const NAME: &str = "stoat-other";
-    // SAFETY: getuid has no preconditions.
-    if unsafe { libc::getuid() } != 0 {
+    if !rustix::process::getuid().is_root() {
         return None;
     }
     let exists = std::process::Command::new("id")
@@ -1106,9 +1105,8 @@ pub(crate) fn a_share_given_as_a_symlink_is_recorded_as_the_directory_it_names()
 /// A FIFO at `path` (no writer ever comes).
 fn fifo(path: &Path) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-    // SAFETY: mkfifo on a NUL-terminated path in the test's own directory.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    use rustix::fs::{mkfifoat, Mode, CWD};
+    mkfifoat(CWD, path, Mode::RUSR | Mode::WUSR).unwrap();
 }
 
 /// A FIFO where stoat expects a file it parses never hangs a command: the open does not wait

@@ -115,8 +115,9 @@ fn real_exec_and_cp_reuse_one_connection_per_vm() {
     let socket_name = socket.file_name().unwrap().to_string_lossy().into_owned();
     let masters = pids_naming(&socket_name);
     assert_eq!(masters.len(), 1, "one master process: {masters:?}");
-    // SAFETY: kill(2) on the PID of the master this test's stoat started.
-    unsafe { libc::kill(masters[0], libc::SIGKILL) };
+    // The master this test's stoat started.
+    let master = rustix::process::Pid::from_raw(masters[0]).unwrap();
+    let _ = rustix::process::kill_process(master, rustix::process::Signal::KILL);
     wait_gone(masters[0], Duration::from_secs(10));
     assert!(socket.exists(), "a killed master leaves its socket");
     let replaced = server_pid(&env);
