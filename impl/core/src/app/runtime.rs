@@ -48,9 +48,10 @@ pub fn up(
     reach_wait: Option<Duration>,
 ) -> Result<UpOutcome> {
     let root = s.root()?;
+    let mut checked = None;
     if let Ok(stored) = vm::load_ok(root, name) {
         if stored.running_pid().is_none() {
-            crate::runtime::up::host_ready(&s.env)?;
+            checked = Some(up::host_ready(&s.env)?);
             s.events().note(&format!("starting {name}..."));
             if reach_wait.is_some() {
                 s.events().note(&format!(
@@ -64,7 +65,7 @@ pub fn up(
     // to its end (see child::Finishing).
     let launched = {
         let _finishing = crate::child::finishing();
-        up::up(root, &s.env, name)
+        up::up(root, &s.env, name, checked.as_ref())
     };
     let started = match launched {
         Ok(started) => started,

@@ -30,13 +30,18 @@ pub struct Started {
 }
 
 /// Starts `name`. A port stoat picked that something else took is moved first, and once more
-/// when it was taken in the moment between the check and QEMU's bind.
-pub fn up(root: &Root, env: &Env, name: &str) -> Result<Started> {
+/// when it was taken in the moment between the check and QEMU's bind. `checked`: see [`start`].
+pub(crate) fn up(
+    root: &Root,
+    env: &Env,
+    name: &str,
+    checked: Option<&HostReady>,
+) -> Result<Started> {
     let mut moved = ports::settle_ssh_port(root, name)?;
-    let vm = match start(root, env, name) {
+    let vm = match start(root, env, name, checked) {
         Err(error) if is_start_failure(&error) && lost_port(root, name) => {
             moved = ports::settle_ssh_port(root, name)?.or(moved);
-            start(root, env, name)?
+            start(root, env, name, checked)?
         }
         other => other?,
     };
@@ -52,6 +57,7 @@ fn lost_port(root: &Root, name: &str) -> bool {
 }
 
 /// What this host needs to boot any VM, found before anything is made.
+#[derive(Clone)]
 pub(crate) struct HostReady {
     pub accel: Accel,
     pub binary: std::path::PathBuf,
@@ -80,8 +86,9 @@ pub(crate) fn host_ready(env: &Env) -> Result<HostReady> {
     })
 }
 
-/// Starts `name` and returns the VM re-read afterwards.
-fn start(root: &Root, env: &Env, name: &str) -> Result<Vm> {
+/// Starts `name` and returns the VM re-read afterwards. `checked`: the host's readiness as
+/// `up` already found it (asked here only when it was not).
+fn start(root: &Root, env: &Env, name: &str, checked: Option<&HostReady>) -> Result<Vm> {
     let stored = vm::load_ok(root, name)?;
     let _guard = lock::exclusive_in_vm(&stored.dir)?;
     crate::fault::pause("up-locked");
@@ -92,7 +99,10 @@ fn start(root: &Root, env: &Env, name: &str) -> Result<Vm> {
         accel,
         binary,
         passt,
-    } = host_ready(env)?;
+    } = match checked {
+        Some(ready) => ready.clone(),
+        None => host_ready(env)?,
+    };
     let host_share = check_share(&stored)?;
     let work_share = prepare_work_share(root, &stored.name)?;
     ports::ensure_free(&stored)?;
