@@ -124,19 +124,25 @@ fn several_sources_run_one_scp_per_source_each_way() {
     assert_eq!(from.data()["remote"], "/etc");
 }
 
+/// ssh runs on this host; scp fails, saying `said`, for the one source whose argument holds
+/// `source`, and copies every other.
+fn scp_fails_for(env: &mut TestEnv, source: &str, said: &str) {
+    env.fake_script(&serde_json::json!({"tools": {
+        "ssh": [{"run_locally": true}],
+        "scp": [{"when": {"arg_contains": source}, "stderr": {"text": said}, "exit": 1}]
+    }}));
+}
+
 /// A copy from the guest that fails for one of several sources says which failed and which
 /// were copied (one scp ran per source), in one line, exit 1.
 #[test]
 fn a_failed_guest_source_is_named_beside_the_sources_that_were_copied() {
     let (mut env, _reaper) = vm_with_fake_tools();
-    env.fake_script(&serde_json::json!({"tools": {
-        "ssh": [{"run_locally": true}],
-        "scp": [{
-            "when": {"arg_contains": "/etc/gone"},
-            "stderr": {"text": "scp: /etc/gone: No such file or directory\n"},
-            "exit": 1
-        }]
-    }}));
+    scp_fails_for(
+        &mut env,
+        "/etc/gone",
+        "scp: /etc/gone: No such file or directory\n",
+    );
     std::fs::create_dir_all(env.home().join("back")).unwrap();
     let out = env.run(&[
         "cp",
@@ -164,14 +170,11 @@ fn a_failed_host_source_is_named_beside_the_sources_that_were_copied() {
     let (mut env, _reaper) = vm_with_fake_tools();
     local_tree(&env);
     std::fs::write(env.home().join("two.txt"), b"two\n").unwrap();
-    env.fake_script(&serde_json::json!({"tools": {
-        "ssh": [{"run_locally": true}],
-        "scp": [{
-            "when": {"arg_contains": "two.txt"},
-            "stderr": {"text": "scp: dest open \"/tmp/two.txt\": Permission denied\n"},
-            "exit": 1
-        }]
-    }}));
+    scp_fails_for(
+        &mut env,
+        "two.txt",
+        "scp: dest open \"/tmp/two.txt\": Permission denied\n",
+    );
     let guest_dir = env.tmp().join("guest-dst");
     std::fs::create_dir_all(&guest_dir).unwrap();
     let dst = format!("w:{}", guest_dir.display());

@@ -19,6 +19,15 @@ fn state(env: &TestEnv) -> Vec<(String, String)> {
     vms
 }
 
+/// A data root with one stopped VM, `work`, made from a planted Alpine image.
+fn with_work() -> TestEnv {
+    let env = TestEnv::new();
+    env.plant_image(ALPINE_VIRT);
+    env.json(&["create", "work", "--image", "alpine-virt"])
+        .data();
+    env
+}
+
 /// Refused under --json with `code`, and as one `stoat: …` line for a person (a `hint:` line
 /// may follow), exit 1; the data root is as it was.
 fn refused(env: &TestEnv, args: &[&str], code: &str, names: &[&str]) {
@@ -130,10 +139,7 @@ fn a_stray_image_of_another_release_does_not_stand_in_for_a_catalog_id() {
 
 #[test]
 fn the_verbs_lima_and_vagrant_users_type_do_what_they_mean() {
-    let env = TestEnv::new();
-    env.plant_image(ALPINE_VIRT);
-    env.json(&["create", "work", "--image", "alpine-virt"])
-        .data();
+    let env = with_work();
     // `list` is `ls`, and its answer says so under --json.
     let listed = env.json(&["list"]);
     assert_eq!(listed.result["cmd"], "ls");
@@ -163,10 +169,7 @@ fn the_verbs_lima_and_vagrant_users_type_do_what_they_mean() {
 /// means, with the user's own pair, and changes nothing.
 #[test]
 fn forward_verbs_other_tools_use_are_answered_with_the_flag_they_mean() {
-    let env = TestEnv::new();
-    env.plant_image(ALPINE_VIRT);
-    env.json(&["create", "work", "--image", "alpine-virt"])
-        .data();
+    let env = with_work();
     let before = state(&env);
     for (args, said) in [
         (
@@ -197,10 +200,7 @@ fn forward_verbs_other_tools_use_are_answered_with_the_flag_they_mean() {
 
 #[test]
 fn a_mistyped_vm_name_gets_the_nearest_one_as_a_hint_and_json_stays_plain() {
-    let env = TestEnv::new();
-    env.plant_image(ALPINE_VIRT);
-    env.json(&["create", "work", "--image", "alpine-virt"])
-        .data();
+    let env = with_work();
     let human = env.run(&["get", "wrok"]);
     assert_eq!(human.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&human.stderr);
