@@ -8,8 +8,6 @@
 //! (its pid is gone) from work in flight, and remove it.
 
 use rustix::fs;
-use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -197,12 +195,8 @@ fn sync_dir(dir: &Path) {
 
 /// rename(2) that fails with EEXIST instead of replacing an (empty) directory.
 fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
-    let c = |p: &Path| {
-        CString::new(p.as_os_str().as_bytes()).map_err(|_| std::io::Error::other("NUL in path"))
-    };
-    let (from_c, to_c) = (c(from)?, c(to)?);
-    let err = match fs::renameat_with(fs::CWD, &from_c, fs::CWD, &to_c, fs::RenameFlags::NOREPLACE)
-    {
+    // rustix makes the NUL-terminated copies of the paths itself.
+    let err = match fs::renameat_with(fs::CWD, from, fs::CWD, to, fs::RenameFlags::NOREPLACE) {
         Ok(()) => return Ok(()),
         Err(err) => std::io::Error::from(err),
     };
