@@ -82,11 +82,11 @@ row "stoat up + wait reachable" "$stoat_boot" "raw qemu + ssh poll" "$raw_boot"
 fresh_true=$(median "${ssh_argv[@]}" true)
 row "stoat --json exec true (median of $RUNS)" "$(median "$stoat" --json exec bench true)" "fresh raw ssh true" "$fresh_true"
 # Where exec's time goes: the floor is a bare ssh client through the same master, running
-# `true`, then the command exec sends (the guest shell records its PID for a cancel), then
+# `true`, then the shape of the command exec sends (its own session, marked for a cancel), then
 # stoat's own start.
 socket=$(cd "$STOAT_HOME/bench" && ls ssh-*.sock | head -1)
 mux_argv=("${ssh_argv[0]}" -o ControlMaster=no -o "ControlPath=$socket" "${ssh_argv[@]:1}")
-wrapped='echo $$ 2>/dev/null >/tmp/.stoat-exec.bench; '"'"'true'"'"'; s=$?; rm -f /tmp/.stoat-exec.bench; exit $s'
+wrapped='exec 3<&0; if command -v setsid >/dev/null 2>&1; then set -- setsid; else set --; fi; STOAT_EXEC=bench "$@" sh -c '"'"'"$@"'"'"' sh true 3<&- </dev/null & c=$!; exec 3<&-; wait $c; exit $?'
 mux_true=$(cd "$STOAT_HOME/bench" && median "${mux_argv[@]}" true)
 row "  raw ssh true through the master" "$mux_true" "fresh raw ssh true" "$fresh_true"
 row "  raw ssh <exec's command> through the master" "$(cd "$STOAT_HOME/bench" && median "${mux_argv[@]}" "$wrapped")" "fresh raw ssh true" "$fresh_true"

@@ -81,7 +81,7 @@ pub fn exec(
         reach_wait,
         cancel,
     )?;
-    let pid_file = guest_pid_file();
+    let mark = exec_mark();
     let ssh_to = |route: &Route, remote: OsString| {
         let mut command = Command::new(&ssh);
         route.configure(&mut command);
@@ -96,8 +96,8 @@ pub fn exec(
         let route = mux.route();
         let mut ssh_cmd = ssh_to(
             &route,
-            recording_pid(
-                &pid_file,
+            marked_command(
+                &mark,
                 &quote_remote_argv(command),
                 streams == Streams::Capture,
             ),
@@ -137,7 +137,7 @@ pub fn exec(
             Err(child::RunError::Canceled) => {
                 // Stopping ssh does not stop the command in the guest (no pty tells it).
                 // Directly: the stopped ssh may have been the connection's master.
-                let mut stop = ssh_to(&Route::direct(), stop_recorded(&pid_file));
+                let mut stop = ssh_to(&Route::direct(), stop_marked(&mark));
                 let _ = child::cleanup_output(stop.stdin(Stdio::null()), STOP_LIMIT);
                 return Err(Error::Canceled);
             }
@@ -206,26 +206,29 @@ fn pass_guest_stderr(mut pipe: std::process::ChildStderr) -> MarkFilter {
     filter
 }
 
-/// Where the guest shell running this exec's command records its PID.
-fn guest_pid_file() -> String {
+/// The mark this exec's guest command carries in its environment (`STOAT_EXEC=<mark>`), by
+/// which a cancel finds it and what it started. Fixed width after the PID, so no mark is a
+/// prefix of another.
+fn exec_mark() -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or_default();
-    format!("/tmp/.stoat-exec.{}.{nanos}", std::process::id())
+    format!("{}.{nanos:09}", std::process::id())
 }
 
 /// The remote command. The guest command runs in a session of its own (`setsid`, where the
 /// guest has it), so it and everything it starts, double-forked children included, form one
-/// process group, whose id the shell records (so a cancel can stop it). With `watch` (the
-/// captured form, whose ssh stdin is a pipe stoat holds open and never writes), a watchdog
-/// reads that stdin: its end means stoat is gone, killed or not, and the watchdog stops the
-/// group (SIGTERM, SIGKILL 2 s later) and removes the PID file. The guest command itself
-/// reads /dev/null then, as before. Then the status is passed on.
-fn recording_pid(pid_file: &str, quoted: &std::ffi::OsStr, watch: bool) -> OsString {
-    // Quietly: a guest without a writable /tmp still runs the command, just uncancellable.
+/// process group, and carries `STOAT_EXEC=<mark>` in its environment, which its children
+/// inherit: a cancel finds them by it. Nothing is written in the guest and nothing is left to
+/// remove, so the common case pays no extra process. With `watch` (the captured form, whose
+/// ssh stdin is a pipe stoat holds open and never writes), a watchdog reads that stdin: its
+/// end means stoat is gone, killed or not, and the watchdog stops the group (SIGTERM, SIGKILL
+/// 2 s later). The guest command itself reads /dev/null then, as before. Then the status is
+/// passed on.
+fn marked_command(mark: &str, quoted: &std::ffi::OsStr, watch: bool) -> OsString {
     let mut remote = OsString::from(format!(
-        "{WRITE_MARK}exec 3<&0; if command -v setsid >/dev/null 2>&1; then set -- setsid; else set --; fi; \"$@\" sh -c '\"$@\"' sh "
+        "{WRITE_MARK}exec 3<&0; if command -v setsid >/dev/null 2>&1; then set -- setsid; else set --; fi; STOAT_EXEC={mark} \"$@\" sh -c '\"$@\"' sh "
     ));
     remote.push(quoted);
     // An asynchronous command reads /dev/null unless told otherwise: without the watch, the
@@ -235,27 +238,27 @@ fn recording_pid(pid_file: &str, quoted: &std::ffi::OsStr, watch: bool) -> OsStr
     } else {
         " <&3 3<&- & "
     });
-    remote.push(format!("c=$!; echo $c 2>/dev/null >{pid_file}; "));
+    remote.push("c=$!; ");
     if watch {
-        remote.push(format!(
-            "{{ while read -r _; do :; done; kill -TERM -$c 2>/dev/null || kill -TERM $c; rm -f {pid_file}; sleep 2; kill -KILL -$c 2>/dev/null; }} <&3 >/dev/null 2>&1 & w=$!; "
-        ));
+        remote.push(
+            "{ while read -r _; do :; done; kill -TERM -$c 2>/dev/null || kill -TERM $c; sleep 2; kill -KILL -$c 2>/dev/null; } <&3 >/dev/null 2>&1 & w=$!; ",
+        );
     }
     remote.push("exec 3<&-; wait $c; s=$?; ");
     if watch {
         remote.push("kill $w 2>/dev/null; ");
     }
-    remote.push(format!("rm -f {pid_file}; exit $s"));
+    remote.push("exit $s");
     remote
 }
 
-/// The remote command that stops a cancelled exec: the recorded shell and everything below
-/// it (listed first: once the shell dies they are orphans).
-fn stop_recorded(pid_file: &str) -> OsString {
-    // The recorded id leads the command's process group where the guest has setsid: the
-    // group goes at once; the walk below reaches what runs without one.
+/// The remote command that stops a cancelled exec: every process whose environment carries
+/// the mark, the groups they lead, and everything below them (a child that cleared its
+/// environment, `sudo`'s for one, is still below a marked parent).
+fn stop_marked(mark: &str) -> OsString {
     OsString::from(format!(
-        "p=$(cat {pid_file} 2>/dev/null) || exit 0; rm -f {pid_file}; kill -TERM -$p 2>/dev/null; \
+        "m=STOAT_EXEC={mark}; p=$(grep -lszx -F \"$m\" /proc/[0-9]*/environ | sed 's,^/proc/,,; s,/environ$,,'); [ -n \"$p\" ] || exit 0; \
+for q in $p; do kill -TERM -$q 2>/dev/null; done; \
 kids() {{ pgrep -P \"$1\" 2>/dev/null || for s in /proc/[0-9]*/stat; do read -r c _ _ pp _ < \"$s\" && [ \"$pp\" = \"$1\" ] && echo \"$c\"; done 2>/dev/null; }}; \
 all=$p; todo=$p; while [ -n \"$todo\" ]; do next=; for q in $todo; do next=\"$next $(kids $q)\"; done; todo=$(echo $next); all=\"$all $todo\"; done; \
 kill -TERM $all 2>/dev/null; exit 0"
