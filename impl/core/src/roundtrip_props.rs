@@ -51,9 +51,9 @@ fn vm_config() -> impl Strategy<Value = VmConfig> {
     );
     let policy = (
         proptest::option::of(any::<bool>()),
-        proptest::option::of(prop::sample::select(vec![
-            "none", "observe", "manage", "exec",
-        ])),
+        proptest::option::of(prop::sample::select(
+            stoat_wire::dto::AgentAccess::ALL.to_vec(),
+        )),
         (text(), text()),
         prop::collection::btree_map(text(), string_map(), 0..2),
         prop::collection::btree_map(text(), applied(), 0..2),
@@ -92,7 +92,7 @@ fn vm_config() -> impl Strategy<Value = VmConfig> {
             sshuser,
             console_password: "cpw".into(),
             allow_exec,
-            agent_access: agent_access.map(str::to_string),
+            agent_access,
             project,
             key,
             recipe_params,

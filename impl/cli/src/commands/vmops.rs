@@ -8,10 +8,10 @@
 use std::io::{BufRead, Write};
 
 use stoat_core::app::vmops::{
-    self, Backend, CreateSpec, Edit, ForwardChange, Mode, PortPair, UpdateSpec,
+    self, Backend, CreateSpec, DisplayPref, Edit, ForwardChange, Mode, PortPair, UpdateSpec,
 };
 use stoat_core::{Error, Result};
-use stoat_wire::dto::{AppliesAt, ForwardData, UpdateData, Vm};
+use stoat_wire::dto::{AgentAccess, AppliesAt, ForwardData, UpdateData, Vm};
 
 use crate::ctx::Ctx;
 use crate::grammar::{CloneArgs, CreateArgs, ForwardArgs, RmArgs, UpdateArgs};
@@ -34,8 +34,8 @@ pub fn create(ctx: &Ctx, args: CreateArgs) -> Result<Reply> {
         recipes: args.recipes,
         params: super::params::settings(&args.params)?,
         allow_exec: args.allow_exec,
-        agent_access: args.agent_access,
-        display: args.display,
+        agent_access: access_given(args.agent_access.as_deref())?,
+        display: display_given(args.display.as_deref())?,
         host_loopback: args.host_loopback,
         ..CreateSpec::default()
     };
@@ -50,6 +50,16 @@ pub fn create(ctx: &Ctx, args: CreateArgs) -> Result<Reply> {
         Ok(human)
     })?;
     Ok(Reply::new(&data, human))
+}
+
+/// `--agent-access`'s level, when given.
+fn access_given(text: Option<&str>) -> Result<Option<AgentAccess>> {
+    text.map(vmops::parse_agent_access).transpose()
+}
+
+/// `--display`'s preference, when given.
+fn display_given(text: Option<&str>) -> Result<Option<DisplayPref>> {
+    text.map(vmops::parse_display).transpose()
 }
 
 /// `--image` as core resolves it: a relative path that names a file from here (it has a
@@ -116,9 +126,9 @@ pub fn update(ctx: &Ctx, args: UpdateArgs) -> Result<Reply> {
         recipes: args
             .recipes
             .map(|list| list.split(',').map(str::to_owned).collect()),
-        agent_access: args.agent_access,
+        agent_access: access_given(args.agent_access.as_deref())?,
         allow_exec: args.allow_exec,
-        display: args.display,
+        display: display_given(args.display.as_deref())?,
         host_loopback: args.host_loopback,
         immutable,
     };

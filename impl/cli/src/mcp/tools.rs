@@ -142,25 +142,10 @@ pub struct LogsArgs {
     pub n: Option<u32>,
 }
 
-/// An agent_access level `create` may record.
-#[derive(Deserialize, JsonSchema, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-pub enum Access {
-    None,
-    Observe,
-    Manage,
-    Exec,
-}
-
-impl Access {
-    fn as_str(self) -> &'static str {
-        match self {
-            Access::None => "none",
-            Access::Observe => "observe",
-            Access::Manage => "manage",
-            Access::Exec => "exec",
-        }
-    }
+/// The schema of an agent_access level: one of [`AgentAccess::ALL`]'s words.
+fn access_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let words: Vec<&str> = AgentAccess::ALL.iter().map(|a| a.as_str()).collect();
+    schemars::json_schema!({"type": "string", "enum": words})
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -195,7 +180,14 @@ pub struct CreateArgs {
     /// record that exec is allowed (default true)
     pub allow_exec: Option<bool>,
     /// what MCP agents may do with the VM; default from allow_exec
-    pub agent_access: Option<Access>,
+    // `default` and `skip_serializing_if` here only tell schemars the argument is optional
+    // (its schema then carries no `"default": null`); serde reads an absent one as None.
+    #[schemars(
+        schema_with = "access_schema",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub agent_access: Option<AgentAccess>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -723,7 +715,7 @@ fn create(ctx: &Session, args: CreateArgs) -> Result<impl Serialize> {
         disk: args.disk,
         recipes: args.recipes.unwrap_or_default(),
         allow_exec: args.allow_exec.unwrap_or(true),
-        agent_access: args.agent_access.map(|a| a.as_str().to_owned()),
+        agent_access: args.agent_access,
         ..CreateSpec::default()
     };
     app::vmops::create(ctx, &spec)

@@ -11,7 +11,7 @@ use crate::{Error, Result};
 pub use crate::ops::create::CreateSpec;
 pub use crate::ops::forward::{parse_removal, Edit, Removal};
 pub use crate::ops::update::UpdateSpec;
-pub use crate::vm::spec::{parse_pair, PortPair};
+pub use crate::vm::spec::{parse_agent_access, parse_display, parse_pair, DisplayPref, PortPair};
 pub use crate::vm::{Backend, Mode};
 
 /// `create`.

@@ -38,7 +38,8 @@ pub struct CatalogEntry {
     pub id: String,
     pub os: String,
     pub variant: String,
-    pub backend: String,
+    /// One of [`Backend::KNOWN`]: a catalog file naming another word is refused when read.
+    pub backend: Backend,
     /// The image URL; for a flavoured entry, the release index URL instead.
     pub url: String,
     /// The bare file name under `isos/` (the URL's last segment); `""` for a flavoured entry,
@@ -143,6 +144,7 @@ impl RawImage {
         if self.id.trim().is_empty() {
             return Err("id must not be empty".into());
         }
+        let backend = known_backend(&self.backend)?;
         let checksum = self.checksum()?;
         let (url, file, flavor) = match (self.url, self.index_url, self.flavor) {
             (Some(url), None, None) => {
@@ -161,12 +163,12 @@ impl RawImage {
         };
         let ssh_user = self
             .ssh_user
-            .unwrap_or_else(|| default_ssh_user(&self.backend).to_owned());
+            .unwrap_or_else(|| default_ssh_user(&backend).to_owned());
         Ok(CatalogEntry {
             id: self.id,
             os: self.os,
             variant: self.variant,
-            backend: self.backend,
+            backend,
             url,
             file,
             checksum,
@@ -196,9 +198,22 @@ fn digest_hex(hex: &str, len: usize, name: &str) -> Result<String, String> {
     }
 }
 
+/// The backend a catalog entry names, which must be one stoat boots.
+fn known_backend(text: &str) -> Result<Backend, String> {
+    let backend = Backend::parse(text);
+    if Backend::KNOWN.contains(&backend) {
+        return Ok(backend);
+    }
+    let known: Vec<&str> = Backend::KNOWN.iter().map(Backend::as_str).collect();
+    Err(format!(
+        "backend {text:?} is not one of {}",
+        known.join(", ")
+    ))
+}
+
 /// The account a backend's images log in as.
-fn default_ssh_user(backend: &str) -> &'static str {
-    if Backend::parse(backend) == Backend::Cloudinit {
+fn default_ssh_user(backend: &Backend) -> &'static str {
+    if *backend == Backend::Cloudinit {
         "stoat"
     } else {
         "root"
@@ -226,7 +241,7 @@ fn direct(
         id: id.into(),
         os: os.into(),
         variant: variant.into(),
-        backend: "cloudinit".into(),
+        backend: Backend::Cloudinit,
         url: url.into(),
         file: file_name_of_url(url).unwrap_or_default(),
         checksum,
@@ -241,7 +256,7 @@ fn alpine_flavor(id: &str, variant: &str, mib: u64) -> CatalogEntry {
         id: id.into(),
         os: "alpine".into(),
         variant: variant.into(),
-        backend: "apkovl".into(),
+        backend: Backend::Apkovl,
         url: ALPINE_INDEX.into(),
         file: String::new(),
         checksum: Checksum::None,
@@ -383,6 +398,15 @@ sha256 = "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855"
         assert!(parse(syntax).unwrap_err().starts_with("line 2"));
         let bad_hex = "[[image]]\nid = \"a\"\nos = \"x\"\nbackend = \"ssh\"\nurl = \"http://h/a\"\nsha256 = \"abc\"\n";
         assert!(parse(bad_hex).unwrap_err().contains("64 hex"));
+        for word in ["qwe", "", "Cloudinit"] {
+            let bad_backend = format!(
+                "[[image]]\nid = \"a\"\nos = \"x\"\nbackend = \"ssh\"\nurl = \"http://h/a\"\n\n[[image]]\nid = \"b\"\nos = \"x\"\nbackend = {word:?}\nurl = \"http://h/b\"\n"
+            );
+            assert_eq!(
+                parse(&bad_backend).unwrap_err(),
+                format!("line 7: backend {word:?} is not one of apkovl, cloudinit, ssh")
+            );
+        }
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! Guessing an image's OS and backend from its file name (upstream `iso.Infer`, docs/contract.md behaviour#images).
 
+use crate::vm::Backend;
+
 /// OS hints, checked in order; the first one that is a substring of the name wins.
 /// (`arch` also matches "search": upstream behaves the same, and so do we.)
 const OS_HINTS: &[&str] = &["alpine", "ubuntu", "debian", "fedora", "arch"];
 
 /// Returns `(os, backend)` guessed from a file name, case-insensitively. `os` may be `""`.
-pub fn infer(filename: &str) -> (String, String) {
+pub fn infer(filename: &str) -> (String, Backend) {
     let name = filename.to_ascii_lowercase();
     let os = OS_HINTS
         .iter()
@@ -13,25 +15,25 @@ pub fn infer(filename: &str) -> (String, String) {
         .map(|hint| hint.to_string())
         .unwrap_or_default();
     let backend = if os == "alpine" && name.ends_with(".iso") {
-        "apkovl"
+        Backend::Apkovl
     } else if name.contains("cloudimg")
         || name.contains("genericcloud")
         || name.ends_with(".qcow2")
         || name.ends_with(".img")
     {
-        "cloudinit"
+        Backend::Cloudinit
     } else {
-        "ssh"
+        Backend::Ssh
     };
-    (os, backend.to_owned())
+    (os, backend)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::infer;
+    use super::{infer, Backend};
 
-    fn pair(os: &str, backend: &str) -> (String, String) {
-        (os.to_owned(), backend.to_owned())
+    fn pair(os: &str, backend: &str) -> (String, Backend) {
+        (os.to_owned(), Backend::parse(backend))
     }
 
     #[test]

@@ -80,7 +80,7 @@ fn resolve_absolute(path: &Path) -> Result<ResolvedImage> {
         path: path.to_path_buf(),
         iso,
         os,
-        backend: Backend::parse(&backend),
+        backend,
         ssh_user: None,
         catalog_id: None,
     })
@@ -99,7 +99,7 @@ fn resolve_isos_file(root: &Root, file: &str) -> Result<ResolvedImage> {
         path,
         iso: format!("isos/{file}"),
         os,
-        backend: Backend::parse(&backend),
+        backend,
         ssh_user: None,
         catalog_id: None,
     })
@@ -118,7 +118,7 @@ pub fn resolve_catalog_id(root: &Root, env: &Env, id: &str) -> Result<Option<Res
         path: root.isos().join(&file),
         iso: format!("isos/{file}"),
         os: entry.os.clone(),
-        backend: Backend::parse(&entry.backend),
+        backend: entry.backend.clone(),
         ssh_user: Some(entry.ssh_user.clone()),
         catalog_id: Some(entry.id.clone()),
     }))

@@ -83,7 +83,7 @@ fn copied_config(src: &VmConfig, new_name: &str) -> VmConfig {
         sshuser: src.sshuser.clone(),
         console_password: src.console_password.clone(),
         allow_exec: src.allow_exec,
-        agent_access: src.agent_access.clone(),
+        agent_access: src.agent_access,
         ..VmConfig::default()
     }
 }

@@ -7,8 +7,11 @@
 
 use std::io::Read;
 
+use stoat_wire::dto::AgentAccess;
+
 use super::recipe_check::check_recipes_applicable;
 use crate::images::reference::{self as image_ref, ResolvedImage};
+use crate::vm::spec::DisplayPref;
 use crate::vm::{self, StoredVm, VmConfig};
 use crate::vm::{Backend, Mode};
 use crate::{lock, ports, Env, Error, Result, Root};
@@ -39,8 +42,8 @@ pub struct CreateSpec {
     /// Recipe parameters; one that names no recipe is for the only one named.
     pub params: Vec<crate::recipes::params::ParamSetting>,
     pub allow_exec: bool,
-    pub agent_access: Option<String>,
-    pub display: Option<String>,
+    pub agent_access: Option<AgentAccess>,
+    pub display: Option<DisplayPref>,
     /// The opt-in: the guest reaches the host's loopback through its gateway.
     pub host_loopback: bool,
     /// The absolute directory of the declaring stoat.toml, `""` outside a project.
@@ -115,15 +118,11 @@ fn plan(
     } else {
         image.ssh_user.clone().unwrap_or_default()
     };
-    let agent_access = spec
-        .agent_access
-        .as_deref()
-        .map(crate::vm::spec::check_agent_access)
-        .transpose()?;
-    let display = match &spec.display {
-        Some(pref) => crate::vm::spec::check_display(pref)?,
-        None => String::new(),
-    };
+    let display = spec
+        .display
+        .unwrap_or(DisplayPref::Auto)
+        .stored()
+        .to_owned();
     let (iso, base) = if mode == Mode::Cloud {
         (String::new(), image.path.display().to_string())
     } else {
@@ -148,7 +147,7 @@ fn plan(
         sshuser,
         console_password,
         allow_exec: Some(spec.allow_exec),
-        agent_access,
+        agent_access: spec.agent_access,
         host_loopback: spec.host_loopback,
         recipe_params,
         project: spec.project.clone(),

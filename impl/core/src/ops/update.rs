@@ -6,10 +6,11 @@
 //! `changed` lists only fields whose value actually changed, and `--recipes` is validated.
 //! json-v3#per-command-data: `update` → `{vm, changed, applies_at}`.
 
-use stoat_wire::dto::AppliesAt;
+use stoat_wire::dto::{AgentAccess, AppliesAt};
 
 use super::forward;
 use super::recipe_check::check_recipes_applicable;
+use crate::vm::spec::DisplayPref;
 use crate::vm::Mode;
 use crate::vm::{self, StoredVm, VmConfig};
 use crate::{lock, Env, Error, Result, Root};
@@ -25,9 +26,9 @@ pub struct UpdateSpec {
     pub share: Option<String>,
     /// The recipe names that replace the old list; an empty list clears it.
     pub recipes: Option<Vec<String>>,
-    pub agent_access: Option<String>,
+    pub agent_access: Option<AgentAccess>,
     pub allow_exec: Option<bool>,
-    pub display: Option<String>,
+    pub display: Option<DisplayPref>,
     /// The opt-in: the guest reaches the host's loopback through its gateway.
     pub host_loopback: Option<bool>,
     /// Fields that can never change, with the value asked for: (`os`|`backend`|`mode`|`image`, value).
@@ -140,14 +141,14 @@ fn planned_config(
             .retain(|recipe, _| recipes.contains(recipe));
         new.recipes = recipes;
     }
-    if let Some(level) = &spec.agent_access {
-        new.agent_access = Some(crate::vm::spec::check_agent_access(level)?);
+    if let Some(level) = spec.agent_access {
+        new.agent_access = Some(level);
     }
     if let Some(allow) = spec.allow_exec {
         new.allow_exec = Some(allow);
     }
-    if let Some(pref) = &spec.display {
-        new.display = crate::vm::spec::check_display(pref)?;
+    if let Some(pref) = spec.display {
+        new.display = pref.stored().to_owned();
     }
     if let Some(allow) = spec.host_loopback {
         new.host_loopback = allow;

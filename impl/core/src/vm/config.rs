@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use stoat_wire::dto::{AgentAccess, Forward};
 
 /// How a VM boots: `live` (from its ISO, nothing installed), `disk` (installed onto its own
@@ -191,8 +191,12 @@ pub struct VmConfig {
     pub console_password: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allow_exec: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub agent_access: Option<String>,
+    /// The level a person set; absent, it follows `allow_exec` ([`VmConfig::agent_access`]).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "read_agent_access"
+    )]
+    pub agent_access: Option<AgentAccess>,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub project: String,
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -206,18 +210,17 @@ pub struct VmConfig {
 impl VmConfig {
     /// Parses vm.toml text; the error text says where and why.
     pub fn parse(text: &str) -> Result<VmConfig, String> {
-        let config = match super::quick::read(text) {
-            Some(config) => config,
-            None => toml::from_str(text).map_err(|e| describe_toml_error(text, &e))?,
-        };
-        if let Some(level) = &config.agent_access {
-            if AgentAccess::parse(level).is_none() {
-                return Err(format!(
-                    "agent_access {level:?} is not one of none, observe, manage, exec"
-                ));
-            }
+        match super::quick::read(text) {
+            Some(config) => Ok(config),
+            None => toml::from_str(text).map_err(|e| {
+                // An unknown level is told as it always was, without a position.
+                if e.message().starts_with(UNKNOWN_LEVEL) {
+                    e.message().to_owned()
+                } else {
+                    describe_toml_error(text, &e)
+                }
+            }),
         }
-        Ok(config)
     }
 
     /// Renders vm.toml text.
@@ -241,7 +244,7 @@ impl VmConfig {
 
     /// The effective MCP access level.
     pub fn agent_access(&self) -> AgentAccess {
-        if let Some(level) = self.agent_access.as_deref().and_then(AgentAccess::parse) {
+        if let Some(level) = self.agent_access {
             return level;
         }
         match self.allow_exec {
@@ -260,6 +263,23 @@ impl VmConfig {
             })
             .collect()
     }
+}
+
+/// How the message of an unknown `agent_access` level starts.
+const UNKNOWN_LEVEL: &str = "agent_access ";
+
+/// vm.toml's `agent_access`: a string naming a level; any other word makes the VM broken.
+fn read_agent_access<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<AgentAccess>, D::Error> {
+    let Some(word) = Option::<String>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    AgentAccess::parse(&word).map(Some).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "{UNKNOWN_LEVEL}{word:?} is not one of none, observe, manage, exec"
+        ))
+    })
 }
 
 /// Returns a one-line description of a TOML error: `line L, column C: message`.
@@ -330,7 +350,18 @@ mod tests {
     fn syntax_and_type_errors_and_bad_levels_fail() {
         assert!(VmConfig::parse("name = \"x\"\nmode = \"disk\n").is_err());
         assert!(VmConfig::parse("ram = \"lots\"\n").is_err());
-        assert!(VmConfig::parse("agent_access = \"root\"\n").is_err());
+        assert_eq!(
+            VmConfig::parse("name = \"w\"\nagent_access = \"root\"\n").unwrap_err(),
+            "agent_access \"root\" is not one of none, observe, manage, exec"
+        );
+        // The full parser's path (a comment makes the quick reader give up) says the same.
+        assert_eq!(
+            VmConfig::parse("# c\nagent_access = \"Exec\"\nram = 1\n").unwrap_err(),
+            "agent_access \"Exec\" is not one of none, observe, manage, exec"
+        );
+        assert!(VmConfig::parse("agent_access = 5\n")
+            .unwrap_err()
+            .starts_with("line 1, column 16: invalid type"));
     }
 
     #[test]
@@ -345,6 +376,7 @@ mod tests {
             guestport: 80,
         });
         config.allow_exec = Some(false);
+        config.agent_access = Some(AgentAccess::Observe);
         config.applied.insert(
             "xfce".into(),
             AppliedRecipe {

@@ -10,6 +10,8 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
+use stoat_wire::dto::AgentAccess;
+
 use super::config::{ForwardConfig, VmConfig};
 
 /// Reads `text` as the full parser would, or None when it cannot be sure.
@@ -148,7 +150,11 @@ impl Reader {
                 "sshuser" => config.sshuser = value.string()?,
                 "console_password" => config.console_password = value.string()?,
                 "allow_exec" => config.allow_exec = Some(value.bool()?),
-                "agent_access" => config.agent_access = Some(value.string()?),
+                "agent_access" => {
+                    // An unknown level is the full parser's to refuse.
+                    let level = AgentAccess::parse(&value.string()?)?;
+                    config.agent_access = Some(level);
+                }
                 "project" => config.project = value.string()?,
                 "key" => config.key = value.string()?,
                 _ => return None,
@@ -380,7 +386,7 @@ mod tests {
             sshuser: "stoat".into(),
             console_password: "p\"a\\ss\tw#rd".into(),
             allow_exec: Some(false),
-            agent_access: Some("observe".into()),
+            agent_access: Some(AgentAccess::Observe),
             project: "/home/me/proj".into(),
             key: "/home/me/.ssh/id_ed25519".into(),
             ..VmConfig::default()
@@ -441,6 +447,7 @@ mod tests {
             "unknown = 1\n",
             "[applied]\n",
             "forwards = [{hostport = 1, guestport = 2}]\n",
+            "agent_access = \"root\"\n",
         ] {
             assert!(read(text).is_none(), "{text:?}");
         }

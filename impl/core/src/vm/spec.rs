@@ -69,22 +69,43 @@ pub fn check_cpus(cpus: u32) -> Result<()> {
     Ok(())
 }
 
-/// Returns the stored spelling of an MCP access level, refusing unknown levels.
-pub fn check_agent_access(level: &str) -> Result<String> {
-    AgentAccess::parse(level.trim())
-        .map(|level| level.as_str().to_owned())
-        .ok_or_else(|| {
-            Error::InvalidSpec(format!(
-                "agent access {level:?} is not one of none, observe, manage, exec"
-            ))
-        })
+/// Reads an MCP access level as a person or an agent typed it (surrounding blanks ignored),
+/// refusing unknown levels.
+pub fn parse_agent_access(text: &str) -> Result<AgentAccess> {
+    AgentAccess::parse(text.trim()).ok_or_else(|| {
+        Error::InvalidSpec(format!(
+            "agent access {text:?} is not one of none, observe, manage, exec"
+        ))
+    })
 }
 
-/// Returns a display preference as stored: `""` and `auto` mean "a window when graphical".
-pub fn check_display(pref: &str) -> Result<String> {
-    match pref.trim() {
-        "" | "auto" => Ok(String::new()),
-        "window" | "vnc" => Ok(pref.trim().to_owned()),
+/// Where a VM's screen goes: `auto` (a window when the host has a graphical session, VNC
+/// otherwise), always a `window`, or always `vnc`. vm.toml keeps `""` for auto.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DisplayPref {
+    Auto,
+    Window,
+    Vnc,
+}
+
+impl DisplayPref {
+    /// The word vm.toml keeps: `""` for auto.
+    pub fn stored(self) -> &'static str {
+        match self {
+            DisplayPref::Auto => "",
+            DisplayPref::Window => "window",
+            DisplayPref::Vnc => "vnc",
+        }
+    }
+}
+
+/// Reads a display preference as a person typed it (surrounding blanks ignored): `""` and
+/// `auto` are [`DisplayPref::Auto`].
+pub fn parse_display(text: &str) -> Result<DisplayPref> {
+    match text.trim() {
+        "" | "auto" => Ok(DisplayPref::Auto),
+        "window" => Ok(DisplayPref::Window),
+        "vnc" => Ok(DisplayPref::Vnc),
         other => Err(Error::InvalidSpec(format!(
             "display {other:?} is not one of auto, window, vnc"
         ))),
@@ -198,11 +219,22 @@ mod tests {
 
     #[test]
     fn display_and_access_levels() {
-        assert_eq!(check_display("auto").unwrap(), "");
-        assert_eq!(check_display("vnc").unwrap(), "vnc");
-        assert!(check_display("hdmi").is_err());
-        assert_eq!(check_agent_access("observe").unwrap(), "observe");
-        assert!(check_agent_access("root").is_err());
+        assert_eq!(parse_display("auto").unwrap(), DisplayPref::Auto);
+        assert_eq!(parse_display("").unwrap().stored(), "");
+        assert_eq!(parse_display(" vnc ").unwrap().stored(), "vnc");
+        assert_eq!(parse_display("window").unwrap(), DisplayPref::Window);
+        assert_eq!(
+            parse_display(" hdmi ").unwrap_err().message(),
+            "invalid spec: display \"hdmi\" is not one of auto, window, vnc"
+        );
+        assert_eq!(
+            parse_agent_access(" observe ").unwrap(),
+            AgentAccess::Observe
+        );
+        assert_eq!(
+            parse_agent_access(" root").unwrap_err().message(),
+            "invalid spec: agent access \" root\" is not one of none, observe, manage, exec"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One port forward: host loopback port to guest port.
@@ -24,8 +24,9 @@ pub enum VmState {
     Broken,
 }
 
-/// The MCP permission level of a VM; each level includes the ones below it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+/// The MCP permission level of a VM; each level includes the ones below it. The same words
+/// name it on the wire, in vm.toml and in a request (`--agent-access`, MCP's `agent_access`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AgentAccess {
     None,
@@ -35,6 +36,14 @@ pub enum AgentAccess {
 }
 
 impl AgentAccess {
+    /// Every level, lowest first.
+    pub const ALL: [AgentAccess; 4] = [
+        AgentAccess::None,
+        AgentAccess::Observe,
+        AgentAccess::Manage,
+        AgentAccess::Exec,
+    ];
+
     /// Returns the wire name.
     pub fn as_str(self) -> &'static str {
         match self {
