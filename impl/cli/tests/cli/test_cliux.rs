@@ -486,6 +486,11 @@ fn the_init_template_uncommented_creates_its_vm_with_a_catalog_image_and_real_re
     let template = std::fs::read_to_string(dir.join("stoat.toml")).unwrap();
     let edited = uncomment_example(&template);
     assert!(edited.contains("\n[vm.dev]\n"), "{edited}");
+    // The template forwards host port 8080, which another test or program on this host may
+    // hold when `up` checks it: the one edit a user on a busy host makes too.
+    assert!(edited.contains("\"8080:80\""), "{edited}");
+    let host_port = crate::common::free_port();
+    let edited = edited.replace("\"8080:80\"", &format!("\"{host_port}:80\""));
     std::fs::write(dir.join("stoat.toml"), &edited).unwrap();
     // The catalog image the template names, as `pull` leaves it (a real qcow2).
     std::fs::create_dir_all(env.root().join("isos")).unwrap();
@@ -513,7 +518,7 @@ fn the_init_template_uncommented_creates_its_vm_with_a_catalog_image_and_real_re
         "disk = \"16G\"",
         "[recipe_params.docker]",
         "user = \"stoat\"",
-        "8080",
+        host_port.to_string().as_str(),
     ] {
         assert!(toml.contains(field), "{field} in {toml}");
     }
