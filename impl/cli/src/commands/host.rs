@@ -216,7 +216,17 @@ pub fn snapshot(ctx: &Ctx, args: &SnapshotArgs) -> Result<Reply> {
             let data = app_host::snapshot_act(ctx, &args.vm, tag, action)?;
             let human = match action {
                 SnapshotAction::Save | SnapshotAction::Replace => {
-                    format!("saved snapshot {} of {}", data.tag, data.vm)
+                    let saved = format!("saved snapshot {} of {}", data.tag, data.vm);
+                    // `snapshot w list`, as Vagrant spells a listing: a tag it is, and the
+                    // listing is one word away.
+                    if matches!(data.tag.as_str(), "list" | "ls") {
+                        format!(
+                            "{saved} (a tag; to list the snapshots: stoat snapshot {})",
+                            data.vm
+                        )
+                    } else {
+                        saved
+                    }
                 }
                 SnapshotAction::Restore => {
                     format!("restored {} to snapshot {}", data.vm, data.tag)

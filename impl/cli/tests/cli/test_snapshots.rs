@@ -520,3 +520,20 @@ fn runtime_errors_in_human_mode() {
     stoat: snapshot: not found: ghost
     ");
 }
+
+#[test]
+fn a_snapshot_tagged_list_is_saved_and_the_listing_is_named() {
+    let env = TestEnv::new();
+    crate::common::create_disk(&env, "d");
+    // Vagrant's `snapshot list`: the contract's tag is free text, so it is a save, and a
+    // person is told how to list.
+    insta::assert_snapshot!(
+        human(&env, &["snapshot", "d", "list"], true),
+        @"saved snapshot list of d (a tag; to list the snapshots: stoat snapshot d)"
+    );
+    let listed = env.json(&["snapshot", "d"]);
+    assert_eq!(listed.data()["snapshots"][0]["tag"], "list");
+    // Under --json the answer is the save's, as for any tag.
+    let deleted = env.json(&["snapshot", "d", "list", "--delete"]);
+    assert_eq!(deleted.data()["action"], "delete");
+}
