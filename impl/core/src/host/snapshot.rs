@@ -244,6 +244,9 @@ fn running_list(vm: &StoredVm) -> Result<SnapshotListData> {
     })
 }
 
+/// How long the monitor may take to answer a live save or restore.
+const RAM_STATE_LIMIT: Duration = Duration::from_secs(600);
+
 /// savevm / loadvm / delvm through the monitor. Restore and delete of an unknown tag are
 /// `invalid_spec`, as offline; QEMU's refusals are `monitor_rejected`. Save and restore
 /// unmount the guest's 9p shares around the command ([`super::share_pause`]).
@@ -268,7 +271,11 @@ fn running_act(root: &Root, env: &Env, vm: &StoredVm, tag: &str, action: Action)
         // The guest's TCP state goes back in time: a reused ssh connection would be out of step.
         crate::ssh::mux::close(env, vm);
     }
-    let answer = qmp.hmp_silent(&format!("{verb} {tag}"));
+    // The monitor answers savevm and loadvm when the guest's RAM is written or read back:
+    // seconds for a small idle guest, much longer for a large or busy one, or on a loaded host.
+    let answer = qmp
+        .set_timeout(RAM_STATE_LIMIT)
+        .and_then(|()| qmp.hmp_silent(&format!("{verb} {tag}")));
     let problem = paused.problem.clone();
     super::share_pause::remount(paused);
     answer.map_err(|error| match (error, problem) {

@@ -120,6 +120,22 @@ impl Qmp {
         })
     }
 
+    /// Bounds later reads and writes by `timeout` instead of the one given at connect: for a
+    /// command whose work grows with the guest (savevm writes the guest's RAM), which the
+    /// monitor answers only when done.
+    pub fn set_timeout(&mut self, timeout: Duration) -> Result<(), QemuError> {
+        let stream = self.session.inner_mut().get_ref_read().get_ref();
+        stream
+            .set_read_timeout(Some(timeout))
+            .and_then(|()| stream.set_write_timeout(Some(timeout)))
+            .map_err(|error| QemuError::MonitorUnreachable {
+                socket: self.socket.clone(),
+                reason: error.to_string(),
+            })?;
+        self.timeout = timeout;
+        Ok(())
+    }
+
     /// QEMU's version from the greeting, e.g. `10.0.2`.
     #[cfg(any(test, feature = "fuzzing"))]
     pub fn qemu_version(&self) -> &str {
