@@ -88,9 +88,10 @@ lint:
 ## outside this repository: STOAT_SHARED_DIR=DIR cargo test --test catalog_lint -- --ignored.
 ## The ten-runs verdict check (30 whole runs, about 10 minutes) is a long check of its own:
 ## cargo test -p stoat-conformance --test verdicts -- --ignored
+## The cargo tests run without backtraces, so the end of a CI log keeps a failure's message.
 test: setup build lint
 	conformance/testing/no-xattr-dir.sh $(NO_XATTR_DIR)
-	STOAT_REAL_GUEST=$(GUEST_DIR) STOAT_REPORT_CONSUMERS=$(CURDIR)/target/report-consumers $(CARGO) test --workspace -- --include-ignored --skip test_distro:: --skip quote_is_verbatim --skip ten_runs_without_a_seed
+	RUST_BACKTRACE=0 STOAT_REAL_GUEST=$(GUEST_DIR) STOAT_REPORT_CONSUMERS=$(CURDIR)/target/report-consumers $(CARGO) test --workspace -- --include-ignored --skip test_distro:: --skip quote_is_verbatim --skip ten_runs_without_a_seed
 	STOAT_CONFORMANCE_NO_XATTR_DIR=$(NO_XATTR_DIR) $(CONFORMANCE) run --guest $(GUEST_DIR) -- $(STOAT)
 	$(CONFORMANCE) explore --out target/explore-failures -- $(STOAT)
 	$(CONFORMANCE) explore --concurrent 3 --out target/explore-failures -- $(STOAT)

@@ -233,18 +233,27 @@ fn write_files(env: &TestEnv, blocks: &[Block], block: &Block) {
 /// Runs a block's commands one by one, as a reader would paste them: each through
 /// `bash -o pipefail -c`, from where the previous one left off (a `cd` carries over). Returns
 /// the first failure with its file, line, command and output.
+/// The last `n` lines of a command's output, as text.
+fn last_lines(bytes: &[u8], n: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(n);
+    lines[start..].iter().map(|l| format!("{l}\n")).collect()
+}
+
 fn run_block(env: &TestEnv, block: &Block) -> Result<(), String> {
     let state = env.tmp().join(".example-cwd");
     std::fs::write(&state, env.home().display().to_string()).unwrap();
     for (line, cmd) in block.commands() {
         let out = run_line(env, &state, &block.file, line, &cmd);
         if !out.status.success() {
+            // The last lines only: a CI log that keeps only the end of a run still shows why.
             return Err(format!(
-                "{}:{line}: `{cmd}` failed ({})\n--- stdout\n{}--- stderr\n{}",
+                "{}:{line}: `{cmd}` failed ({})\n--- stdout (end)\n{}--- stderr (end)\n{}",
                 block.file,
                 out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
+                last_lines(&out.stdout, 15),
+                last_lines(&out.stderr, 15)
             ));
         }
     }
