@@ -55,17 +55,44 @@ impl LoopbackAcceptor {
     }
 }
 
-/// A loopback port that was free a moment ago (bound, read, released).
+/// Where [`free_port`] draws from: below the kernel's ephemeral range (32768 and up on
+/// Linux), so no `bind` to port 0 and no outgoing connection of any process takes the port
+/// between the test's choice and stoat's use of it; above stoat's own ssh range (2200-2299).
+const TEST_PORTS: std::ops::Range<u16> = 20000..32000;
+
+/// A loopback port for a test to hand to stoat: free now, never handed out before in this
+/// process, and claimed against every other test process until this one exits (an abstract
+/// unix socket named after the port, which the kernel releases with the process). A port
+/// from a plain `bind` to port 0 is released at once, and the kernel gives the same one to
+/// the next caller, often another test's.
 pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
+    use std::hash::{BuildHasher, Hasher};
+    use std::os::linux::net::SocketAddrExt;
+    static CLAIMS: std::sync::Mutex<Vec<std::os::unix::net::UnixListener>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut claims = CLAIMS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let span = TEST_PORTS.end - TEST_PORTS.start;
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    let start = (hasher.finish() % u64::from(span)) as u16;
+    for step in 0..span {
+        let port = TEST_PORTS.start + (start + step) % span;
+        let name = format!("stoat-test-port-{port}");
+        let Ok(addr) = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()) else {
+            continue;
+        };
+        let Ok(claim) = std::os::unix::net::UnixListener::bind_addr(&addr) else {
+            continue;
+        };
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            claims.push(claim);
+            return port;
+        }
+    }
+    panic!("no free loopback port in {TEST_PORTS:?}");
 }
 
-/// `N` distinct loopback ports that were free a moment ago: every listener is held until all
-/// are bound, so two calls in a row can never hand out the same port.
+/// `N` distinct loopback ports, each as [`free_port`] hands them out.
 pub fn free_ports<const N: usize>() -> [u16; N] {
-    let listeners: Vec<std::net::TcpListener> = (0..N)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    std::array::from_fn(|i| listeners[i].local_addr().unwrap().port())
+    std::array::from_fn(|_| free_port())
 }

@@ -486,21 +486,17 @@ fn the_init_template_uncommented_creates_its_vm_with_a_catalog_image_and_real_re
     let template = std::fs::read_to_string(dir.join("stoat.toml")).unwrap();
     let edited = uncomment_example(&template);
     assert!(edited.contains("\n[vm.dev]\n"), "{edited}");
-    // The template forwards host port 8080, which another test or program on this host may
-    // hold when `up` checks it: the one edit a user on a busy host makes too.
+    // No guest boots here: the template's forward moves to a host port this test holds, so
+    // the fan-out creates the VM and `up` refuses to start it (8080 itself may be anyone's).
     assert!(edited.contains("\"8080:80\""), "{edited}");
-    let host_port = crate::common::free_port();
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let host_port = held.local_addr().unwrap().port();
     let edited = edited.replace("\"8080:80\"", &format!("\"{host_port}:80\""));
     std::fs::write(dir.join("stoat.toml"), &edited).unwrap();
     // The catalog image the template names, as `pull` leaves it (a real qcow2).
     std::fs::create_dir_all(env.root().join("isos")).unwrap();
     let base = env.root().join("isos").join(DEBIAN_CLOUD);
     crate::common::make_qcow2(&base, "64M");
-    // No guest boots here: a QEMU that refuses to start, so the fan-out stops after create.
-    env.fake_tool("qemu-system-x86_64");
-    env.fake_script(&serde_json::json!({"qemu": {"refuse": {
-        "stderr": {"text": "not booting in this test\n"}, "exit": 1
-    }}}));
     let mut up = env.cmd(&["up", "--no-wait", "--no-apply"]);
     up.current_dir(&dir);
     let out = up.output().unwrap();
@@ -510,7 +506,11 @@ fn the_init_template_uncommented_creates_its_vm_with_a_catalog_image_and_real_re
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(said.contains("created shop-dev"), "{said}");
-    assert!(said.contains("not booting in this test"), "{said}");
+    assert!(
+        said.contains(&format!("host port {host_port} (a forward) is in use")),
+        "{said}"
+    );
+    drop(held);
     let toml = env.vm_toml("shop-dev");
     for field in [
         "cpus = 2",
