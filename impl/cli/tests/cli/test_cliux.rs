@@ -477,7 +477,7 @@ fn uncomment_example(template: &str) -> String {
 
 #[test]
 fn the_init_template_uncommented_creates_its_vm_with_a_catalog_image_and_real_recipe_params() {
-    let mut env = TestEnv::new();
+    let env = TestEnv::new();
     let dir = env.home().join("shop");
     std::fs::create_dir_all(&dir).unwrap();
     let mut init = env.cmd(&["init"]);
