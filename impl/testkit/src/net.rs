@@ -70,7 +70,9 @@ pub fn free_port() -> u16 {
     use std::os::linux::net::SocketAddrExt;
     static CLAIMS: std::sync::Mutex<Vec<std::os::unix::net::UnixListener>> =
         std::sync::Mutex::new(Vec::new());
-    let mut claims = CLAIMS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut claims = CLAIMS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let span = TEST_PORTS.end - TEST_PORTS.start;
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u32(std::process::id());

@@ -16,6 +16,17 @@ use crate::{keys, Env, Error, Result, Root};
 /// previous-instance-id cannot tell: its second stage rewrites it to the current id.
 const NEW_MACHINE_ID: &str = "f=/var/lib/stoat/machine-id.instance; now=$(cat /var/lib/cloud/data/instance-id 2>/dev/null); [ -n \"$now\" ] || exit 0; if [ -f $f ] && [ \"$(cat $f)\" != \"$now\" ]; then rm -f /etc/machine-id; [ -L /var/lib/dbus/machine-id ] || rm -f /var/lib/dbus/machine-id; systemd-machine-id-setup; fi; mkdir -p /var/lib/stoat && echo \"$now\" > $f";
 
+/// Password logins over ssh are off (`ssh_pwauth: false`: a console password must not open
+/// the forwarded port to anyone on the host). cloud-init's set-passwords module applies that
+/// late, after sshd has started and taken stoat's first login, and restarts sshd when it had
+/// to change the setting: every new connection in that window is reset, a pasted
+/// `ssh-command` among them. So this early boot step (bootcmd runs before sshd starts) writes
+/// the setting where that module looks (the `sshd_config.d/50-cloud-init.conf` drop-in when
+/// sshd_config includes the folder, else sshd_config itself): sshd starts with it, and the
+/// module finds nothing to change and restarts nothing. A setting already there is left to
+/// the module; a guest without OpenSSH (dropbear) has no sshd_config and is left alone.
+const NO_PASSWORD_SSH: &str = "c=/etc/ssh/sshd_config; [ -f $c ] || exit 0; f=$c; if grep -q \"^Include $c.d/\\*.conf\" $c; then mkdir -p $c.d; f=$c.d/50-cloud-init.conf; [ -f $f ] || (umask 077; : > $f); fi; grep -qi '^[[:space:]]*PasswordAuthentication[[:space:]]' $f || echo 'PasswordAuthentication no' >> $f";
+
 /// What cloud-init merges documents with (upstream's value).
 const MERGE_HOW: &str = "list(append)+dict(recurse_list)";
 
@@ -175,8 +186,9 @@ pub fn user_data_with(stored: &StoredVm, pubkey: &str, recipes: Option<String>) 
     // The guest resolves its own name (127.0.1.1), so `sudo` never warns that it cannot.
     users.push_str("manage_etc_hosts: localhost\n");
     users.push_str(&format!(
-        "bootcmd:\n  - [sh, -c, {}]\n",
-        quote(NEW_MACHINE_ID)
+        "bootcmd:\n  - [sh, -c, {}]\n  - [sh, -c, {}]\n",
+        quote(NEW_MACHINE_ID),
+        quote(NO_PASSWORD_SSH)
     ));
     let mut mounts = String::from("mounts:\n");
     mounts.push_str(&mount_line("work", "/mnt/work", "rw"));
@@ -251,6 +263,60 @@ mod tests {
             .contains("[work, /mnt/work, 9p, \"trans=virtio,version=9p2000.L,rw,_netdev,nofail\""));
         assert!(text.contains("[host, /mnt/host, 9p"));
         assert!(!text.contains("plain_text_passwd"));
+    }
+
+    /// The early step that spares sshd cloud-init's restart, run by a real shell on a planted
+    /// /etc: it writes the setting where set-passwords looks, once, and leaves an existing one.
+    #[test]
+    fn password_logins_are_off_before_sshd_starts_where_cloud_init_looks() {
+        let run = |etc: &std::path::Path| {
+            let script = NO_PASSWORD_SSH.replace("/etc/", &format!("{}/", etc.display()));
+            let out = std::process::Command::new("sh")
+                .args(["-c", &script])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        // No OpenSSH (the dropbear guest): nothing is written.
+        run(tmp.path());
+        assert!(!tmp.path().join("ssh").exists());
+        // sshd_config includes its folder: the drop-in gets the setting, 0600, once.
+        let ssh = tmp.path().join("ssh");
+        std::fs::create_dir_all(&ssh).unwrap();
+        let config = format!(
+            "Include {}/ssh/sshd_config.d/*.conf\n#PasswordAuthentication yes\n",
+            tmp.path().display()
+        );
+        std::fs::write(ssh.join("sshd_config"), &config).unwrap();
+        run(tmp.path());
+        run(tmp.path());
+        let drop_in = ssh.join("sshd_config.d/50-cloud-init.conf");
+        assert_eq!(
+            std::fs::read_to_string(&drop_in).unwrap(),
+            "PasswordAuthentication no\n"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&drop_in).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(
+            std::fs::read_to_string(ssh.join("sshd_config")).unwrap(),
+            config
+        );
+        // No include: sshd_config itself, unless it sets the option already.
+        std::fs::remove_dir_all(ssh.join("sshd_config.d")).unwrap();
+        std::fs::write(ssh.join("sshd_config"), "Port 22\n").unwrap();
+        run(tmp.path());
+        assert_eq!(
+            std::fs::read_to_string(ssh.join("sshd_config")).unwrap(),
+            "Port 22\nPasswordAuthentication no\n"
+        );
+        std::fs::write(ssh.join("sshd_config"), "PasswordAuthentication yes\n").unwrap();
+        run(tmp.path());
+        assert_eq!(
+            std::fs::read_to_string(ssh.join("sshd_config")).unwrap(),
+            "PasswordAuthentication yes\n"
+        );
     }
 
     #[test]
