@@ -21,7 +21,8 @@
 #                               ssh port and forwards, and a guest kept off the
 #                               host's loopback)
 #   socat                       handy for poking QMP sockets by hand
-#   tmux                        a real terminal for the shell-completion test
+#   tmux                        a real terminal for the shell-completion tests
+#   zsh, fish                   the shells those tests complete in, beside bash
 # The guest builder downloads mtools and syslinux as .debs into its own cache
 # and runs them from there, so they are not installed on the host.
 set -euo pipefail
@@ -114,7 +115,7 @@ else
 fi
 
 # 3. Plain bookworm tools.
-TOOLS=(xorriso openssh-client e2fsprogs passt socat ca-certificates xz-utils tmux)
+TOOLS=(xorriso openssh-client e2fsprogs passt socat ca-certificates xz-utils tmux zsh fish)
 todo=$(missing_of "${TOOLS[@]}")
 if [ -z "$todo" ]; then
   say "ok: ${TOOLS[*]}"

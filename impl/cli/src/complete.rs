@@ -18,7 +18,9 @@ use crate::grammar::{Cli, CompletionShell};
 /// The variable that turns a run of `stoat` into a completion request.
 const VAR: &str = "STOAT_COMPLETE";
 /// The shells completion is offered for, each named as `completions` names it.
-const SHELLS: Shells<'static> = Shells(&[&QuotingBash, &Zsh, &Fish]);
+const SHELLS: Shells<'static> = Shells(&[&QuotingBash, &UNQUOTING_ZSH, &UNQUOTING_FISH]);
+const UNQUOTING_ZSH: Unquoting = Unquoting(&Zsh);
+const UNQUOTING_FISH: Unquoting = Unquoting(&Fish);
 
 /// Answers a completion request and exits, when the shell made one; otherwise returns.
 pub fn answer_if_asked() {
@@ -33,8 +35,8 @@ pub fn answer_if_asked() {
 pub fn registration(shell: CompletionShell) -> String {
     let adapter: &dyn EnvCompleter = match shell {
         CompletionShell::Bash => &QuotingBash,
-        CompletionShell::Zsh => &Zsh,
-        CompletionShell::Fish => &Fish,
+        CompletionShell::Zsh => &UNQUOTING_ZSH,
+        CompletionShell::Fish => &UNQUOTING_FISH,
     };
     let mut script = Vec::new();
     // Writing to a Vec cannot fail.
@@ -141,17 +143,57 @@ impl EnvCompleter for QuotingBash {
         current_dir: Option<&std::path::Path>,
         buf: &mut dyn std::io::Write,
     ) -> std::io::Result<()> {
-        let mut args = args;
-        // bash hands over the word being completed as typed (`my\ n`); the engine matches
-        // candidates against what it means (`my n`).
-        let index: Option<usize> = std::env::var("_CLAP_COMPLETE_INDEX")
-            .ok()
-            .and_then(|i| i.parse().ok());
-        if let Some(word) = index.and_then(|i| args.get_mut(i)) {
-            *word = OsString::from(unquoted(&word.to_string_lossy()));
-        }
-        Bash.write_complete(cmd, args, current_dir, buf)
+        Bash.write_complete(cmd, current_unquoted(args), current_dir, buf)
     }
+}
+
+/// clap_complete's zsh or fish adapter, with the word being completed unquoted first.
+struct Unquoting(&'static dyn EnvCompleter);
+
+impl EnvCompleter for Unquoting {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn is(&self, name: &str) -> bool {
+        self.0.is(name)
+    }
+
+    fn write_registration(
+        &self,
+        var: &str,
+        name: &str,
+        bin: &str,
+        completer: &str,
+        buf: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        self.0.write_registration(var, name, bin, completer, buf)
+    }
+
+    fn write_complete(
+        &self,
+        cmd: &mut clap::Command,
+        args: Vec<OsString>,
+        current_dir: Option<&std::path::Path>,
+        buf: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        self.0
+            .write_complete(cmd, current_unquoted(args), current_dir, buf)
+    }
+}
+
+/// Every shell hands over the word being completed as typed (`my\ n`); the engine matches
+/// candidates against what it means (`my n`). That word is the one `_CLAP_COMPLETE_INDEX`
+/// names (bash, zsh), else the last (fish, whose earlier words arrive unquoted already).
+fn current_unquoted(mut args: Vec<OsString>) -> Vec<OsString> {
+    let index: Option<usize> = std::env::var("_CLAP_COMPLETE_INDEX")
+        .ok()
+        .and_then(|i| i.parse().ok())
+        .or_else(|| args.len().checked_sub(1));
+    if let Some(word) = index.and_then(|i| args.get_mut(i)) {
+        *word = OsString::from(unquoted(&word.to_string_lossy()));
+    }
+    args
 }
 
 /// A partly typed shell word without its quoting: backslash escapes, and single or double

@@ -199,19 +199,20 @@ struct Tmux {
 }
 
 impl Tmux {
-    /// Starts `bash --norc` in a detached 160x20 pane, with the sandbox's environment.
-    fn start(env: &TestEnv) -> Tmux {
+    /// Starts `shell` (a command line: the shell without its start-up files) in a detached
+    /// 160x20 pane, with the sandbox's environment.
+    fn start(env: &TestEnv, shell: &str) -> Tmux {
         let socket = env.tmp().join("tmux.sock");
         let started = env
             .shell(&format!(
-                "tmux -f /dev/null -S {} new-session -d -x 160 -y 20 'bash --norc --noprofile'",
+                "tmux -f /dev/null -S {} new-session -d -x 160 -y 20 '{shell}'",
                 socket.display()
             ))
             .output()
             .unwrap();
         assert!(
             started.status.success(),
-            "tmux (make host-deps installs it): {started:?}"
+            "tmux and {shell} (make host-deps installs them): {started:?}"
         );
         Tmux { socket }
     }
@@ -252,33 +253,71 @@ impl Drop for Tmux {
     }
 }
 
-#[test]
-fn completion_in_a_terminal_completes_a_vm_name_and_a_file_name_with_a_space() {
+/// In a real terminal, `shell` with stoat's completion loaded by `setup` (which names the
+/// script `stoat completions <name>` wrote as SCRIPT): Tab completes a VM's name and a file
+/// name with a space, typed plain and typed half quoted.
+fn completes_in_a_terminal(name: &str, shell: &str, setup: &str) {
     let env = TestEnv::new();
     env.write_basic_vm("workbench", 2200);
     std::fs::write(env.home().join("my notes.txt"), "x").unwrap();
-    let script = env.tmp().join("stoat.bash");
-    std::fs::write(&script, stdout(&env.run(&["completions", "bash"]))).unwrap();
-    let term = Tmux::start(&env);
+    let script = env.tmp().join(format!("stoat.{name}"));
+    std::fs::write(&script, stdout(&env.run(&["completions", name]))).unwrap();
+    let term = Tmux::start(&env, shell);
+    let setup = setup.replace("SCRIPT", &script.display().to_string());
     term.keys(&[
-        &format!("source {}; PS1='$ '; clear", script.display()),
+        &format!("{setup}; cd {}; clear", env.home().display()),
         "Enter",
     ]);
     let shown = term.screen_when(|s| s.trim() == "$");
     assert_eq!(shown.trim(), "$");
     term.keys(&["stoat up work", "Tab"]);
     let shown = term.screen_when(|s| s.contains("stoat up workbench"));
-    assert!(shown.contains("$ stoat up workbench"), "{shown}");
+    assert!(shown.contains("$ stoat up workbench"), "{name}: {shown}");
     term.keys(&["C-u", "stoat cp my", "Tab"]);
     let shown = term.screen_when(|s| s.contains("notes.txt"));
-    assert!(shown.contains("$ stoat cp my\\ notes.txt"), "{shown}");
-    // Typed half quoted, it completes the same file.
+    assert!(
+        shown.contains("$ stoat cp my\\ notes.txt"),
+        "{name}: {shown}"
+    );
     term.keys(&["C-u", "clear", "Enter"]);
     let shown = term.screen_when(|s| s.trim() == "$");
     assert_eq!(shown.trim(), "$");
     term.keys(&["stoat cp my\\ n", "Tab"]);
     let shown = term.screen_when(|s| s.contains("notes.txt"));
-    assert!(shown.contains("$ stoat cp my\\ notes.txt"), "{shown}");
+    assert!(
+        shown.contains("$ stoat cp my\\ notes.txt"),
+        "{name}: {shown}"
+    );
+}
+
+#[test]
+#[ignore = "needs tmux (make host-deps)"]
+fn completion_in_a_terminal_completes_a_vm_name_and_a_file_name_with_a_space() {
+    completes_in_a_terminal(
+        "bash",
+        "bash --norc --noprofile",
+        "source SCRIPT; PS1=\"$ \"",
+    );
+}
+
+#[test]
+#[ignore = "needs tmux and zsh (make host-deps)"]
+fn zsh_completion_in_a_terminal_completes_a_vm_name_and_a_file_name_with_a_space() {
+    completes_in_a_terminal(
+        "zsh",
+        "zsh -f",
+        "autoload -Uz compinit; compinit -u; source SCRIPT; PS1=\"$ \"",
+    );
+}
+
+#[test]
+#[ignore = "needs tmux and fish (make host-deps)"]
+fn fish_completion_in_a_terminal_completes_a_vm_name_and_a_file_name_with_a_space() {
+    completes_in_a_terminal(
+        "fish",
+        "fish --no-config",
+        "source SCRIPT; function fish_prompt; echo -n \"\\$ \"; end",
+    );
 }
 
 #[test]
