@@ -80,6 +80,7 @@ ssh_argv=("${ssh_argv[@]:0:1}" -o ConnectTimeout=5 "${ssh_argv[@]:1}")
 stoat_first=$(stoat_boot); echo "stoat first boot: ${stoat_first}s" >&2
 pid=$(cat "$STOAT_HOME/bench/qemu.pid")
 mapfile -d '' -t qemu_argv < "/proc/$pid/cmdline"
+bench_console_to_file "$work/raw-console.log"
 "$stoat" down bench >/dev/null
 stoat_second=$(stoat_boot); echo "stoat second boot: ${stoat_second}s" >&2
 "$stoat" down bench >/dev/null

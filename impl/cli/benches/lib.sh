@@ -7,6 +7,8 @@
 #   bench_on_exit 'command'     runs the command on exit (before `work` goes), errors ignored
 #   now, secs T0 T1 [DIGITS], ratio A B (A/B, two decimals), bench_free_port,
 #   bench_ssh_argv VM           the VM's ssh argv (`ssh-command`), one argument a line
+#   bench_console_to_file FILE  in the array qemu_argv (a QEMU argv stoat ran), the serial
+#                               console written to FILE instead of stoat's console logger
 # shellcheck shell=bash
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
@@ -51,4 +53,15 @@ bench_free_port() {
 
 bench_ssh_argv() {
     "$stoat" --json ssh-command "$1" | python3 -c 'import json,sys; [print(a) for a in json.loads(sys.stdin.read())["data"]["argv"]]'
+}
+
+# stoat's QEMU writes its console to a socket its logger process listens on; a raw rerun of
+# that argv has no logger, so QEMU writes the console to a file itself, as it did before.
+bench_console_to_file() {
+    local i
+    for i in "${!qemu_argv[@]}"; do
+        case "${qemu_argv[$i]}" in
+            socket,id=con0,*) qemu_argv[$i]="file,id=con0,path=$1,append=on" ;;
+        esac
+    done
 }

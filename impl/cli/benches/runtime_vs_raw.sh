@@ -64,6 +64,7 @@ for i in "${!qemu_argv[@]}"; do
         stream,id=n0,*) qemu_argv[$i]="user,id=n0,hostfwd=tcp:127.0.0.1:$ssh_port-:22" ;;
     esac
 done
+bench_console_to_file "$work/raw-console.log"
 "$stoat" down bench >/dev/null
 
 t0=$(now)
