@@ -236,7 +236,7 @@ fn finish_deletes(env: &Env, tag: &str, count: usize, disk: &Path) -> Result<()>
 
 /// A running VM's snapshots, from the monitor's `info snapshots` (QEMU has the disk open).
 fn running_list(vm: &StoredVm) -> Result<SnapshotListData> {
-    let mut qmp = crate::runtime::connect_qmp(vm)?;
+    let mut qmp = crate::vm::connect_qmp(vm)?;
     let rows = parse_table(&qmp.hmp("info snapshots")?);
     Ok(SnapshotListData {
         vm: vm.name.clone(),
@@ -248,7 +248,7 @@ fn running_list(vm: &StoredVm) -> Result<SnapshotListData> {
 /// `invalid_spec`, as offline; QEMU's refusals are `monitor_rejected`. Save and restore
 /// unmount the guest's 9p shares around the command ([`super::share_pause`]).
 fn running_act(root: &Root, env: &Env, vm: &StoredVm, tag: &str, action: Action) -> Result<()> {
-    let mut qmp = crate::runtime::connect_qmp(vm)?;
+    let mut qmp = crate::vm::connect_qmp(vm)?;
     if action != Action::Replace {
         let rows = parse_table(&qmp.hmp("info snapshots")?);
         let exists = rows.iter().any(|row| row.snapshot.tag == tag);

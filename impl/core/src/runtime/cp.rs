@@ -12,9 +12,9 @@ use std::process::{Command, Stdio};
 
 use stoat_wire::dto::{CopyDirection, CpData};
 
-use super::{reach, FirstContact, Reached};
 use crate::ssh::argv::{quote_remote_command, remote_spec, scp_args_with, ssh_args_with};
 use crate::ssh::mux::Mux;
+use crate::ssh::reach::{reach, FirstContact, Reached};
 use crate::vm::StoredVm;
 use crate::{vm, Cancel, Env, Error, Result, Root};
 

@@ -13,11 +13,11 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{reach, FirstContact, Reached};
 use crate::child::{self, Group};
 use crate::ssh::argv::{quote_remote_argv, ssh_args_with};
 use crate::ssh::login::last_line;
 use crate::ssh::mux::Route;
+use crate::ssh::reach::{reach, FirstContact, Reached};
 use crate::ssh::session_mark::{self, MarkFilter, WRITE_MARK};
 use crate::{Cancel, Env, Error, Result, Root};
 
