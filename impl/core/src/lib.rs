@@ -35,7 +35,6 @@ pub(crate) mod keys;
 pub(crate) mod lock;
 pub(crate) mod log;
 pub(crate) mod mcp_config;
-pub(crate) mod ops;
 pub(crate) mod ports;
 pub(crate) mod project;
 pub(crate) mod proxy;
