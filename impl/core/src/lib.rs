@@ -42,7 +42,6 @@ pub(crate) mod qemu;
 pub(crate) mod recipe_state;
 pub(crate) mod recipes;
 pub(crate) mod root;
-pub(crate) mod runtime;
 pub(crate) mod shell;
 pub(crate) mod size;
 pub(crate) mod ssh;

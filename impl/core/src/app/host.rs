@@ -67,7 +67,7 @@ pub fn ssh(s: &Session, name: &str, request: &SshRequest) -> Result<SshSession> 
             root,
             &s.env,
             &stored,
-            crate::runtime::exec::REACH_WAIT,
+            super::runtime::REACH_WAIT,
             &s.cancel,
         )?;
     }

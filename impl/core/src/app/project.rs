@@ -14,13 +14,13 @@ use std::time::Duration;
 
 use stoat_wire::dto::{InitResult, LsData, ProjectRun, ProjectStatus, RecipePinsData};
 
+use super::runtime::Until;
 use super::vmops::{CreateSpec, Edit, ForwardChange, PortPair, UpdateSpec};
 use super::Session;
 use crate::project::status::{self, Existing, Mismatch};
 use crate::project::{fanout, lock, Declaration};
 use crate::recipes::apply::ApplyRequest;
 use crate::recipes::params::ParamSetting;
-use crate::runtime::wait::Until;
 use crate::{vm, Error, Result};
 
 pub use crate::project::fanout::{any_failed, STARTED};
