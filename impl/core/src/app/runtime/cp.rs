@@ -2,7 +2,7 @@
 //! behaviour#ssh, docs/decisions/runtime.md "cp"). Local paths are made absolute (`~`
 //! expanded, relative to the cwd, lexically cleaned) but never resolved through symlinks; guest
 //! paths are passed as given. scp goes through the VM's reused connection when it can
-//! (`host::ssh_mux`). What scp would do half of, or explain badly, stoat finds itself: a host
+//! (`ssh::mux`). What scp would do half of, or explain badly, stoat finds itself: a host
 //! directory without `-r`, before anything runs; with several sources, a guest directory
 //! without `-r` or a destination that is not a directory, by asking the guest first; with one
 //! source, whether a failed scp (which copied nothing) met a guest directory.
