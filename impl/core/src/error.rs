@@ -430,4 +430,78 @@ mod tests {
             "qemu-img: Could not open 'x'"
         );
     }
+
+    #[test]
+    fn qemu_errors_map_to_their_contract_codes() {
+        use crate::qemu::QemuError;
+        let cases = [
+            (
+                QemuError::QemuMissing {
+                    binary: "q".into(),
+                    reason: "r".into(),
+                },
+                ErrorCode::QemuMissing,
+            ),
+            (
+                QemuError::QemuStartFailed {
+                    stderr: "boom".into(),
+                    hint: None,
+                },
+                ErrorCode::QemuStartFailed,
+            ),
+            (
+                QemuError::KvmUnusable {
+                    device: "/dev/kvm".into(),
+                    reason: "r".into(),
+                },
+                ErrorCode::KvmUnusable,
+            ),
+            (
+                QemuError::UnknownAccel { value: "x".into() },
+                ErrorCode::InvalidSpec,
+            ),
+            (
+                QemuError::InvalidOptionValue {
+                    what: "w",
+                    value: "v".into(),
+                    reason: "r",
+                },
+                ErrorCode::InvalidSpec,
+            ),
+            (
+                QemuError::MonitorUnreachable {
+                    socket: "/s".into(),
+                    reason: "r".into(),
+                },
+                ErrorCode::MonitorUnreachable,
+            ),
+            (
+                QemuError::MonitorRejected {
+                    command: "c".into(),
+                    class: "k".into(),
+                    desc: "d".into(),
+                },
+                ErrorCode::MonitorRejected,
+            ),
+            (
+                QemuError::MonitorTimeout {
+                    command: "c".into(),
+                    after: std::time::Duration::from_secs(1),
+                },
+                ErrorCode::Timeout,
+            ),
+            (
+                QemuError::MonitorProtocol { detail: "d".into() },
+                ErrorCode::Internal,
+            ),
+        ];
+        for (qemu, code) in cases {
+            assert_eq!(Error::from(qemu).code(), code);
+        }
+        let start = Error::from(QemuError::QemuStartFailed {
+            stderr: "boom".into(),
+            hint: None,
+        });
+        assert_eq!(start.to_string(), "qemu failed to start: boom");
+    }
 }

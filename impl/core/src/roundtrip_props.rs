@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::host::snapshot::parse_table;
 use crate::images::checksum::{find, Algorithm};
+use crate::images::snapshot_table::parse_table;
 use crate::vm::spec::{parse_pair, PortPair};
 use crate::vm::{AppliedRecipe, ForwardConfig, VmConfig};
 use proptest::prelude::*;

@@ -5,8 +5,11 @@
 //! answer (`stoat_wire::dto`) or a typed [`crate::Error`]; non-terminal events go to the
 //! session's [`EventSink`], so the function never knows whether its caller prints JSON lines,
 //! prose, or nothing. Rendering (human text, the envelope, MCP content) is the caller's.
-//! Adding an operation: a function here, then a CLI adapter, then an MCP tool if it has one
-//! (docs/architecture.md).
+//! It is also core's operations room: a family's functions are in its `mod.rs` (`vmops`,
+//! `runtime`, `host`), and an operation whose work is more than a call into a domain room has
+//! that work in a crate-private file beside them (`vmops/create.rs`, `runtime/up.rs`,
+//! `host/snapshot.rs` ...). Adding an operation: a function here, then a CLI adapter, then an
+//! MCP tool if it has one (docs/architecture.md).
 
 pub mod complete;
 pub mod host;

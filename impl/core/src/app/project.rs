@@ -14,14 +14,13 @@ use std::time::Duration;
 
 use stoat_wire::dto::{InitResult, LsData, ProjectRun, ProjectStatus, RecipePinsData};
 
+use super::runtime::Until;
 use super::vmops::{CreateSpec, Edit, ForwardChange, PortPair, UpdateSpec};
 use super::Session;
-use crate::ops;
 use crate::project::status::{self, Existing, Mismatch};
 use crate::project::{fanout, lock, Declaration};
 use crate::recipes::apply::ApplyRequest;
 use crate::recipes::params::ParamSetting;
-use crate::runtime::wait::Until;
 use crate::{vm, Error, Result};
 
 pub use crate::project::fanout::{any_failed, STARTED};
@@ -383,7 +382,7 @@ fn create_declared(s: &Session, project: &Project, decl: &Declaration) -> Result
     super::vmops::create(s, &spec)?;
     if let Some(forwards) = decl.forwards.as_ref().filter(|f| !f.is_empty()) {
         if let Err(err) = super::vmops::forward(s, &decl.name, &replace_forwards(forwards)) {
-            let _ = ops::remove::remove(root, &decl.name);
+            let _ = super::vmops::remove::remove(root, &decl.name);
             return Err(err);
         }
     }

@@ -690,7 +690,7 @@ impl Run<'_> {
         self.wait_for_login()
     }
 
-    /// Waits until stoat can log in to the guest (`runtime::login`: never a bare probe).
+    /// Waits until stoat can log in to the guest (`ssh::login`: never a bare probe).
     fn wait_for_login(&self) -> Result<()> {
         crate::ssh::login::until_reachable(
             self.root,

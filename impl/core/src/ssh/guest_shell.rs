@@ -6,7 +6,7 @@
 //! arrives (the `log` events); [`GuestShell::capture`] collects stdout under a deadline (outputs,
 //! markers, health checks). A cancelled run sends SIGTERM to ssh, then SIGKILL after 5 s.
 //! [`GuestShell::stream`] (apply's scripts) connects afresh, never through the VM's reused
-//! connection (`host::ssh_mux`): a multiplexed ssh hands its output pipe to the master, so
+//! connection (`ssh::mux`): a multiplexed ssh hands its output pipe to the master, so
 //! killing it would not end our read, and the guest's watchdog would not see the connection
 //! end. A shell made [`GuestShell::through_live_master`] runs [`GuestShell::capture`] through
 //! the VM's master when one answers (a short script such as a live snapshot's unmount, which

@@ -6,7 +6,7 @@
 //! listens QEMU refuses it without the guest seeing anything, and once sshd listens it
 //! succeeds, and (through [`Mux::route`]) becomes the VM's reused connection, so the calls
 //! that follow (exec, cp, `stoat ssh`, a live snapshot's unmount and remount) open no
-//! connection of their own. apply's scripts still connect afresh (`recipes::guest_shell`
+//! connection of their own. apply's scripts still connect afresh (`ssh::guest_shell`
 //! says why).
 
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! once, then every 300 ms; `cannot_reach` at once when the state can never come, `timeout`
 //! at the deadline, `canceled` on Ctrl-C. `applied` answers at once with the failure of an
 //! apply that failed (its own code), and `cannot_reach` for one that was interrupted.
-//! `reachable` means stoat can log in (`runtime::login`), not merely that a port answers.
+//! `reachable` means stoat can log in (`ssh::login`), not merely that a port answers.
 
 use std::time::{Duration, Instant};
 

@@ -49,7 +49,7 @@ pub fn clone(
     }
     let mut config = copied_config(&src.config, new_name);
     config.sshport = ports::free_ssh_port(root)?;
-    super::make_shared_dir(root, new_name)?;
+    vm::shared::make(root, new_name)?;
     let made = vm::save_new(root, new_name, config, |dir| {
         if has_disk {
             vm::copy::copy_disk(&src_disk, &crate::qemu::VmPaths::new(dir).disk, cancel)?;
@@ -57,7 +57,7 @@ pub fn clone(
         Ok(())
     });
     if made.is_err() {
-        super::discard_shared_dir(root, new_name);
+        vm::shared::discard(root, new_name);
     }
     made
 }

@@ -1,11 +1,11 @@
 //! `exec`: run a command in the guest over the system `ssh` (docs/contract.md behaviour#ssh). The guest
 //! argv travels as ONE remote-command argument, each word single-quoted byte for byte, so it
 //! survives the guest's shell unchanged (non-UTF-8 bytes included). exec's own login is how it
-//! learns the guest is ready (no separate probe, see `runtime::login`): an ssh that fails
+//! learns the guest is ready (no separate probe, see `ssh::login`): an ssh that fails
 //! before any session (`ssh::session_mark` tells) is tried again within a bound, so a
 //! command right after `up --no-wait` runs instead of failing on the connection. The call
 //! goes through the VM's reused connection when it can, and becomes it when there is none
-//! (`host::ssh_mux`).
+//! (`ssh::mux`).
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -13,11 +13,11 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{reach, FirstContact, Reached};
 use crate::child::{self, Group};
 use crate::ssh::argv::{quote_remote_argv, ssh_args_with};
 use crate::ssh::login::last_line;
 use crate::ssh::mux::Route;
+use crate::ssh::reach::{reach, FirstContact, Reached};
 use crate::ssh::session_mark::{self, MarkFilter, WRITE_MARK};
 use crate::{Cancel, Env, Error, Result, Root};
 

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use stoat_wire::dto::Vm;
 
-use super::{connect_qmp, load_running};
 use crate::qemu;
 use crate::ssh::mux as ssh_mux;
+use crate::vm::{connect_qmp, load_running};
 use crate::{lock, log, vm, Env, Result, Root};
 
 /// How long the guest gets to power off after the ACPI button, unless STOAT_DOWN_TIMEOUT_SECS.

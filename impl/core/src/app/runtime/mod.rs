@@ -1,6 +1,16 @@
 //! The operations that run a VM or reach into a running one: up (with its apply after boot),
-//! down, wait, exec, cp, screenshot, apply (json-v3#per-command-data, json-v3#streaming). The
-//! work is in [`crate::runtime`] and [`crate::recipes::apply`].
+//! down, wait, exec, cp (and `cp -`, `cp_stream`), screenshot, apply
+//! (json-v3#per-command-data, json-v3#streaming; docs/contract.md behaviour#qemu,
+//! behaviour#ssh, behaviour#host-commands). Each has its file beside this one; apply's work is
+//! in [`crate::recipes::apply`].
+
+mod cp;
+mod cp_stream;
+mod down;
+mod exec;
+mod screenshot;
+mod up;
+mod wait;
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -13,17 +23,16 @@ use stoat_wire::StreamBytes;
 
 use super::Session;
 use crate::recipes::apply;
-use crate::runtime::{cp, cp_stream, down, exec, screenshot, up, wait};
 use crate::ssh::login;
 use crate::vm::Mode;
 use crate::{child, vm, Error, Result};
 
 pub use crate::recipes::apply::ApplyRequest;
 pub use crate::recipes::params::ParamSetting;
-pub use crate::runtime::cp::{absolute_local, CopyRequest, Transfer};
-pub use crate::runtime::cp_stream::StreamRequest;
-pub use crate::runtime::exec::{Streams, REACH_WAIT};
-pub use crate::runtime::wait::Until;
+pub use cp::{absolute_local, CopyRequest, Transfer};
+pub use cp_stream::StreamRequest;
+pub use exec::{Streams, REACH_WAIT};
+pub use wait::Until;
 
 /// What `up` did: the VM re-read after everything, and the apply it ran after boot, if any.
 pub struct UpOutcome {

@@ -7,8 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use stoat_wire::dto::{Snapshot, SnapshotActData, SnapshotListData};
+use stoat_wire::dto::{SnapshotActData, SnapshotListData};
 
+use crate::images::snapshot_table::{parse_table, Row};
 use crate::vm::Mode;
 use crate::vm::{self, StoredVm};
 use crate::{lock, Env, Error, Result, Root};
@@ -32,13 +33,6 @@ impl Action {
             Action::Delete => "delete",
         }
     }
-}
-
-/// One row of `qemu-img snapshot -l`, with the id qemu uses to address it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Row {
-    pub id: String,
-    pub snapshot: Snapshot,
 }
 
 /// A tag must be non-empty and hold no whitespace (it is one argv word and one table field).
@@ -236,7 +230,7 @@ fn finish_deletes(env: &Env, tag: &str, count: usize, disk: &Path) -> Result<()>
 
 /// A running VM's snapshots, from the monitor's `info snapshots` (QEMU has the disk open).
 fn running_list(vm: &StoredVm) -> Result<SnapshotListData> {
-    let mut qmp = crate::runtime::connect_qmp(vm)?;
+    let mut qmp = crate::vm::connect_qmp(vm)?;
     let rows = parse_table(&qmp.hmp("info snapshots")?);
     Ok(SnapshotListData {
         vm: vm.name.clone(),
@@ -251,7 +245,7 @@ const RAM_STATE_LIMIT: Duration = Duration::from_secs(600);
 /// `invalid_spec`, as offline; QEMU's refusals are `monitor_rejected`. Save and restore
 /// unmount the guest's 9p shares around the command ([`super::share_pause`]).
 fn running_act(root: &Root, env: &Env, vm: &StoredVm, tag: &str, action: Action) -> Result<()> {
-    let mut qmp = crate::runtime::connect_qmp(vm)?;
+    let mut qmp = crate::vm::connect_qmp(vm)?;
     if action != Action::Replace {
         let rows = parse_table(&qmp.hmp("info snapshots")?);
         let exists = rows.iter().any(|row| row.snapshot.tag == tag);
@@ -330,38 +324,6 @@ fn qemu_img_as(env: &Env, args: &[&str], disk: &Path, run: Run) -> Result<String
         tool: "qemu-img".into(),
         message: format!("{}{}", stderr.trim(), stdout.trim()),
     })
-}
-
-/// Parses `qemu-img snapshot -l` (or the monitor's `info snapshots`): keeps rows of at least
-/// six fields whose fifth is a `YYYY-MM-DD` date. ID and ICOUNT may be `--`; CRLF is fine.
-pub fn parse_table(text: &str) -> Vec<Row> {
-    text.lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            if fields.len() < 6 || !is_date(fields[4]) {
-                return None;
-            }
-            let size_display = format!("{} {}", fields[2], fields[3]);
-            Some(Row {
-                id: fields[0].to_owned(),
-                snapshot: Snapshot {
-                    tag: fields[1].to_owned(),
-                    vm_state: !size_display.starts_with("0 "),
-                    size_display,
-                    created_display: format!("{} {}", fields[4], fields[5]),
-                },
-            })
-        })
-        .collect()
-}
-
-fn is_date(field: &str) -> bool {
-    let bytes = field.as_bytes();
-    bytes.len() == 10
-        && bytes.iter().enumerate().all(|(i, b)| match i {
-            4 | 7 => *b == b'-',
-            _ => b.is_ascii_digit(),
-        })
 }
 
 /// Just enough of the qcow2 format to tell whether a restore took: a restore makes the
@@ -444,47 +406,6 @@ mod qcow2 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const SAMPLE: &str = "Snapshot list:\n\
-ID      TAG               VM_SIZE                DATE        VM_CLOCK     ICOUNT\n\
-1       clean                 0 B 2026-08-04 00:21:33  0000:00:00.000          0\n";
-
-    #[test]
-    fn parses_a_real_qemu_img_sample() {
-        let rows = parse_table(SAMPLE);
-        assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].id, "1");
-        assert_eq!(
-            rows[0].snapshot,
-            Snapshot {
-                tag: "clean".into(),
-                vm_state: false,
-                size_display: "0 B".into(),
-                created_display: "2026-08-04 00:21:33".into(),
-            }
-        );
-    }
-
-    #[test]
-    fn tolerates_crlf_and_dashes_and_reports_vm_state() {
-        let text =
-            "ID        TAG               VM SIZE                DATE     VM CLOCK     ICOUNT\r\n\
---        booted          203 MiB 2026-08-04 12:00:00  0000:01:02.003         --\r\n\
-garbage line\r\n";
-        let rows = parse_table(text);
-        assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].id, "--");
-        assert_eq!(rows[0].snapshot.tag, "booted");
-        assert!(rows[0].snapshot.vm_state);
-        assert_eq!(rows[0].snapshot.size_display, "203 MiB");
-        assert_eq!(rows[0].snapshot.created_display, "2026-08-04 12:00:00");
-    }
-
-    #[test]
-    fn empty_or_headerless_output_is_no_rows() {
-        assert!(parse_table("").is_empty());
-        assert!(parse_table("Snapshot list:\nID TAG VM_SIZE DATE VM_CLOCK ICOUNT\n").is_empty());
-    }
 
     #[test]
     fn tag_rules() {

@@ -7,8 +7,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use stoat_wire::dto::ScreenshotData;
 
-use super::{connect_qmp, load_running};
 use crate::qemu::{QemuError, ScreenFormat};
+use crate::vm::{connect_qmp, load_running};
 use crate::{Error, Result, Root};
 
 const PNG_SIGNATURE: &[u8; 8] = b"\x89PNG\r\n\x1a\n";

@@ -1,23 +1,33 @@
 //! The operations that change a VM's record: create, update, rm, clone, forward
-//! (json-v3#per-command-data; docs/contract.md behaviour#host-commands). The work is in
-//! [`crate::ops`]; this layer logs it and answers the wire DTO.
+//! (json-v3#per-command-data; docs/contract.md behaviour#data-root, behaviour#images,
+//! behaviour#host-commands). Each has its file beside this one (`recipe_check` is what create
+//! and update ask of the recipes); the functions here log the change and answer the wire DTO.
+//!
+//! Every operation that chooses a port or writes a vm.toml holds the data-root lock from its
+//! checks to its save, so concurrent invocations see each other's results.
+
+mod clone;
+mod create;
+mod forward;
+mod recipe_check;
+pub(super) mod remove;
+mod update;
 
 use stoat_wire::dto::{CloneData, ForwardData, RmData, UpdateData, VmData};
 
 use super::Session;
-use crate::ops;
 use crate::{Error, Result};
 
-pub use crate::ops::create::CreateSpec;
-pub use crate::ops::forward::{parse_removal, Edit, Removal};
-pub use crate::ops::update::UpdateSpec;
 pub use crate::vm::spec::{parse_agent_access, parse_display, parse_pair, DisplayPref, PortPair};
 pub use crate::vm::{Backend, Mode};
+pub use create::CreateSpec;
+pub use forward::{parse_removal, Edit, Removal};
+pub use update::UpdateSpec;
 
 /// `create`.
 pub fn create(s: &Session, spec: &CreateSpec) -> Result<VmData> {
     let root = s.root()?;
-    let stored = ops::create::create(root, &s.env, spec)?;
+    let stored = create::create(root, &s.env, spec)?;
     let project = match spec.project.as_str() {
         "" => String::new(),
         dir => format!(" project={dir}"),
@@ -44,7 +54,7 @@ pub fn update(s: &Session, name: &str, spec: &UpdateSpec) -> Result<UpdateData> 
     if spec.is_empty() {
         return Err(Error::Usage("update: nothing to change".into()));
     }
-    let updated = ops::update::update(s.root()?, &s.env, name, spec)?;
+    let updated = update::update(s.root()?, &s.env, name, spec)?;
     Ok(UpdateData {
         vm: updated.vm.to_wire(&s.env),
         changed: updated.changed,
@@ -54,14 +64,14 @@ pub fn update(s: &Session, name: &str, spec: &UpdateSpec) -> Result<UpdateData> 
 
 /// Fails when `rm <vm>` could not delete it (not found, running), before anyone is asked.
 pub fn check_removable(s: &Session, name: &str) -> Result<()> {
-    ops::remove::check_removable(s.root()?, name).map(drop)
+    remove::check_removable(s.root()?, name).map(drop)
 }
 
 /// `rm <vm>`, confirmed by the caller.
 pub fn rm(s: &Session, name: &str) -> Result<RmData> {
     let root = s.root()?;
-    ops::remove::check_removable(root, name)?;
-    ops::remove::remove(root, name)?;
+    remove::check_removable(root, name)?;
+    remove::remove(root, name)?;
     crate::log::append(root, "info", &format!("deleted vm={name}"));
     Ok(RmData {
         name: name.to_owned(),
@@ -72,7 +82,7 @@ pub fn rm(s: &Session, name: &str) -> Result<RmData> {
 /// `clone <source> <name>`.
 pub fn clone(s: &Session, source: &str, name: &str) -> Result<CloneData> {
     let root = s.root()?;
-    let stored = ops::clone::clone(root, &s.env, source, name, &s.cancel)?;
+    let stored = clone::clone(root, &s.env, source, name, &s.cancel)?;
     crate::log::append(
         root,
         "info",
@@ -97,15 +107,15 @@ pub enum ForwardChange {
 pub fn forward(s: &Session, name: &str, change: &ForwardChange) -> Result<ForwardData> {
     let root = s.root()?;
     match change {
-        ForwardChange::Show => ops::forward::show(root, name),
-        ForwardChange::Edit(edit) => ops::forward::set(root, name, edit),
+        ForwardChange::Show => forward::show(root, name),
+        ForwardChange::Edit(edit) => forward::set(root, name, edit),
     }
 }
 
 /// The forwards `name`'s running QEMU has, `None` when it is not running (or broken).
 pub fn live_forwards(s: &Session, name: &str) -> Result<Option<Vec<(u16, u16)>>> {
     Ok(match crate::vm::load(s.root()?, name)? {
-        crate::vm::Loaded::Ok(stored) => ops::forward::live_forwards(&stored),
+        crate::vm::Loaded::Ok(stored) => forward::live_forwards(&stored),
         crate::vm::Loaded::Broken { .. } => None,
     })
 }

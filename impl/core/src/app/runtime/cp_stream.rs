@@ -7,9 +7,9 @@ use std::process::{Command, Stdio};
 
 use stoat_wire::dto::CopyDirection;
 
-use super::{reach, FirstContact, Reached};
 use crate::child::{self, Group};
 use crate::ssh::argv::{quote_remote_command, ssh_args_with};
+use crate::ssh::reach::{reach, FirstContact, Reached};
 use crate::{vm, Cancel, Env, Error, Result, Root};
 
 /// One guest file streamed to stdout (`FromGuest`) or filled from stdin (`ToGuest`).

@@ -1,7 +1,8 @@
 //! Whether the recipes named for a VM can run on it (`recipe_not_applicable`), as far as
 //! create and update need to know before anything is saved.
 //!
-//! The recipes module owns manifests, search roots and the guest registry; this only calls it.
+//! The recipes room decides (from its manifests and search roots and the guests room's
+//! registry); this only installs the bundled recipes first and asks it.
 
 use crate::{Result, Root};
 

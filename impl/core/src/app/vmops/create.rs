@@ -65,14 +65,14 @@ pub fn create(root: &Root, env: &Env, spec: &CreateSpec) -> Result<StoredVm> {
     settle_image(root, env, &image, &mut config)?;
     fit_disk_to_image(env, &image, spec.disk.is_some(), &mut config)?;
     config.sshport = ports::free_ssh_port(root)?;
-    super::make_shared_dir(root, name)?;
+    vm::shared::make(root, name)?;
     let disk_size = (config.mode == Mode::Disk).then(|| config.disk.clone());
     let made = vm::save_new(root, name, config, |dir| match &disk_size {
         Some(size) => make_empty_disk(env, &crate::qemu::VmPaths::new(dir).disk, size),
         None => Ok(()),
     });
     if made.is_err() {
-        super::discard_shared_dir(root, name);
+        vm::shared::discard(root, name);
     }
     made
 }

@@ -2,7 +2,7 @@
 //! behaviour#ssh, docs/decisions/runtime.md "cp"). Local paths are made absolute (`~`
 //! expanded, relative to the cwd, lexically cleaned) but never resolved through symlinks; guest
 //! paths are passed as given. scp goes through the VM's reused connection when it can
-//! (`host::ssh_mux`). What scp would do half of, or explain badly, stoat finds itself: a host
+//! (`ssh::mux`). What scp would do half of, or explain badly, stoat finds itself: a host
 //! directory without `-r`, before anything runs; with several sources, a guest directory
 //! without `-r` or a destination that is not a directory, by asking the guest first; with one
 //! source, whether a failed scp (which copied nothing) met a guest directory.
@@ -12,9 +12,9 @@ use std::process::{Command, Stdio};
 
 use stoat_wire::dto::{CopyDirection, CpData};
 
-use super::{reach, FirstContact, Reached};
 use crate::ssh::argv::{quote_remote_command, remote_spec, scp_args_with, ssh_args_with};
 use crate::ssh::mux::Mux;
+use crate::ssh::reach::{reach, FirstContact, Reached};
 use crate::vm::StoredVm;
 use crate::{vm, Cancel, Env, Error, Result, Root};
 

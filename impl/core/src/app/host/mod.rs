@@ -1,5 +1,12 @@
-//! Host-side operations: ssh-command, ssh (prepared; the caller replaces itself), logs, doctor, prune, snapshot, capabilities
-//! (json-v3#per-command-data, json-v3#capabilities). The work is in [`crate::host`].
+//! Host-side operations: ssh-command, ssh (prepared; the caller replaces itself), logs,
+//! doctor, prune, snapshot, capabilities (json-v3#per-command-data, json-v3#capabilities;
+//! docs/contract.md behaviour#ssh, behaviour#host-commands). doctor, prune, logs and the
+//! capability report are host knowledge in [`crate::host`]; snapshot, an operation on one VM's
+//! disk (offline through qemu-img, live through its monitor with the guest's shares paused),
+//! has its files beside this one.
+
+mod share_pause;
+mod snapshot;
 
 use std::path::Path;
 
@@ -9,14 +16,14 @@ use stoat_wire::dto::{
 };
 
 use super::Session;
-use crate::host::{capabilities, doctor, logs, prune, snapshot};
+use crate::host::{capabilities, doctor, logs, prune};
 use crate::ssh::argv as ssh_argv;
 use crate::{keys, vm, Error, Result};
 
 pub use crate::host::prune::PruneOptions;
-pub use crate::host::snapshot::Action as SnapshotAction;
 /// A word of an argv as a person reads or pastes it (`ssh-command`'s human line).
 pub use crate::shell::display as shell_word;
+pub use snapshot::Action as SnapshotAction;
 
 /// `ssh-command <vm>`: the argv to run yourself; it does not check that the VM runs.
 pub fn ssh_command(s: &Session, name: &str) -> Result<SshCommandData> {
@@ -67,7 +74,7 @@ pub fn ssh(s: &Session, name: &str, request: &SshRequest) -> Result<SshSession> 
             root,
             &s.env,
             &stored,
-            crate::runtime::exec::REACH_WAIT,
+            super::runtime::REACH_WAIT,
             &s.cancel,
         )?;
     }

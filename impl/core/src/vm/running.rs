@@ -1,0 +1,29 @@
+//! A VM that must be running: loading it (`not_found`, `broken`, then `not_running`) and
+//! opening its QMP monitor.
+
+use std::time::Duration;
+
+use crate::qemu::{self, Qmp, VmPaths};
+use crate::{Error, Result, Root};
+
+use super::StoredVm;
+
+/// How long to wait for QMP to accept and greet.
+const QMP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Loads a VM that must be running: `not_found`, `broken`, then `not_running`.
+pub fn load_running(root: &Root, name: &str) -> Result<(StoredVm, u32)> {
+    let stored = super::load_ok(root, name)?;
+    match qemu::running(&stored.dir) {
+        Some(pid) => Ok((stored, pid)),
+        None => Err(Error::NotRunning { name: stored.name }),
+    }
+}
+
+/// Opens this VM's QMP monitor.
+pub fn connect_qmp(stored: &StoredVm) -> Result<Qmp> {
+    Ok(Qmp::connect(
+        &VmPaths::new(&stored.dir).qmp_socket,
+        QMP_TIMEOUT,
+    )?)
+}
