@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A soak, not a benchmark: `stoat up w && stoat cp f w:/tmp/` on a VM's first boot, N times,
-# each with a new VM (a cloud image restarts its sshd right after it first answers, and that
-# window is what cp used to land in). Prints each failure's output and, last, PASSED/N.
+# each with a new VM: a first boot is when a cloud image's sshd used to restart right after it
+# first answered, the window cp landed in. Prints each failure's output and, last, PASSED/N.
 #   impl/cli/benches/up_cp_soak.sh IMAGE [N]   IMAGE: a cloud qcow2 (the fast test guest's
 #                                              or the Debian image of docs/distro-guest.md)
 # STOAT=path uses a built stoat; otherwise a debug build is made. CPUS and RAM (MB) size each
