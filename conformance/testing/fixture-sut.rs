@@ -295,13 +295,23 @@ fn ensure_root() {
 /// Commands that read or change VM records run one at a time: an exclusive flock on
 /// `logs/fixture.lock`, held until the returned file is dropped at the command's end. So
 /// concurrent commands on one data root answer as some order of them would
-/// (EXPLORE.concurrent), as a data-root lock makes the reference's. The lifecycle commands
-/// take none: a `wait` must not hold up the `down` it waits for.
+/// (EXPLORE.concurrent), as the reference's data-root and VM locks make its. `up` and
+/// `down` take it too (a start never meets an rm halfway); `wait` and `exec` take none: a
+/// `wait` must not hold up the `down` it waits for.
 fn records_lock(cmd: &str) -> Option<std::fs::File> {
     use std::os::fd::AsRawFd as _;
     if !matches!(
         cmd,
-        "create" | "clone" | "update" | "rm" | "forward" | "snapshot" | "get" | "ls"
+        "create"
+            | "clone"
+            | "update"
+            | "rm"
+            | "forward"
+            | "snapshot"
+            | "get"
+            | "ls"
+            | "up"
+            | "down"
     ) {
         return None;
     }

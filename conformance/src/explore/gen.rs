@@ -301,10 +301,11 @@ pub fn plan(seed: u64, clients: usize, rounds: usize) -> Vec<Vec<Option<Cmd>>> {
 /// updates of one VM touch different fields as often as the same one), removals, clones of
 /// one name into the other (so a clone meets the source's rm, or a create of its name),
 /// snapshot save, delete and list of one tag (so two saves of it, or a save and a delete,
-/// overlap), forwards and reads.
+/// overlap), `up` and `down` on the fake tier (so a start meets an update, an rm, a clone
+/// or a snapshot of its VM), forwards and reads.
 fn concurrent_command(rng: &mut Rng) -> Cmd {
     let name = rng.pick(CONCURRENT_NAMES).to_string();
-    match rng.below(17) {
+    match rng.below(19) {
         0..=2 => Cmd::Create {
             cpus: maybe_pick(rng, CPUS),
             ram: None,
@@ -344,6 +345,8 @@ fn concurrent_command(rng: &mut Rng) -> Cmd {
         12 | 13 => Cmd::SnapshotSave { tag: "t1", name },
         14 => Cmd::SnapshotDelete { tag: "t1", name },
         15 => Cmd::SnapshotList { name },
+        16 => Cmd::Up { name },
+        17 => Cmd::Down { name },
         _ => Cmd::ForwardShow { name },
     }
 }

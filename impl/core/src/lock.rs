@@ -170,6 +170,39 @@ pub fn exclusive_in_vm(vm_dir: &Path) -> Result<LockGuard> {
     wait_for(file, &path)
 }
 
+/// The data-root lock, then VM `name`'s own lock when the VM has a directory: what a command
+/// that changes or removes a VM's record holds (rm, update, forward, clone's source), so it
+/// never meets the VM half started, half stopped or in a live snapshot. While `up`, `down`
+/// or a snapshot holds the VM's lock, the data-root lock is let go for the wait (other VMs'
+/// commands go on), then both are taken again. No VM lock when there is no directory: the
+/// caller's load answers for the missing VM.
+pub fn root_and_vm(root: &crate::Root, name: &str) -> Result<(LockGuard, Option<LockGuard>)> {
+    loop {
+        let root_lock = exclusive(&root.lock_file())?;
+        let Some(vm_dir) = crate::vm::own_dir(root, name) else {
+            return Ok((root_lock, None));
+        };
+        let vm_lock_path = vm_dir.join(".lock");
+        let file = match open_in_place(&vm_lock_path) {
+            Ok(file) => file,
+            // Taken away between the look and the open (a broken VM's dir is still ours).
+            Err(_) if !vm_dir.is_dir() => return Ok((root_lock, None)),
+            Err(e) => return Err(e),
+        };
+        if attempt(&file, &vm_lock_path)? {
+            record_holder(&file);
+            return Ok((root_lock, Some(LockGuard { _file: file })));
+        }
+        drop(root_lock);
+        match exclusive_in_vm(&vm_dir) {
+            // Its holder is done; take both again, in order.
+            Ok(held) => drop(held),
+            Err(Error::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Takes an exclusive lock on `path` if nobody holds it; `None` when somebody does.
 pub fn try_exclusive(path: &Path) -> Result<Option<LockGuard>> {
     let file = open(path)?;
@@ -178,5 +211,59 @@ pub fn try_exclusive(path: &Path) -> Result<Option<LockGuard>> {
         Ok(Some(LockGuard { _file: file }))
     } else {
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_and_vm_waits_for_the_vm_lock_then_holds_both() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = crate::Root::at(temp.path());
+        std::fs::create_dir(root.vm_dir("a")).unwrap();
+        let held = exclusive_in_vm(&root.vm_dir("a")).unwrap();
+        let waiter = {
+            let root = root.clone();
+            std::thread::spawn(move || {
+                let (_root_lock, vm_lock) = root_and_vm(&root, "a").unwrap();
+                // Both held now: neither can be taken by anyone else.
+                let free = |path: &Path| try_exclusive(path).unwrap().is_some();
+                (
+                    vm_lock.is_some(),
+                    free(&root.lock_file()),
+                    free(&root.vm_dir("a").join(".lock")),
+                )
+            })
+        };
+        // Whenever the waiter runs, the data-root lock is not kept from others for long:
+        // it is let go while the VM's lock is held here.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let root_lock = loop {
+            if let Some(guard) = try_exclusive(&root.lock_file()).unwrap() {
+                break guard;
+            }
+            assert!(Instant::now() < deadline, "the data-root lock stayed held");
+            std::thread::yield_now();
+        };
+        drop(root_lock);
+        drop(held);
+        assert_eq!(waiter.join().unwrap(), (true, false, false));
+    }
+
+    #[test]
+    fn root_and_vm_takes_no_vm_lock_outside_the_data_root() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = crate::Root::at(temp.path().join("root"));
+        std::fs::create_dir_all(root.dir()).unwrap();
+        let outside = temp.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, root.vm_dir("link")).unwrap();
+        for name in ["missing", "link", "../outside", ".staging", ""] {
+            let (_root_lock, vm_lock) = root_and_vm(&root, name).unwrap();
+            assert!(vm_lock.is_none(), "{name:?}");
+        }
+        assert!(!outside.join(".lock").exists());
     }
 }

@@ -904,6 +904,62 @@ fn lock_waits_are_bounded_and_down_waits_for_an_up_in_flight() {
     );
 }
 
+#[test]
+fn rm_and_forward_during_an_up_wait_for_it_without_holding_the_data_root() {
+    use crate::common::{fake_qemu, free_port, Reaper};
+    let env = TestEnv::new();
+    fake_qemu(&env);
+    env.plant_image(ALPINE_VIRT);
+    env.seed_boot_files("w");
+    env.write_vm(
+        "w",
+        &format!(
+            "name = \"w\"\nmode = \"live\"\nos = \"alpine\"\nbackend = \"apkovl\"\niso = \"/nonexistent/x.iso\"\nram = 256\ncpus = 1\nsshport = {}\nsshuser = \"root\"\n",
+            free_port()
+        ),
+    );
+    let _reaper = Reaper::watch(&env, &["w"]);
+    let port = free_port();
+
+    // An `up` holds w's lock; an rm and a forward change of w each stop where they find it
+    // held, having let go of the data-root lock.
+    let up = Paused::start(&env, &["up", "w", "--no-wait"], "up-locked");
+    let rm = Paused::start(&env, &["rm", "w", "-y"], "lock-busy");
+    let forward = Paused::start(
+        &env,
+        &["forward", "w", "--add", &format!("{port}:80")],
+        "lock-busy",
+    );
+    // Meanwhile another VM is made: the data-root lock is free.
+    let out = env
+        .cmd(&["create", "other", "--image", ALPINE_VIRT, "--json"])
+        .env("STOAT_LOCK_WAIT_SECS", "10")
+        .output()
+        .unwrap();
+    crate::common::JsonRun::check(out).data();
+
+    let started = up.resume();
+    assert_eq!(
+        started.data()["vm"]["state"],
+        "running",
+        "{}",
+        started.stdout
+    );
+    // Both went after the start: the rm meets a running VM, the forward waits for the next.
+    rm.resume().error("already_running");
+    let changed = forward.resume();
+    assert_eq!(changed.data()["active"], false, "{}", changed.stdout);
+    assert_eq!(
+        changed.data()["applies_at"],
+        "next_start",
+        "{}",
+        changed.stdout
+    );
+    let get = env.json(&["get", "w"]);
+    assert_eq!(get.data()["vm"]["state"], "running");
+    assert_eq!(get.data()["vm"]["forwards"][0]["host_port"], port);
+}
+
 // ---------------------------------------------------------------- one-line messages
 
 #[test]

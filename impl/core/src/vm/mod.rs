@@ -17,5 +17,5 @@ pub use crate::qemu::launch::running as running_pid;
 pub use config::{describe_toml_error, AppliedRecipe, Backend, ForwardConfig, Mode, VmConfig};
 pub use running::{connect_qmp, load_running};
 pub use store::{
-    check_name, list, load, load_ok, save, save_new, write_atomically, Loaded, StoredVm,
+    check_name, list, load, load_ok, own_dir, save, save_new, write_atomically, Loaded, StoredVm,
 };

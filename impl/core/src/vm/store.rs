@@ -175,18 +175,30 @@ pub fn check_name(name: &str) -> Result<()> {
 /// The largest vm.toml stoat reads; anything bigger is not one of ours.
 pub const MAX_VM_TOML: u64 = 1 << 20;
 
+/// True when `name` can name a directory of the data root's own (no path, no hidden or
+/// reserved name): what [`load`] asks before looking.
+fn addressable(name: &str) -> bool {
+    !(name.is_empty()
+        || name.len() > 255
+        || name.contains('/')
+        || name.contains('\0')
+        || Root::is_reserved(name))
+}
+
+/// VM `name`'s directory when there is one, a real directory directly under the data root
+/// (not a symlink, whose target is not ours to write a lock into).
+pub fn own_dir(root: &Root, name: &str) -> Option<std::path::PathBuf> {
+    let dir = root.vm_dir(name);
+    (addressable(name) && std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir())).then_some(dir)
+}
+
 /// Loads one VM; `not_found` when there is no such VM. A vm.toml that cannot be read (not
 /// ours to read, a directory, too big) or does not parse loads as broken, with the reason.
 pub fn load(root: &Root, name: &str) -> Result<Loaded> {
     let not_found = || Error::NotFound {
         name: name.to_owned(),
     };
-    if name.is_empty()
-        || name.len() > 255
-        || name.contains('/')
-        || name.contains('\0')
-        || Root::is_reserved(name)
-    {
+    if !addressable(name) {
         return Err(not_found());
     }
     let dir = root.vm_dir(name);

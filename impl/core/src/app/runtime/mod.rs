@@ -47,7 +47,8 @@ pub struct UpOutcome {
 /// `up <vm>`: boot; wait until ssh answers (when `reach_wait` is set: at most that long, see
 /// [`login::until_reachable`]; a disk VM booting its installer has no ssh and is not waited
 /// for); then (when `apply_after_boot`) apply the VM's recipes, streaming their `stage`/`log`
-/// events. The VM is re-read last, so its state is authoritative. Says what it is about to
+/// events. The answer is the VM as the start left it (read under its lock), or read again
+/// after recipes were applied. Says what it is about to
 /// do as notes, for a VM that exists and is stopped: a missing, broken or running one gets
 /// its error alone.
 pub fn up(
@@ -135,7 +136,13 @@ fn after_start(
         });
     }
     let applied = apply::after_boot(root, &s.env, name, s.events(), &s.cancel)?;
-    let vm = vm::load(root, name)?.to_wire(&s.env);
+    // Nothing applied: the VM as the start left it, read under its lock, so a change another
+    // command made meanwhile is that command's answer, not this one's. Recipes applied: the
+    // VM read again, with what they recorded.
+    let vm = match &applied {
+        None => booted,
+        Some(_) => vm::load(root, name)?.to_wire(&s.env),
+    };
     Ok(UpOutcome {
         data: VmData { vm },
         applied,

@@ -89,9 +89,11 @@ pub(crate) fn host_ready(env: &Env) -> Result<HostReady> {
 /// Starts `name` and returns the VM re-read afterwards. `checked`: the host's readiness as
 /// `up` already found it (asked here only when it was not).
 fn start(root: &Root, env: &Env, name: &str, checked: Option<&HostReady>) -> Result<Vm> {
-    let stored = vm::load_ok(root, name)?;
-    let _guard = lock::exclusive_in_vm(&stored.dir)?;
+    let dir = vm::load_ok(root, name)?.dir;
+    let _guard = lock::exclusive_in_vm(&dir)?;
     crate::fault::pause("up-locked");
+    // Read again under the lock: an update, forward change or rm that went first counts.
+    let stored = vm::load_ok(root, name)?;
     if qemu::running(&stored.dir).is_some() {
         return Err(Error::AlreadyRunning { name: stored.name });
     }

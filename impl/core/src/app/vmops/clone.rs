@@ -19,10 +19,10 @@ pub fn clone(
     cancel: &Cancel,
 ) -> Result<StoredVm> {
     let new_name = new_name.trim();
-    let _root_lock = lock::exclusive(&root.lock_file())?;
+    // The source's own lock is held while the disk is copied, so it cannot start and write
+    // to it meanwhile.
+    let (_root_lock, _source_lock) = lock::root_and_vm(root, source)?;
     let src = vm::load_ok(root, source)?;
-    // Held while the disk is copied, so the source cannot start and write to it meanwhile.
-    let _source_lock = lock::exclusive_in_vm(&src.dir)?;
     if src.running_pid().is_some() {
         return Err(Error::AlreadyRunning {
             name: src.name.clone(),

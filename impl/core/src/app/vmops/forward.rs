@@ -80,7 +80,9 @@ fn pairs_of(forwards: &[ForwardConfig]) -> Vec<(u16, u16)> {
 /// is (`now`, true: the next start uses it and nothing else is live); on a running VM only
 /// when its QEMU already has exactly these forwards, else `next_start`, false.
 pub fn set(root: &Root, name: &str, edit: &Edit) -> Result<ForwardData> {
-    let _root_lock = lock::exclusive(&root.lock_file())?;
+    // The VM's own lock too: an `up` halfway would start with the list before this change
+    // while the answer says the change is in force.
+    let (_root_lock, _vm_lock) = lock::root_and_vm(root, name)?;
     let mut stored = vm::load_ok(root, name)?;
     let pairs = match edit {
         Edit::Replace(pairs) => pairs.clone(),

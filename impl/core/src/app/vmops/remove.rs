@@ -29,7 +29,9 @@ fn refuse_running(loaded: &Loaded) -> Result<()> {
 /// The VM leaves its name by one rename (see [`vm::staging`]), so a kill leaves it either
 /// listed as before or gone; its `shared/<name>` export goes after that.
 pub fn remove(root: &Root, name: &str) -> Result<()> {
-    let _root_lock = lock::exclusive(&root.lock_file())?;
+    // The VM's own lock too: an `up` still starting it finishes first (and rm then refuses
+    // the running VM), never a QEMU left running from a deleted directory.
+    let (_root_lock, _vm_lock) = lock::root_and_vm(root, name)?;
     vm::staging::sweep(root);
     let loaded = check_removable(root, name)?;
     if loaded.dir().parent() != Some(root.dir()) {

@@ -66,7 +66,9 @@ pub fn update(root: &Root, env: &Env, name: &str, spec: &UpdateSpec) -> Result<U
     if spec.is_empty() {
         return Err(Error::Usage("update: nothing to change".into()));
     }
-    let _root_lock = lock::exclusive(&root.lock_file())?;
+    // The VM's own lock too: whether the change applies now or at the next start is decided
+    // with no `up` or `down` halfway.
+    let (_root_lock, _vm_lock) = lock::root_and_vm(root, name)?;
     crate::fault::pause("update-locked");
     let mut stored = vm::load_ok(root, name)?;
     refuse_immutable(&stored.config, &spec.immutable)?;
