@@ -636,6 +636,15 @@ pub(crate) fn mixed_session(image: &Path, journal: bool) -> String {
             reached.ends_with("host-public"),
             "the guest's way out: {reached}"
         );
+        // A VM's forwards are listeners on the host's loopback too (its network process
+        // holds them there), so a neighbour's ssh forward is out of reach the same way; this
+        // VM's own ssh port stands in for one (the fast guest's network test boots a real
+        // neighbour): no sshd greets through the gateway.
+        let reached = fetch("10.0.2.2", port.parse().unwrap());
+        assert!(
+            !reached.contains("SSH-"),
+            "the guest reached a forward on the host's loopback: {reached}"
+        );
     }
     let said = if journal {
         let read = run(&[
