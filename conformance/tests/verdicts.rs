@@ -159,7 +159,7 @@ fn runs_without_a_seed_give_the_same_report_for_a_correct_sut_an_edition_2_sut_a
     assert_same_verdicts("exec-lossy mutant", &mutant("exec-lossy"));
 }
 
-/// The criterion in full: ten runs without `--seed` per SUT (a correct one, a
+/// The criterion in full: ten runs without `--seed` per SUT (a correct one, a
 /// contract-2 one, a mutant). About 30 whole pure + fake runs, a few minutes here, so it is
 /// not part of `cargo test`; run it with
 /// `cargo test -p stoat-conformance --test verdicts -- --ignored` (docs/conformance.md).
