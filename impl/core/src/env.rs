@@ -143,6 +143,21 @@ impl Env {
         })
     }
 
+    /// [`Env::require_tool`] for a program whose absence has a code of its own in the
+    /// contract (`qemu_missing`, `git_required`): `missing` makes that error of the message.
+    pub fn require_tool_as(
+        &self,
+        tool: &str,
+        package: &str,
+        missing: impl FnOnce(String) -> crate::Error,
+    ) -> crate::Result<PathBuf> {
+        self.which(tool).ok_or_else(|| {
+            missing(format!(
+                "{tool} not found on PATH; install {package} (`stoat doctor` checks the host)"
+            ))
+        })
+    }
+
     /// Finds an executable on PATH.
     pub fn which(&self, tool: &str) -> Option<PathBuf> {
         use std::os::unix::fs::PermissionsExt;

@@ -18,9 +18,7 @@ pub struct Git {
 impl Git {
     /// `git_required` when git is not on PATH.
     pub fn find(env: &Env) -> Result<Git> {
-        let exe = env.which("git").ok_or_else(|| {
-            Error::GitRequired("remote recipes need git on PATH; install git".into())
-        })?;
+        let exe = env.require_tool_as("git", "git", Error::GitRequired)?;
         Ok(Git {
             exe,
             path_var: env.path_var().to_owned(),

@@ -55,7 +55,7 @@ pub fn logs(ctx: &Ctx, args: &LogsArgs) -> Result<Reply> {
     if args.follow {
         return logs_follow(ctx, args);
     }
-    let data = app_host::logs(ctx, args.vm.as_deref(), &args.which, args.lines)?;
+    let data = app_host::logs(ctx, log_source(args)?, args.lines)?;
     // The guest wrote these lines: a terminal escape in them is shown, not obeyed.
     let human = data
         .lines
@@ -64,6 +64,18 @@ pub fn logs(ctx: &Ctx, args: &LogsArgs) -> Result<Reply> {
         .collect::<Vec<_>>()
         .join("\n");
     Ok(Reply::new(&data, human))
+}
+
+/// The log `logs` names: a VM's (`--which`: `unknown_log` unless console or apply, asked
+/// before whether the VM exists), or stoat's own, where `--which` has no say.
+fn log_source(args: &LogsArgs) -> Result<app_host::LogSource<'_>> {
+    Ok(match args.vm.as_deref() {
+        Some(name) => app_host::LogSource::Vm {
+            name,
+            which: app_host::Which::parse(&args.which)?,
+        },
+        None => app_host::LogSource::Stoat,
+    })
 }
 
 /// `logs -f` (refused under --json before dispatch): each line reaches stdout, flushed, as
@@ -76,7 +88,7 @@ fn logs_follow(ctx: &Ctx, args: &LogsArgs) -> Result<Reply> {
         writeln!(out, "{}", human::visible_line(line))?;
         out.flush()
     };
-    app_host::logs_follow(ctx, args.vm.as_deref(), &args.which, args.lines, &mut print)?;
+    app_host::logs_follow(ctx, log_source(args)?, args.lines, &mut print)?;
     let data = LogsData {
         vm: args.vm.clone(),
         which: args.vm.as_ref().map(|_| args.which.clone()),

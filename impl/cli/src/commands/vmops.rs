@@ -8,7 +8,7 @@
 use std::io::{BufRead, Write};
 
 use stoat_core::app::vmops::{
-    self, Backend, CreateSpec, DisplayPref, Edit, ForwardChange, Mode, PortPair, UpdateSpec,
+    self, Backend, CreateSpec, DisplayPref, Edit, ForwardChange, Immutable, Mode, PortPair, UpdateSpec,
 };
 use stoat_core::{Error, Result};
 use stoat_wire::dto::{AgentAccess, AppliesAt, ForwardData, UpdateData, Vm};
@@ -107,11 +107,11 @@ const UPDATE_FLAGS: &str =
 
 /// `update`.
 pub fn update(ctx: &Ctx, args: UpdateArgs) -> Result<Reply> {
-    let immutable: Vec<(&'static str, String)> = [
-        ("os", args.os),
-        ("backend", args.backend),
-        ("mode", args.mode),
-        ("image", args.image),
+    let immutable: Vec<(Immutable, String)> = [
+        (Immutable::Os, args.os),
+        (Immutable::Backend, args.backend),
+        (Immutable::Mode, args.mode),
+        (Immutable::Image, args.image),
     ]
     .into_iter()
     .filter_map(|(field, value)| value.map(|v| (field, v)))

@@ -690,11 +690,15 @@ fn check_recipes(ctx: &Session, args: CheckRecipesArgs) -> Result<impl Serialize
 
 fn logs(ctx: &Session, args: LogsArgs) -> Result<impl Serialize> {
     let which = match args.which.unwrap_or(Which::Console) {
-        Which::Console => "console",
-        Which::Apply => "apply",
+        Which::Console => app::host::Which::Console,
+        Which::Apply => app::host::Which::Apply,
     };
     let lines = args.n.map(i64::from).unwrap_or(50);
-    app::host::logs(ctx, Some(&args.vm), which, lines)
+    let source = app::host::LogSource::Vm {
+        name: &args.vm,
+        which,
+    };
+    app::host::logs(ctx, source, lines)
 }
 
 fn doctor(ctx: &Session, _: NoArgs) -> Result<impl Serialize> {

@@ -53,7 +53,7 @@ impl Which {
 }
 
 /// Reads a VM's log. A broken VM works (only its directory is needed); `not_found` otherwise.
-pub fn vm_log(root: &Root, name: &str, which: &str, tail: i64) -> Result<LogsData> {
+pub fn vm_log(root: &Root, name: &str, which: Which, tail: i64) -> Result<LogsData> {
     let target = Target::vm(root, name, which)?;
     let lines = read_tail(&target.path, tail)?;
     Ok(target.data(lines))
@@ -75,9 +75,8 @@ pub struct Target {
 }
 
 impl Target {
-    /// A VM's log: `not_found` without its directory, `unknown_log` for a bad `which`.
-    pub fn vm(root: &Root, name: &str, which: &str) -> Result<Target> {
-        let which = Which::parse(which)?;
+    /// A VM's log: `not_found` without its directory.
+    pub fn vm(root: &Root, name: &str, which: Which) -> Result<Target> {
         let loaded = vm::load(root, name)?;
         Ok(Target {
             path: loaded.dir().join(which.file_name()),

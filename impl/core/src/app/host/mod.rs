@@ -100,12 +100,21 @@ pub fn ssh(s: &Session, name: &str, request: &SshRequest) -> Result<SshSession> 
     Ok(SshSession { program, args, cwd })
 }
 
+pub use crate::host::logs::Which;
+
+/// The log `logs` reads: one of a VM's, or stoat's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogSource<'a> {
+    Vm { name: &'a str, which: Which },
+    Stoat,
+}
+
 /// `logs <vm> --which W -n N`, or stoat's own log with no VM.
-pub fn logs(s: &Session, name: Option<&str>, which: &str, lines: i64) -> Result<LogsData> {
+pub fn logs(s: &Session, source: LogSource<'_>, lines: i64) -> Result<LogsData> {
     let root = s.root()?;
-    match name {
-        Some(name) => logs::vm_log(root, name, which, lines),
-        None => logs::stoat_log(root, lines),
+    match source {
+        LogSource::Vm { name, which } => logs::vm_log(root, name, which, lines),
+        LogSource::Stoat => logs::stoat_log(root, lines),
     }
 }
 
@@ -117,15 +126,14 @@ pub use crate::host::logs::FollowEnd;
 /// cancel flag, or when `sink` fails. stoat's own log is followed until cancelled.
 pub fn logs_follow(
     s: &Session,
-    name: Option<&str>,
-    which: &str,
+    source: LogSource<'_>,
     lines: i64,
     sink: &mut LineSink,
 ) -> Result<FollowEnd> {
     let root = s.root()?;
-    let target = match name {
-        Some(name) => logs::Target::vm(root, name, which)?,
-        None => logs::Target::stoat(root),
+    let target = match source {
+        LogSource::Vm { name, which } => logs::Target::vm(root, name, which)?,
+        LogSource::Stoat => logs::Target::stoat(root),
     };
     logs::follow(&target, lines, &s.cancel, s.events(), sink)
 }

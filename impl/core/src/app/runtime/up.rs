@@ -70,15 +70,9 @@ pub(crate) struct HostReady {
 pub(crate) fn host_ready(env: &Env) -> Result<HostReady> {
     let accel = Accel::parse(env.get(qemu::accel::ACCEL_ENV))?;
     qemu::accel::ensure_bootable(accel, env.kvm_device(), env.cpuinfo())?;
-    let binary = env.which(QEMU_BINARY).ok_or_else(|| {
-        Error::QemuMissing(format!(
-            "{QEMU_BINARY} not found on PATH; install qemu-system-x86"
-        ))
-    })?;
-    let passt = env.which(PASST_BINARY).ok_or_else(|| Error::Tool {
-        tool: PASST_BINARY.into(),
-        message: "passt not found on PATH: it is the VM's network; install passt".into(),
-    })?;
+    let binary = env.require_tool_as(QEMU_BINARY, "qemu-system-x86", Error::QemuMissing)?;
+    // passt is the VM's network.
+    let passt = env.require_tool(PASST_BINARY, "passt")?;
     Ok(HostReady {
         accel,
         binary,

@@ -22,7 +22,7 @@ pub use crate::vm::spec::{parse_agent_access, parse_display, parse_pair, Display
 pub use crate::vm::{Backend, Mode};
 pub use create::CreateSpec;
 pub use forward::{parse_removal, Edit, Removal};
-pub use update::UpdateSpec;
+pub use update::{Immutable, UpdateSpec};
 
 /// `create`.
 pub fn create(s: &Session, spec: &CreateSpec) -> Result<VmData> {

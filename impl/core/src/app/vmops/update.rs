@@ -31,8 +31,29 @@ pub struct UpdateSpec {
     pub display: Option<DisplayPref>,
     /// The opt-in: the guest reaches the host's loopback through its gateway.
     pub host_loopback: Option<bool>,
-    /// Fields that can never change, with the value asked for: (`os`|`backend`|`mode`|`image`, value).
-    pub immutable: Vec<(&'static str, String)>,
+    /// Fields that can never change, with the value asked for.
+    pub immutable: Vec<(Immutable, String)>,
+}
+
+/// A field fixed when a VM is created: asking `update` for another value is `immutable_field`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Immutable {
+    Os,
+    Backend,
+    Mode,
+    Image,
+}
+
+impl Immutable {
+    /// The field's name in vm.toml and on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            Immutable::Os => "os",
+            Immutable::Backend => "backend",
+            Immutable::Mode => "mode",
+            Immutable::Image => "image",
+        }
+    }
 }
 
 impl UpdateSpec {
@@ -99,17 +120,19 @@ pub fn update(root: &Root, env: &Env, name: &str, spec: &UpdateSpec) -> Result<U
 }
 
 /// Refuses a change to a field fixed at create; asking for the current value is not a change.
-fn refuse_immutable(config: &VmConfig, asked: &[(&'static str, String)]) -> Result<()> {
+fn refuse_immutable(config: &VmConfig, asked: &[(Immutable, String)]) -> Result<()> {
     for (field, value) in asked {
-        let current = match *field {
-            "os" => Some(config.os.as_str()),
-            "backend" => Some(config.backend.as_str()),
-            "mode" => Some(config.mode.as_str()),
-            _ => None,
+        // The image has no one spelling to compare (a catalog id, a file, a path): any is a change.
+        let current = match field {
+            Immutable::Os => Some(config.os.as_str()),
+            Immutable::Backend => Some(config.backend.as_str()),
+            Immutable::Mode => Some(config.mode.as_str()),
+            Immutable::Image => None,
         };
         if current.map(|c| c != value.trim()).unwrap_or(true) {
             return Err(Error::ImmutableField(format!(
-                "{field} is fixed when a VM is created; make a new VM instead"
+                "{} is fixed when a VM is created; make a new VM instead",
+                field.name()
             )));
         }
     }
