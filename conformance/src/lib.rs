@@ -12,6 +12,8 @@
 //!
 //! This crate never depends on `impl/`: it is an independent reading of the contract.
 
+#![deny(unsafe_code)]
+
 pub mod bench;
 pub mod capture;
 pub mod catalog;

@@ -10,6 +10,8 @@
 //! no optional, recipe list is {dir, recipes}, provision answers for itself), and none of the
 //! commands contract 2 lacks. The editions tests judge it both ways.
 
+#![forbid(unsafe_code)]
+
 use std::io::{Read as _, Write as _};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -299,7 +301,6 @@ fn ensure_root() {
 /// `down` take it too (a start never meets an rm halfway); `wait` and `exec` take none: a
 /// `wait` must not hold up the `down` it waits for.
 fn records_lock(cmd: &str) -> Option<std::fs::File> {
-    use std::os::fd::AsRawFd as _;
     if !matches!(
         cmd,
         "create"
@@ -321,8 +322,8 @@ fn records_lock(cmd: &str) -> Option<std::fs::File> {
         .write(true)
         .open(root().join("logs").join("fixture.lock"))
         .ok()?;
-    // SAFETY: flock on a descriptor this function owns; the lock goes with the file.
-    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+    // The lock goes with the file.
+    let _ = rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive);
     Some(file)
 }
 
@@ -1007,9 +1008,9 @@ fn down(name: &str) -> Answer {
         std::thread::sleep(Duration::from_millis(20));
     }
     if vm.running() {
-        // SAFETY: kill(2) on the pid our pidfile names and whose cmdline is this VM's.
-        unsafe {
-            libc::kill(pid, libc::SIGTERM);
+        // The pid our pidfile names and whose cmdline is this VM's.
+        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
         }
     }
     Ok(json!({"vm": load(name)?.dto()}))

@@ -433,8 +433,8 @@ fn qemu_records_its_argv_and_without_a_monitor_only_a_signal_stops_it() {
         .parse()
         .expect("pid");
     assert!(!qmp.exists(), "no QMP socket without a monitor");
-    // SAFETY: kill(2) on the daemon this test started, named by its pidfile.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let pid = rustix::process::Pid::from_raw(pid).expect("a pid");
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("kill");
     // SIGTERM stops the fake.
     eventually(Duration::from_secs(10), || !running(pid));
 }

@@ -36,9 +36,9 @@ fn wrapped(
 }
 
 fn signal(child: &std::process::Child, signal: i32) {
-    // SAFETY: kill(2) on the kit this test started and has not reaped.
-    let rc = unsafe { libc::kill(child.id() as i32, signal) };
-    assert_eq!(rc, 0, "kill");
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("a pid");
+    let signal = rustix::process::Signal::from_named_raw(signal).expect("a signal");
+    rustix::process::kill_process(pid, signal).expect("kill");
 }
 
 #[test]

@@ -6,6 +6,7 @@ use std::process::{Child, Command, Stdio};
 
 /// Spawns `stoat-fake <flag> <args...>` detached; on failure says why on stderr, as `tool`,
 /// and gives the exit status the caller returns.
+#[allow(unsafe_code)]
 pub(crate) fn spawn(tool: &str, flag: &str, args: &[String]) -> Result<Child, i32> {
     let Ok(exe) = std::env::current_exe() else {
         super::emit(

@@ -8,6 +8,8 @@
 //!
 //! Never reads the network; never touches anything outside the paths it is given.
 
+#![deny(unsafe_code)]
+
 pub mod bytes;
 mod daemon;
 pub mod dispatch;

@@ -183,22 +183,15 @@ const NO_XATTR_DIR: &str = "STOAT_CONFORMANCE_NO_XATTR_DIR";
 
 /// Whether `dir`'s filesystem refuses a user.* extended attribute (the suite's own probe).
 fn refuses_user_xattrs(dir: &std::path::Path) -> bool {
-    use std::os::unix::ffi::OsStrExt as _;
-    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
-        return false;
-    };
+    use rustix::io::Errno;
     let name = c"user.stoat-conformance.probe";
-    // SAFETY: both strings are NUL-terminated and outlive the calls; the value is 1 byte.
-    let set = unsafe { libc::setxattr(path.as_ptr(), name.as_ptr(), b"1".as_ptr().cast(), 1, 0) };
-    if set == 0 {
-        // SAFETY: as above.
-        unsafe { libc::removexattr(path.as_ptr(), name.as_ptr()) };
-        return false;
+    match rustix::fs::setxattr(dir, name, b"1", rustix::fs::XattrFlags::empty()) {
+        Ok(()) => {
+            let _ = rustix::fs::removexattr(dir, name);
+            false
+        }
+        Err(errno) => matches!(errno, Errno::OPNOTSUPP | Errno::PERM | Errno::ACCESS),
     }
-    matches!(
-        std::io::Error::last_os_error().raw_os_error(),
-        Some(libc::EOPNOTSUPP | libc::EPERM | libc::EACCES)
-    )
 }
 
 fn no_xattr(case: &mut Case<'_>) -> Result<(), HarnessError> {

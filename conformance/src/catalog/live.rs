@@ -148,9 +148,9 @@ impl Drop for Watched {
         self.sut_clock
             .fetch_add(ran, std::sync::atomic::Ordering::Relaxed);
         if self.pid > 1 {
-            // SAFETY: kill(2) on the process group this watch created for its SUT.
-            unsafe {
-                libc::kill(-self.pid, libc::SIGKILL);
+            // The process group this watch created for its SUT.
+            if let Some(group) = rustix::process::Pid::from_raw(self.pid) {
+                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
             }
         }
     }

@@ -16,6 +16,7 @@ static SUT: AtomicI32 = AtomicI32::new(0);
 /// A signal that came before the SUT's pid was known (0: none).
 static HELD: AtomicI32 = AtomicI32::new(0);
 
+#[allow(unsafe_code)]
 extern "C" fn pass_on(signal: libc::c_int) {
     let pid = SUT.load(Ordering::SeqCst);
     if pid > 0 {
@@ -30,6 +31,7 @@ extern "C" fn pass_on(signal: libc::c_int) {
 }
 
 /// From now on SIGINT and SIGTERM sent to the kit go to the SUT (held until it started).
+#[allow(unsafe_code)]
 pub(super) fn pass_on_to_sut() {
     for signal in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: a zeroed sigaction with a handler that only touches atomics and calls
@@ -48,11 +50,11 @@ pub(super) fn pass_on_to_sut() {
 pub(super) fn sut_started(pid: u32) {
     SUT.store(pid as i32, Ordering::SeqCst);
     let held = HELD.swap(0, Ordering::SeqCst);
-    if held != 0 {
-        // SAFETY: kill(2) on the child just spawned.
-        unsafe {
-            libc::kill(pid as i32, held);
-        }
+    // The child just spawned.
+    let target = rustix::process::Pid::from_raw(pid as i32)
+        .zip(rustix::process::Signal::from_named_raw(held));
+    if let Some((pid, signal)) = target {
+        let _ = rustix::process::kill_process(pid, signal);
     }
 }
 
@@ -62,6 +64,7 @@ pub(super) fn sut_gone() {
 }
 
 /// Ends the kit the way the SUT ended: killed by `signal` (its default action restored).
+#[allow(unsafe_code)]
 pub(super) fn die_of(signal: i32) {
     // SAFETY: restoring the default action and raising the signal at ourselves.
     unsafe {

@@ -66,8 +66,8 @@ impl<W: Write> Human<W> {
 
 /// Whether stdout is a terminal and NO_COLOR is unset.
 pub fn wants_colour() -> bool {
-    // SAFETY: isatty on fd 1 has no preconditions.
-    let tty = unsafe { libc::isatty(1) } == 1;
+    use std::io::IsTerminal as _;
+    let tty = std::io::stdout().is_terminal();
     tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 

@@ -4,7 +4,6 @@
 
 use std::fs::File;
 use std::io::{Read as _, Write as _};
-use std::os::fd::FromRawFd as _;
 use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -94,6 +93,7 @@ impl Sut {
     }
 
     /// Runs the SUT once and captures everything.
+    #[allow(unsafe_code)]
     pub fn spawn(&self, request: SpawnRequest<'_>) -> Result<Spawned, HarnessError> {
         let mut command = Command::new(&self.program);
         command
@@ -158,9 +158,13 @@ impl Sut {
                         return false;
                     }
                     if (plan.ready)() {
-                        // SAFETY: kill(2) on the child we spawned; the waiter has not reaped
-                        // it (checked just above), so the pid is still its own.
-                        let sent = unsafe { libc::kill(pid, plan.signal) } == 0;
+                        // The child we spawned; the waiter has not reaped it (checked just
+                        // above), so the pid is still its own.
+                        let sent = rustix::process::Pid::from_raw(pid)
+                            .zip(rustix::process::Signal::from_named_raw(plan.signal))
+                            .is_some_and(|(pid, signal)| {
+                                rustix::process::kill_process(pid, signal).is_ok()
+                            });
                         if let Some(then) = &plan.then {
                             then();
                         }
@@ -209,22 +213,13 @@ impl Sut {
 }
 
 fn pipe() -> std::io::Result<(File, File)> {
-    let mut fds = [0i32; 2];
-    // SAFETY: pipe(2) fills two fresh descriptors that we immediately own.
-    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created and are owned by nobody else.
-    Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
+    let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    Ok((File::from(read), File::from(write)))
 }
 
 fn read_remaining(mut file: File) -> Vec<u8> {
-    use std::os::fd::AsRawFd as _;
-    // SAFETY: fcntl on a descriptor we own.
-    unsafe {
-        let flags = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
-        libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+    if let Ok(flags) = rustix::fs::fcntl_getfl(&file) {
+        let _ = rustix::fs::fcntl_setfl(&file, flags | rustix::fs::OFlags::NONBLOCK);
     }
     let mut out = Vec::new();
     let _ = file.read_to_end(&mut out);
@@ -259,11 +254,9 @@ fn collect(reader: Reader, pid: i32) -> Vec<u8> {
 
 /// Kills the process group the SUT leads (its id is the SUT's pid).
 fn kill_group(pid: i32) {
-    if pid > 1 {
-        // SAFETY: kill(2) on the group we created for this spawn.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
+    // The group we created for this spawn.
+    if let Some(group) = rustix::process::Pid::from_raw(pid).filter(|_| pid > 1) {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
 }
 

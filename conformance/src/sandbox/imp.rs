@@ -355,10 +355,8 @@ impl Sandbox {
             }
             let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
             if String::from_utf8_lossy(&cmdline).contains(&root) {
-                // SAFETY: kill(2) on a pid we verified carries our sandbox path.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                }
+                // A pid we verified carries our sandbox path.
+                kill_now(pid);
             }
         }
     }
@@ -393,10 +391,8 @@ impl Sandbox {
             if pid <= 1 || !names_sandbox(pid, &root) {
                 continue;
             }
-            // SAFETY: kill(2) on a pid whose cmdline we just verified names our sandbox.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
+            // A pid whose cmdline we just verified names our sandbox.
+            kill_now(pid);
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
             while names_sandbox(pid, &root) && std::time::Instant::now() < deadline {
                 std::thread::sleep(std::time::Duration::from_millis(20));
@@ -496,16 +492,12 @@ const SHM: &str = "/dev/shm";
 fn roomy_tmpfs(dir: &Path) -> bool {
     const TMPFS_MAGIC: i64 = 0x0102_1994;
     const ROOM: u64 = 256 << 20;
-    let Ok(c_path) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
-        return false;
-    };
-    // SAFETY: statfs(2) fills the zeroed struct we own; access(2) reads a C string we own.
-    let (stat, writable) = unsafe {
-        let mut stat: libc::statfs = std::mem::zeroed();
-        let rc = libc::statfs(c_path.as_ptr(), &mut stat);
-        let writable = libc::access(c_path.as_ptr(), libc::W_OK | libc::X_OK) == 0;
-        (if rc == 0 { Some(stat) } else { None }, writable)
-    };
+    let stat = rustix::fs::statfs(dir).ok();
+    let writable = rustix::fs::access(
+        dir,
+        rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+    )
+    .is_ok();
     stat.is_some_and(|s| {
         s.f_type as i64 == TMPFS_MAGIC
             && (s.f_bavail as u64).saturating_mul(s.f_bsize as u64) >= ROOM
@@ -522,4 +514,11 @@ pub(crate) fn unique_token() -> String {
         .unwrap_or(0);
     let count = COUNTER.fetch_add(1, Ordering::Relaxed);
     format!("{:x}{:x}{:x}", std::process::id(), nanos, count)
+}
+
+/// SIGKILL to `pid`, if it still names a process.
+fn kill_now(pid: i32) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
 }

@@ -8,7 +8,8 @@
 use std::io::{BufRead, Write};
 
 use stoat_core::app::vmops::{
-    self, Backend, CreateSpec, DisplayPref, Edit, ForwardChange, Immutable, Mode, PortPair, UpdateSpec,
+    self, Backend, CreateSpec, DisplayPref, Edit, ForwardChange, Immutable, Mode, PortPair,
+    UpdateSpec,
 };
 use stoat_core::{Error, Result};
 use stoat_wire::dto::{AgentAccess, AppliesAt, ForwardData, UpdateData, Vm};
