@@ -840,19 +840,24 @@ impl Paused {
     }
 }
 
-#[test]
-fn lock_waits_are_bounded_and_down_waits_for_an_up_in_flight() {
-    use crate::common::{fake_qemu, free_port, Reaper};
-    let env = TestEnv::new();
-    fake_qemu(&env);
-    env.seed_boot_files("w");
+/// A live VM `name` the fake QEMU boots, on a free ssh port.
+fn write_bootable_live_vm(env: &TestEnv, name: &str) {
+    env.seed_boot_files(name);
     env.write_vm(
-        "w",
+        name,
         &format!(
-            "name = \"w\"\nmode = \"live\"\nos = \"alpine\"\nbackend = \"apkovl\"\niso = \"/nonexistent/x.iso\"\nram = 256\ncpus = 1\nsshport = {}\nsshuser = \"root\"\n",
-            free_port()
+            "name = \"{name}\"\nmode = \"live\"\nos = \"alpine\"\nbackend = \"apkovl\"\niso = \"/nonexistent/x.iso\"\nram = 256\ncpus = 1\nsshport = {}\nsshuser = \"root\"\n",
+            crate::common::free_port()
         ),
     );
+}
+
+#[test]
+fn lock_waits_are_bounded_and_down_waits_for_an_up_in_flight() {
+    use crate::common::{fake_qemu, Reaper};
+    let env = TestEnv::new();
+    fake_qemu(&env);
+    write_bootable_live_vm(&env, "w");
     let _reaper = Reaper::watch(&env, &["w"]);
 
     // An `up` holds w's lock. A bounded wait for it gives up, naming the holder.
@@ -910,14 +915,7 @@ fn rm_and_forward_during_an_up_wait_for_it_without_holding_the_data_root() {
     let env = TestEnv::new();
     fake_qemu(&env);
     env.plant_image(ALPINE_VIRT);
-    env.seed_boot_files("w");
-    env.write_vm(
-        "w",
-        &format!(
-            "name = \"w\"\nmode = \"live\"\nos = \"alpine\"\nbackend = \"apkovl\"\niso = \"/nonexistent/x.iso\"\nram = 256\ncpus = 1\nsshport = {}\nsshuser = \"root\"\n",
-            free_port()
-        ),
-    );
+    write_bootable_live_vm(&env, "w");
     let _reaper = Reaper::watch(&env, &["w"]);
     let port = free_port();
 
