@@ -119,6 +119,7 @@ bench:
 	impl/cli/benches/pull_vs_curl.sh
 	impl/cli/benches/clone_vs_copy.sh
 	GUEST=$(GUEST_DIR) impl/cli/benches/runtime_vs_raw.sh
+	GUEST=$(GUEST_DIR) impl/cli/benches/net_guard.sh
 	DISTRO_GUEST=$(DISTRO_DIR) impl/cli/benches/distro_boot.sh
 	$(CARGO) build -p stoat-cli && $(CARGO) bench -p stoat-conformance --bench suite
 

@@ -23,6 +23,8 @@
 #   socat                       handy for poking QMP sockets by hand
 #   tmux                        a real terminal for the shell-completion tests
 #   zsh, fish                   the shells those tests complete in, beside bash
+#   gcc, libc6-dev              the network test's raw-frame probe, a small static
+#                               C program built on the host and run in the guest
 # The guest builder downloads mtools and syslinux as .debs into its own cache
 # and runs them from there, so they are not installed on the host.
 set -euo pipefail
@@ -115,7 +117,7 @@ else
 fi
 
 # 3. Plain bookworm tools.
-TOOLS=(xorriso openssh-client e2fsprogs passt socat ca-certificates xz-utils tmux zsh fish)
+TOOLS=(xorriso openssh-client e2fsprogs passt socat ca-certificates xz-utils tmux zsh fish gcc libc6-dev)
 todo=$(missing_of "${TOOLS[@]}")
 if [ -z "$todo" ]; then
   say "ok: ${TOOLS[*]}"
@@ -125,7 +127,7 @@ else
   apt-get "${APT_OPTS[@]}" install -y -q --no-install-recommends $todo
 fi
 
-for tool in qemu-system-x86_64 qemu-img xorriso passt ssh scp ssh-keygen mkfs.ext4 dpkg-deb; do
+for tool in qemu-system-x86_64 qemu-img xorriso passt ssh scp ssh-keygen mkfs.ext4 dpkg-deb cc; do
   command -v "$tool" > /dev/null || die "$tool still missing after the install"
 done
 say "done: $(qemu-system-x86_64 --version | head -n 1)"

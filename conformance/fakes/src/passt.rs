@@ -128,7 +128,24 @@ pub fn daemon(args: &[String]) -> i32 {
     serve(&parse_args(args), args)
 }
 
-/// The line the fake QEMU sends first on the stream: whether its guest answers ssh.
+/// Where the guest line starts in [`guest_frame`]: after the stream's length and the
+/// Ethernet header.
+const GUEST_LINE_AT: usize = 4 + 14;
+
+/// The frame the fake QEMU sends first on the stream, as a stream netdev carries it (length,
+/// then the frame): an ARP-typed broadcast whose body is [`guest_line`].
+pub fn guest_frame(ssh: bool) -> Vec<u8> {
+    let line = guest_line(ssh);
+    let mut frame = vec![0xff; 6];
+    frame.extend_from_slice(&[0x52, 0x54, 0x00, 0x12, 0x34, 0x56, 0x08, 0x06]);
+    frame.extend_from_slice(line.as_bytes());
+    frame.push(b'\n');
+    let mut stream = (frame.len() as u32).to_be_bytes().to_vec();
+    stream.extend_from_slice(&frame);
+    stream
+}
+
+/// The line inside the fake QEMU's first frame: whether its guest answers ssh.
 pub fn guest_line(ssh: bool) -> &'static str {
     if ssh {
         "stoat-fake-guest ssh=1"
@@ -218,9 +235,10 @@ fn serve(parsed: &PasstArgs, args: &[String]) -> i32 {
             if n == 0 {
                 break;
             }
-            if first.len() < 64 {
+            if first.len() < 96 {
                 first.extend_from_slice(&buffer[..n]);
-                let silent = first.starts_with(guest_line(false).as_bytes());
+                let line = first.get(GUEST_LINE_AT..).unwrap_or_default();
+                let silent = line.starts_with(guest_line(false).as_bytes());
                 connected.store(!silent, Ordering::SeqCst);
                 if ssh && !silent && !ssh_bound {
                     ssh_bound = true;

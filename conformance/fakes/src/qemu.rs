@@ -297,14 +297,15 @@ fn serve(parsed: &QemuArgs, args: &[String]) -> i32 {
     });
     // Like QEMU, a stream netdev whose socket nobody listens on fails the start; the
     // connection is held for the daemon's life (its end tells the network process we went).
-    // Its first line says whether this guest has an sshd (stoat-fake's passt reads it; a real
-    // network process would take it for a frame and drop it).
+    // Its first frame says whether this guest has an sshd (stoat-fake's passt reads it; it is
+    // an ARP-typed Ethernet frame, so whatever stands between passes it on and a real
+    // network process would drop it).
     let guest_ssh = !script.qemu.no_ssh && !switched_on(super::QEMU_NO_SSH_ENV);
     let _network = match &parsed.stream_socket {
         Some(socket) => match std::os::unix::net::UnixStream::connect(socket) {
             Ok(mut stream) => {
                 use std::io::Write as _;
-                let _ = writeln!(stream, "{}", super::passt::guest_line(guest_ssh));
+                let _ = stream.write_all(&super::passt::guest_frame(guest_ssh));
                 Some(stream)
             }
             Err(_) => return 1,

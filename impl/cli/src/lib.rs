@@ -50,20 +50,30 @@ pub fn hold_signals() {
     signals::hold();
 }
 
+/// The exit status of a boot helper, when the argv is exactly `<helper arg> <path>`.
+fn serve_boot_helper() -> Option<i32> {
+    use stoat_core::app::process;
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let [mode, path] = argv.as_slice() else {
+        return None;
+    };
+    let path = std::path::Path::new(path);
+    let served = if mode == process::CONSOLE_LOGGER_ARG {
+        process::serve_console_log(path)
+    } else if mode == process::NET_GUARD_ARG {
+        process::serve_net_guard(path)
+    } else {
+        return None;
+    };
+    Some(i32::from(served.is_err()))
+}
+
 /// Runs stoat with the process's argv and environment; returns the exit status.
 pub fn main() -> i32 {
-    // `up` runs this binary again as the boot's console logger (core qemu/console.rs).
-    let mut argv = std::env::args_os().skip(1);
-    if argv.next().as_deref()
-        == Some(std::ffi::OsStr::new(
-            stoat_core::app::process::CONSOLE_LOGGER_ARG,
-        ))
-    {
-        if let (Some(log), None) = (argv.next(), argv.next()) {
-            return i32::from(
-                stoat_core::app::process::serve_console_log(std::path::Path::new(&log)).is_err(),
-            );
-        }
+    // `up` runs this binary again as the boot's console logger and network guard (core
+    // qemu/helper.rs).
+    if let Some(status) = serve_boot_helper() {
+        return status;
     }
     complete::answer_if_asked();
     // The raw argv is kept for exec: the guest's words reach it byte for byte.

@@ -645,6 +645,11 @@ pub(crate) fn mixed_session(image: &Path, journal: bool) -> String {
             !reached.contains("SSH-"),
             "the guest reached a forward on the host's loopback: {reached}"
         );
+        // Nor by a raw frame the guest's root writes for the host's loopback itself.
+        crate::test_network::put_raw_syn(&env, "s");
+        crate::test_network::raw_frames_reach_the_outside_but_not_the_host_loopback(
+            &env, "s", outbound,
+        );
     }
     let said = if journal {
         let read = run(&[

@@ -1,13 +1,17 @@
 //! The guest's network through the real binary.
 //!
-//! FAKE tier: `up` starts the VM's network process (passt, here stoat-fake's) beside QEMU and
-//! `down` leaves neither running; a VM without passt on PATH is refused naming the package.
+//! FAKE tier: `up` starts the VM's network process (passt, here stoat-fake's) and the network
+//! guard between it and QEMU, and `down` leaves none of them running; with the opt-in there is
+//! no guard; a VM without passt on PATH is refused naming the package.
 //! REAL tier (ignored unless asked for; the conformance test guest STOAT_REAL_GUEST names):
 //! from inside a booted guest, a server bound to the host's 127.0.0.1 and the VM's own ssh
 //! forward seen through the gateway are unreachable, while the VM's ssh and a user forward
 //! work from the host, and the guest reaches a host server on a non-loopback address. With
-//! `update --host-loopback` the loopback server is reachable. The outside, by name, is a test
-//! of its own: it also needs a host that reaches it, and fails naming that when it does not.
+//! `update --host-loopback` the loopback server is reachable. A TCP SYN the guest's root writes
+//! as a raw frame (raw_syn.c) for 127.0.0.1 or 0.0.0.0 reaches nothing on the host, while the
+//! same frame for the host's outbound address arrives; with the opt-in the loopback one does.
+//! The outside, by name, is a test of its own: it also needs a host that reaches it, and fails
+//! naming that when it does not.
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, TcpListener, TcpStream};
@@ -27,6 +31,19 @@ fn live_pid(vm_dir: &Path, pidfile: &str) -> Option<u32> {
     String::from_utf8_lossy(&cmdline)
         .contains(&format!("{}/", vm_dir.display()))
         .then_some(pid)
+}
+
+/// The PIDs of the network guards standing before `<vm_dir>/n.sock`.
+fn net_guards(vm_dir: &Path) -> Vec<u32> {
+    let needle = format!("__net-guard\0{}/n.sock", vm_dir.display());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
+        })
+        .collect()
 }
 
 fn write_fake_vm(env: &TestEnv, name: &str, port: u16, forward: u16) {
@@ -73,7 +90,17 @@ fn up_starts_the_network_beside_qemu_and_down_stops_both() {
     );
     let shown = env.json(&["forward", "n1"]);
     assert_eq!(shown.data()["active"], true, "passt has the saved forwards");
+    // QEMU reaches passt through the guard, whose socket's name goes once QEMU is in.
+    assert!(
+        qemu_argv
+            .iter()
+            .any(|arg| arg.ends_with(&format!("addr.path={}/g.sock", vm_dir.display()))),
+        "{qemu_argv:?}"
+    );
+    assert_eq!(net_guards(&vm_dir).len(), 1, "one guard for the boot");
+    assert!(!vm_dir.join("g.sock").exists());
     env.json(&["down", "n1"]);
+    crate::common::eventually(Duration::from_secs(10), || net_guards(&vm_dir).is_empty());
     assert_eq!(live_pid(&vm_dir, "qemu.pid"), None);
     assert!(
         !Path::new(&format!("/proc/{passt}")).exists() || live_pid(&vm_dir, "passt.pid").is_none(),
@@ -93,6 +120,15 @@ fn up_starts_the_network_beside_qemu_and_down_stops_both() {
     env.json(&["up", "n1"]);
     let argv = env.fake_argvs("passt").pop().unwrap();
     assert!(!argv.contains(&"--no-map-gw".to_owned()), "{argv:?}");
+    // ... and the guard: QEMU connects to passt itself.
+    let qemu_argv = env.fake_argvs("qemu-system-x86_64").pop().unwrap();
+    assert!(
+        qemu_argv
+            .iter()
+            .any(|arg| arg.ends_with(&format!("addr.path={}/n.sock", vm_dir.display()))),
+        "{qemu_argv:?}"
+    );
+    assert!(net_guards(&vm_dir).is_empty());
     env.json(&["down", "n1"]);
     let back = env.json(&["update", "n1", "--host-loopback=false"]);
     assert_eq!(back.data()["changed"], serde_json::json!(["host_loopback"]));
@@ -203,6 +239,88 @@ fn guest_hears_banner(env: &TestEnv, vm: &str, port: u16) -> bool {
         .starts_with("SSH")
 }
 
+/// The raw-frame probe (raw_syn.c), built static on the host.
+const RAW_SYN_C: &str = include_str!("raw_syn.c");
+
+/// Builds the raw-frame probe on the host and copies it into `vm` as /tmp/raw_syn.
+pub(crate) fn put_raw_syn(env: &TestEnv, vm: &str) {
+    let source = env.tmp().join("raw_syn.c");
+    let binary = env.tmp().join("raw_syn");
+    std::fs::write(&source, RAW_SYN_C).unwrap();
+    let built = std::process::Command::new("cc")
+        .args(["-static", "-O2", "-o"])
+        .arg(&binary)
+        .arg(&source)
+        .output()
+        .expect("a C compiler on the host (make setup installs gcc and libc6-dev)");
+    assert!(
+        built.status.success(),
+        "cc: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    env.json(&[
+        "cp",
+        &binary.display().to_string(),
+        &format!("{vm}:/tmp/raw_syn"),
+    ])
+    .data();
+}
+
+/// Has the guest's root write a TCP SYN for `addr`:`port` as a raw frame (put_raw_syn first).
+pub(crate) fn guest_raw_syn(env: &TestEnv, vm: &str, addr: &str, port: u16) {
+    let run = env.json_raw(&[
+        "--json",
+        "exec",
+        vm,
+        "sh",
+        "-c",
+        &format!("chmod +x /tmp/raw_syn && sudo -n /tmp/raw_syn {addr} {port}"),
+    ]);
+    assert_eq!(run.data()["stdout"], "sent\n", "{}", run.stdout);
+}
+
+/// Whether a connection reaches `listener` within `within` (polled, the listener made
+/// non-blocking).
+pub(crate) fn accepts_within(listener: &TcpListener, within: Duration) -> bool {
+    listener.set_nonblocking(true).unwrap();
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        if listener.accept().is_ok() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A raw SYN from the guest's root for the host's loopback (127.0.0.1, and 0.0.0.0, which the
+/// host takes for itself) reaches nothing, while the same frame for `outbound` arrives: the
+/// control that the frame is sound.
+pub(crate) fn raw_frames_reach_the_outside_but_not_the_host_loopback(
+    env: &TestEnv,
+    vm: &str,
+    outbound: IpAddr,
+) {
+    let control = TcpListener::bind((outbound, 0)).unwrap();
+    let port = control.local_addr().unwrap().port();
+    guest_raw_syn(env, vm, &outbound.to_string(), port);
+    assert!(
+        accepts_within(&control, Duration::from_secs(10)),
+        "the control: a raw SYN for the host's outbound address {outbound} never arrived"
+    );
+    for target in ["127.0.0.1", "0.0.0.0"] {
+        let loopback = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let port = loopback.local_addr().unwrap().port();
+        guest_raw_syn(env, vm, target, port);
+        assert!(
+            !accepts_within(&loopback, Duration::from_secs(3)),
+            "a raw frame from the guest reached the host's loopback ({target})"
+        );
+    }
+}
+
 #[test]
 #[ignore = "needs STOAT_REAL_GUEST"]
 fn real_guest_reaches_the_outside_and_its_forwards_but_not_the_host_loopback() {
@@ -290,6 +408,10 @@ fn real_guest_reaches_the_outside_and_its_forwards_but_not_the_host_loopback() {
         Some("host-public")
     );
 
+    // Nor by a raw frame the guest's root writes for the host's loopback itself.
+    put_raw_syn(&env, "net1");
+    raw_frames_reach_the_outside_but_not_the_host_loopback(&env, "net1", outbound);
+
     let passt = live_pid(&vm_dir, "passt.pid").expect("passt runs");
     env.json(&["down", "net1"]);
     assert!(
@@ -314,6 +436,14 @@ fn real_guest_reaches_the_outside_and_its_forwards_but_not_the_host_loopback() {
         Some("host-loopback")
     );
     assert!(guest_hears_banner(&env, "net1", port));
+    let loopback = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let raw_port = loopback.local_addr().unwrap().port();
+    put_raw_syn(&env, "net1");
+    guest_raw_syn(&env, "net1", "127.0.0.1", raw_port);
+    assert!(
+        accepts_within(&loopback, Duration::from_secs(10)),
+        "with the opt-in, a raw SYN for 127.0.0.1 connects"
+    );
     env.json(&["down", "net1"]);
 }
 

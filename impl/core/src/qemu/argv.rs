@@ -91,9 +91,11 @@ pub struct LaunchSpec {
     pub fat_overlay_dir: Option<PathBuf>,
     /// `-no-reboot`: the guest's reboot ends QEMU (the apkovl installer's signal).
     pub no_reboot: bool,
-    /// The stoat binary that runs the console logger (qemu/console.rs): the serial console
-    /// then goes to its socket, capped per boot. None: QEMU appends to console.log itself.
-    pub console_logger: Option<PathBuf>,
+    /// The stoat binary that runs the boot's helpers (qemu/helper.rs): the console logger
+    /// (the serial console then goes to its socket, capped per boot) and, without the
+    /// `host_loopback` opt-in, the network guard before passt (qemu/netguard.rs). None: QEMU
+    /// appends to console.log itself and connects to passt directly.
+    pub helper_program: Option<PathBuf>,
 }
 
 impl LaunchSpec {
@@ -123,7 +125,21 @@ impl LaunchSpec {
             append: None,
             fat_overlay_dir: None,
             no_reboot: false,
-            console_logger: None,
+            helper_program: None,
+        }
+    }
+
+    /// The network guard stands between QEMU and passt.
+    pub fn guarded(&self) -> bool {
+        self.helper_program.is_some() && !self.host_loopback
+    }
+
+    /// The socket QEMU's netdev connects to: the guard's, or passt's own.
+    pub fn netdev_socket(&self) -> PathBuf {
+        if self.guarded() {
+            super::netguard::socket_path(&self.vm_dir)
+        } else {
+            self.paths().passt_socket
         }
     }
 
@@ -173,7 +189,7 @@ pub fn build_argv(spec: &LaunchSpec) -> Result<Vec<String>, QemuError> {
         "-qmp",
         &unix_socket_chardev("the QMP socket", &paths.qmp_socket)?,
     ]);
-    let console = if spec.console_logger.is_some() {
+    let console = if spec.helper_program.is_some() {
         format!(
             "socket,id=con0,path={},server=off",
             implied_value(
@@ -190,11 +206,12 @@ pub fn build_argv(spec: &LaunchSpec) -> Result<Vec<String>, QemuError> {
     };
     push(&["-chardev", &console, "-serial", "chardev:con0"]);
 
-    // The network is a passt process (qemu/passt.rs) listening on this socket; it holds the
-    // ssh port and the forwards, so they are not in QEMU's argv.
+    // The network is a passt process (qemu/passt.rs), reached through the network guard
+    // (qemu/netguard.rs) or directly; passt holds the ssh port and the forwards, so they are
+    // not in QEMU's argv.
     let netdev = format!(
         "stream,id=n0,server=off,addr.type=unix,addr.path={}",
-        implied_value("the network socket", &paths.passt_socket, true)?
+        implied_value("the network socket", &spec.netdev_socket(), true)?
     );
     push(&["-netdev", &netdev, "-device", "virtio-net,netdev=n0"]);
 
@@ -461,6 +478,21 @@ mod tests {
                 .filter(|d| d.starts_with("virtio-net"))
                 .count(),
             1
+        );
+    }
+
+    #[test]
+    fn with_a_helper_program_the_netdev_is_the_guard_s_unless_the_vm_opted_in() {
+        let mut spec = cloud_spec();
+        spec.helper_program = Some("/usr/bin/stoat".into());
+        assert_eq!(
+            value_after(&argv_of(&spec), "-netdev"),
+            ["stream,id=n0,server=off,addr.type=unix,addr.path=/home/u/.stoat/web/g.sock"]
+        );
+        spec.host_loopback = true;
+        assert_eq!(
+            value_after(&argv_of(&spec), "-netdev"),
+            ["stream,id=n0,server=off,addr.type=unix,addr.path=/home/u/.stoat/web/n.sock"]
         );
     }
 

@@ -2,23 +2,16 @@
 //! socket (`-chardev socket,server=off`) and one small stoat process per boot (this module's
 //! [`serve`], run as `stoat __console-log <vm>/console.log`) copies it into console.log,
 //! which never passes [`RUNNING_BOOT_CAP`] bytes: at the cap it becomes console.log.1 and a
-//! fresh console.log goes on (docs/decisions/runtime.md "Guest-fed buffers"). The parent binds
-//! the socket before QEMU starts and hands it over as fd 3, so QEMU's connect never races the
-//! logger; the logger ends when QEMU's end of the socket closes. Only a logger whose QEMU did not
-//! start is killed, through the child handle that started it.
+//! fresh console.log goes on (docs/decisions/runtime.md "Guest-fed buffers"). How it is
+//! started, handed its socket and ended is qemu/helper.rs's.
 
+use std::ffi::OsStr;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::net::UnixListener;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
 
 use super::error::QemuError;
+use super::helper::{self, Helper};
 
 /// The first argument that makes the stoat binary the console logger (hidden: not a command).
 pub const LOGGER_ARG: &str = "__console-log";
@@ -26,13 +19,6 @@ pub const LOGGER_ARG: &str = "__console-log";
 /// The most console.log holds during a boot, in bytes; with console.log.1 a boot's console
 /// takes at most twice this on disk.
 pub const RUNNING_BOOT_CAP: u64 = 4 << 20;
-
-/// The fd the listening socket is handed over on.
-const LISTENER_FD: i32 = 3;
-
-/// How long the logger waits for QEMU to connect before it gives up (a QEMU that failed to
-/// start is normally seen at once and the logger killed; this is the backstop).
-const ACCEPT_WAIT: Duration = Duration::from_secs(60);
 
 /// How much is read from the socket per step.
 const CHUNK: usize = 64 * 1024;
@@ -48,103 +34,21 @@ pub fn continued_line() -> String {
         .to_string()
 }
 
-/// A started logger, not yet handed to QEMU.
-pub struct Logger {
-    child: Child,
-    socket: PathBuf,
+/// Binds `socket` and starts `program __console-log <console_log>` with it on fd 3
+/// (qemu/helper.rs).
+pub fn spawn(program: &Path, socket: &Path, console_log: &Path) -> Result<Helper, QemuError> {
+    helper::spawn(
+        "start the console logger",
+        program,
+        &[OsStr::new(LOGGER_ARG), console_log.as_os_str()],
+        socket,
+    )
 }
 
-impl Logger {
-    /// QEMU is connected: the logger lives on by itself; a thread reaps it when it ends, so a
-    /// long-lived caller (the MCP server) keeps no zombie.
-    pub fn detach(self) {
-        let mut child = self.child;
-        std::thread::spawn(move || {
-            let _ = child.wait();
-        });
-    }
-
-    /// QEMU did not start: the logger is killed and reaped (a child never reaped, so its PID
-    /// is still its own) and its socket removed.
-    pub fn stop(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.socket);
-    }
-}
-
-/// Binds `socket` and starts `program __console-log <console_log>` with it on fd 3, in a
-/// session of its own with no stdio (a `--json` pipe is never held open by it).
-#[allow(unsafe_code)] // pre_exec (docs/decisions/unsafe.md)
-pub fn spawn(program: &Path, socket: &Path, console_log: &Path) -> Result<Logger, QemuError> {
-    let _ = std::fs::remove_file(socket);
-    let listener = UnixListener::bind(socket)
-        .map_err(|error| QemuError::io("listen on the console socket", error))?;
-    let fd = listener.as_raw_fd();
-    let mut command = Command::new(program);
-    command
-        .arg(LOGGER_ARG)
-        .arg(console_log)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    // SAFETY: only async-signal-safe calls (setsid, dup2, fcntl) between fork and exec.
-    unsafe {
-        command.pre_exec(move || {
-            libc::setsid();
-            if fd == LISTENER_FD {
-                let flags = libc::fcntl(fd, libc::F_GETFD);
-                libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
-            } else if libc::dup2(fd, LISTENER_FD) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let child = command.spawn().map_err(|error| {
-        let _ = std::fs::remove_file(socket);
-        QemuError::io("start the console logger", error)
-    })?;
-    Ok(Logger {
-        child,
-        socket: socket.to_owned(),
-    })
-}
-
-/// The logger's body: takes the listening socket on fd 3, waits for QEMU's one connection,
-/// removes the socket's name, then copies the console into `console_log` until QEMU closes.
-#[allow(unsafe_code)] // the signal mask, fd 3 (docs/decisions/unsafe.md)
+/// The logger's body: waits for QEMU's one connection, then copies the console into
+/// `console_log` until QEMU closes.
 pub fn serve(console_log: &Path) -> Result<(), std::io::Error> {
-    // stoat holds SIGINT and SIGTERM from its first instruction; the logger has no handler,
-    // so it takes them as any plain process does.
-    // SAFETY: sigset manipulation on a local set, then this thread's mask.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-    }
-    // SAFETY: fd 3 is the listening socket `spawn` handed over; nothing else owns it here.
-    let listener = unsafe { UnixListener::from_raw_fd(LISTENER_FD) };
-    let path = listener
-        .local_addr()
-        .ok()
-        .and_then(|a| a.as_pathname().map(Path::to_path_buf));
-    let accepted = Arc::new(AtomicBool::new(false));
-    let watch = Arc::clone(&accepted);
-    std::thread::spawn(move || {
-        std::thread::sleep(ACCEPT_WAIT);
-        if !watch.load(Ordering::SeqCst) {
-            std::process::exit(1);
-        }
-    });
-    let (mut stream, _) = listener.accept()?;
-    accepted.store(true, Ordering::SeqCst);
-    drop(listener);
-    if let Some(path) = path {
-        let _ = std::fs::remove_file(path);
-    }
+    let mut stream = helper::accept_qemu()?;
     let mut log = CappedLog::open(console_log, RUNNING_BOOT_CAP)?;
     let mut buf = vec![0u8; CHUNK];
     loop {

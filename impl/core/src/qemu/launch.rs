@@ -1,6 +1,7 @@
-//! Starting QEMU and knowing whether it runs: start the boot's console logger
-//! (qemu/console.rs) when the spec names one, spawn `qemu-system-x86_64
-//! <argv>` (it daemonizes), keep its stderr for the error, read the pidfile;
+//! Starting QEMU and knowing whether it runs: start the boot's helpers (the console logger,
+//! qemu/console.rs, and the network guard, qemu/netguard.rs) when the spec names a program,
+//! spawn `qemu-system-x86_64 <argv>` (it daemonizes), keep its stderr for the error, read the
+//! pidfile;
 //! state detection from the pidfile plus `/proc/<pid>/cmdline` (behaviour#data-root
 //! in docs/contract.md); signals by PID to a process proven to be this VM's QEMU. It must not
 //! build the argv (argv.rs) nor talk to the monitor (qmp.rs), and it never
@@ -16,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use super::argv::{build_argv, LaunchSpec, VmPaths};
 use super::error::QemuError;
+use super::helper::Helper;
 
 /// The binary looked up on PATH.
 pub const QEMU_BINARY: &str = "qemu-system-x86_64";
@@ -36,29 +38,45 @@ pub fn start(
     super::passt::passt_argv(spec, 0, 0)?;
     mark_boot(&spec.paths().console_log)?;
     super::passt::start(passt_binary, spec)?;
-    let socket = super::console::socket_path(&spec.vm_dir);
-    let logger = match &spec.console_logger {
-        Some(program) => Some(
-            super::console::spawn(program, &socket, &spec.paths().console_log).inspect_err(
-                |_| {
-                    super::passt::stop(&spec.vm_dir);
-                },
-            )?,
-        ),
-        None => None,
+    let helpers = match start_helpers(spec) {
+        Ok(helpers) => helpers,
+        Err(error) => {
+            super::passt::stop(&spec.vm_dir);
+            return Err(error);
+        }
     };
     match start_with_argv(qemu_binary, &argv, &spec.paths().pidfile) {
         Ok(pid) => {
-            if let Some(logger) = logger {
-                logger.detach();
-            }
+            helpers.into_iter().for_each(Helper::detach);
             Ok(pid)
         }
         Err(error) => {
-            if let Some(logger) = logger {
-                logger.stop();
-            }
+            helpers.into_iter().for_each(Helper::stop);
             super::passt::stop(&spec.vm_dir);
+            Err(error)
+        }
+    }
+}
+
+/// The boot's helpers, each listening before QEMU starts: the console logger, and the
+/// network guard unless the VM opted into the host's loopback. None without a helper program.
+fn start_helpers(spec: &LaunchSpec) -> Result<Vec<Helper>, QemuError> {
+    let Some(program) = &spec.helper_program else {
+        return Ok(Vec::new());
+    };
+    let paths = spec.paths();
+    let logger = super::console::spawn(
+        program,
+        &super::console::socket_path(&spec.vm_dir),
+        &paths.console_log,
+    )?;
+    if !spec.guarded() {
+        return Ok(vec![logger]);
+    }
+    match super::netguard::spawn(program, &spec.netdev_socket(), &paths.passt_socket) {
+        Ok(guard) => Ok(vec![logger, guard]),
+        Err(error) => {
+            logger.stop();
             Err(error)
         }
     }

@@ -8,7 +8,9 @@ pub mod accel;
 pub mod argv;
 pub mod console;
 pub mod error;
+pub mod helper;
 pub mod launch;
+pub mod netguard;
 pub mod passt;
 pub mod qmp;
 #[cfg(test)]

@@ -115,8 +115,9 @@ fn start(root: &Root, env: &Env, name: &str, checked: Option<&HostReady>) -> Res
         .map(|f| (f.hostport, f.guestport))
         .collect();
     spec.host_loopback = stored.config.host_loopback;
-    // This very binary caps the running boot's console (qemu/console.rs).
-    spec.console_logger = std::env::current_exe().ok();
+    // This very binary caps the running boot's console (qemu/console.rs) and guards its
+    // network (qemu/netguard.rs).
+    spec.helper_program = std::env::current_exe().ok();
     spec.display =
         match display::display_for(&stored.config.display, display::graphical_session(env)) {
             stoat_wire::dto::Display::Window => qemu::Display::Window,
