@@ -81,6 +81,7 @@ lint:
 	python3 conformance/testing/modgraph.py conformance/src
 	python3 conformance/testing/modgraph.py conformance/fakes/src
 	python3 conformance/testing/modgraph.py impl/core/src --folders
+	python3 conformance/testing/modgraph.py impl/cli/src
 
 ## test: every tier: pure and fake everywhere, the ignored real tier (needs the built guest),
 ## the report consumers required, a short fuzz smoke, then the distro tier (test-distro: builds

@@ -1,17 +1,13 @@
 //! Shell completion that knows this data root: `stoat completions SHELL` prints a small
 //! registration script, and the shell then asks the binary itself on every Tab
 //! (`STOAT_COMPLETE=SHELL stoat -- WORDS...`, clap_complete's dynamic engine), so VM names
-//! and image ids are completed as they are now, not as they were when the script was made.
+//! and image ids are completed as they are now, not as they were when the script was made
+//! (the values themselves: candidates.rs).
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 
 use clap::CommandFactory;
-use clap_complete::engine::{
-    ArgValueCandidates, ArgValueCompleter, CompletionCandidate, PathCompleter, ValueCompleter,
-};
 use clap_complete::env::{Bash, CompleteEnv, EnvCompleter, Fish, Shells, Zsh};
-use stoat_core::app::complete;
-use stoat_core::Env;
 
 use crate::grammar::{Cli, CompletionShell};
 
@@ -42,39 +38,6 @@ pub fn registration(shell: CompletionShell) -> String {
     // Writing to a Vec cannot fail.
     let _ = adapter.write_registration(VAR, "stoat", "stoat", "stoat", &mut script);
     String::from_utf8_lossy(&script).into_owned()
-}
-
-/// Completes a VM name.
-pub fn vm_names() -> ArgValueCandidates {
-    ArgValueCandidates::new(|| candidates(complete::vm_names(&Env::capture())))
-}
-
-/// Completes an image: a catalog id or a file in `isos/`.
-pub fn image_ids() -> ArgValueCandidates {
-    ArgValueCandidates::new(|| candidates(complete::image_ids(&Env::capture())))
-}
-
-/// Completes exec's words: the VM name first; the guest's command after it is the guest's.
-pub fn exec_words() -> ArgValueCompleter {
-    ArgValueCompleter::new(ExecWords)
-}
-
-/// Completes cp's paths: local files, or `VM:` for a path in a guest.
-pub fn cp_paths() -> ArgValueCompleter {
-    ArgValueCompleter::new(|current: &OsStr| {
-        let typed = current.to_string_lossy();
-        if typed.contains(':') {
-            // A guest path: the guest's files are not known here.
-            return Vec::new();
-        }
-        let mut found: Vec<CompletionCandidate> = complete::vm_names(&Env::capture())
-            .into_iter()
-            .filter(|name| name.starts_with(typed.as_ref()))
-            .map(|name| CompletionCandidate::new(format!("{name}:")))
-            .collect();
-        found.extend(PathCompleter::any().complete(current));
-        found
-    })
 }
 
 /// clap_complete's bash adapter with a registration of our own: when a candidate is a file
@@ -219,30 +182,6 @@ fn unquoted(typed: &str) -> String {
         }
     }
     out
-}
-
-struct ExecWords;
-
-impl ValueCompleter for ExecWords {
-    fn complete(&self, current: &OsStr) -> Vec<CompletionCandidate> {
-        self.complete_at(0, current)
-    }
-
-    fn complete_at(&self, index: usize, current: &OsStr) -> Vec<CompletionCandidate> {
-        if index > 0 {
-            return Vec::new();
-        }
-        let typed = current.to_string_lossy();
-        complete::vm_names(&Env::capture())
-            .into_iter()
-            .filter(|name| name.starts_with(typed.as_ref()))
-            .map(CompletionCandidate::new)
-            .collect()
-    }
-}
-
-fn candidates(values: Vec<String>) -> Vec<CompletionCandidate> {
-    values.into_iter().map(CompletionCandidate::new).collect()
 }
 
 #[cfg(test)]

@@ -3,8 +3,6 @@
 
 use std::ffi::OsString;
 
-use crate::Parsed;
-
 /// A parsed exec request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecArgs {
@@ -20,10 +18,16 @@ pub struct ExecArgs {
 
 const QUIET: &[&str] = &["-q", "--quiet", "--no-interactive"];
 
+/// An exec argv, parsed: the command to run, or exec's help.
+pub(crate) enum ExecParsed {
+    Run(ExecArgs),
+    Help(String),
+}
+
 /// Returns `Some` when argv is an exec invocation (or its help), `None` when it is not exec.
 /// `args` is the scanned argv (lossy UTF-8); `raw` the process's argv, whose tail is the
 /// guest's command verbatim (the `--json` scan never touches what follows exec's VM name).
-pub(crate) fn parse(args: &[String], raw: &[OsString]) -> Result<Option<Parsed>, String> {
+pub(crate) fn parse(args: &[String], raw: &[OsString]) -> Result<Option<ExecParsed>, String> {
     let mut quiet = false;
     let mut rest = args.iter();
     let mut saw_exec = false;
@@ -58,7 +62,7 @@ pub(crate) fn parse(args: &[String], raw: &[OsString]) -> Result<Option<Parsed>,
             };
             timeout = Some(crate::grammar::parse_positive_duration(&text)?);
         } else if token == "-h" || token == "--help" {
-            return Ok(Some(Parsed::Help(format!(
+            return Ok(Some(ExecParsed::Help(format!(
                 "{HELP}\n{}\n",
                 crate::examples::EXEC
             ))));
@@ -81,7 +85,7 @@ pub(crate) fn parse(args: &[String], raw: &[OsString]) -> Result<Option<Parsed>,
         Some(start) => raw[start..].to_vec(),
         None => command.into_iter().map(OsString::from).collect(),
     };
-    Ok(Some(Parsed::Exec(ExecArgs {
+    Ok(Some(ExecParsed::Run(ExecArgs {
         vm,
         command,
         quiet,
@@ -100,7 +104,7 @@ mod tests {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let raw: Vec<OsString> = args.iter().map(OsString::from).collect();
         parse(&args, &raw).map(|p| match p {
-            Some(Parsed::Exec(e)) => Some(e),
+            Some(ExecParsed::Run(e)) => Some(e),
             _ => None,
         })
     }

@@ -170,14 +170,14 @@ pub struct ManArgs {
 #[derive(Debug, Args)]
 pub struct VmArg {
     /// The VM's name
-    #[arg(add = crate::complete::vm_names())]
+    #[arg(add = crate::candidates::vm_names())]
     pub vm: String,
 }
 
 #[derive(Debug, Args)]
 pub struct SshArgs {
     /// The VM's name
-    #[arg(add = crate::complete::vm_names())]
+    #[arg(add = crate::candidates::vm_names())]
     pub vm: String,
     /// A command for the guest instead of a login shell (after `--`; its words reach the
     /// guest as they are, with a terminal when stdin is one)
@@ -192,7 +192,7 @@ pub struct SshArgs {
 #[derive(Debug, Args)]
 pub struct ScreenshotArgs {
     /// The VM's name
-    #[arg(add = crate::complete::vm_names())]
+    #[arg(add = crate::candidates::vm_names())]
     pub vm: String,
     /// Write the PNG here (a file, or a directory to put it in) instead of the VM's
     /// screenshots/ directory
@@ -203,7 +203,7 @@ pub struct ScreenshotArgs {
 #[derive(Debug, Args)]
 pub struct OptVmArg {
     /// The VM's name (none: every VM of the current project, where that applies)
-    #[arg(add = crate::complete::vm_names())]
+    #[arg(add = crate::candidates::vm_names())]
     pub vm: Option<String>,
 }
 
@@ -220,7 +220,7 @@ pub struct CreateArgs {
     pub name: String,
     /// Catalog id (`stoat images`), a file in isos/, or a path to an image file (absolute, or
     /// relative with a '/', e.g. ./disk.qcow2; stored absolute)
-    #[arg(long, add = crate::complete::image_ids())]
+    #[arg(long, add = crate::candidates::image_ids())]
     pub image: String,
     /// Guest OS (default: from the image; `stoat guest ls` lists them)
     #[arg(long)]
@@ -271,7 +271,7 @@ pub struct CreateArgs {
 #[derive(Debug, Args)]
 pub struct UpdateArgs {
     /// The VM's name
-    #[arg(add = crate::complete::vm_names())]
+    #[arg(add = crate::candidates::vm_names())]
     pub vm: String,
     /// RAM in MB, or with a unit: 2048, 2048M, 2G (a running VM takes it at its next start)
     #[arg(long, value_parser = parse_ram_mb)]
@@ -318,7 +318,7 @@ pub struct UpdateArgs {
 #[derive(Debug, Args)]
 pub struct UpArgs {
     /// The VM to start (none: every VM of the current project)
-    #[arg(add = crate::complete::vm_names())]
+    #[arg(add = crate::candidates::vm_names())]
     pub vm: Option<String>,
     /// Do not apply recipes after boot
     #[arg(long, alias = "no-provision")]
@@ -334,7 +334,7 @@ pub struct UpArgs {
 #[derive(Debug, Args)]
 pub struct WaitArgs {
     /// The VM's name (none: every VM of the current project)
-    #[arg(add = crate::complete::vm_names())]
+    #[arg(add = crate::candidates::vm_names())]
     pub vm: Option<String>,
     /// What to wait for: ssh answers, QEMU has exited, or the recipes have been applied
     #[arg(long, default_value = "reachable", value_parser = ["reachable", "stopped", "applied"])]
@@ -347,7 +347,7 @@ pub struct WaitArgs {
 #[derive(Debug, Args)]
 pub struct RmArgs {
     /// The VM's name (none: every VM of the current project)
-    #[arg(add = crate::complete::vm_names())]
+    #[arg(add = crate::candidates::vm_names())]
     pub vm: Option<String>,
     /// Do not ask
     #[arg(short = 'y', long = "yes")]
@@ -357,7 +357,7 @@ pub struct RmArgs {
 #[derive(Debug, Args)]
 pub struct CloneArgs {
     /// The stopped VM to copy
-    #[arg(add = crate::complete::vm_names())]
+    #[arg(add = crate::candidates::vm_names())]
     pub source: String,
     /// The new VM's name
     pub name: String,
@@ -367,7 +367,7 @@ pub struct CloneArgs {
 #[derive(Debug, Args)]
 pub struct ExecPlaceholder {
     /// <VM> [--] <CMD>...: the VM, then the command for the guest
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, add = crate::complete::exec_words())]
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, add = crate::candidates::exec_words())]
     pub rest: Vec<String>,
 }
 
@@ -377,13 +377,13 @@ pub struct CpArgs {
     /// local, or all of one VM), DST on the other. `-` as the only source copies stdin into
     /// the guest file, as DST writes the guest file to stdout (not under --json; `./-` is a
     /// file named -)
-    #[arg(value_name = "PATH", add = crate::complete::cp_paths())]
+    #[arg(value_name = "PATH", add = crate::candidates::cp_paths())]
     pub paths: Vec<String>,
     /// Copy directories and everything in them
     #[arg(short = 'r', long)]
     pub recursive: bool,
     /// Flag form: the VM
-    #[arg(long, add = crate::complete::vm_names())]
+    #[arg(long, add = crate::candidates::vm_names())]
     pub vm: Option<String>,
     /// Flag form: copy to the guest or from it
     #[arg(long, value_parser = ["to", "from"])]
@@ -402,7 +402,7 @@ pub struct CpArgs {
 #[derive(Debug, Args)]
 pub struct ForwardArgs {
     /// The VM's name
-    #[arg(add = crate::complete::vm_names())]
+    #[arg(add = crate::candidates::vm_names())]
     pub vm: String,
     /// HOST:GUEST pairs that replace the whole list
     pub pairs: Vec<String>,
@@ -427,7 +427,7 @@ pub struct PullArgs {
 #[derive(Debug, Args)]
 pub struct SnapshotArgs {
     /// The VM's name
-    #[arg(add = crate::complete::vm_names())]
+    #[arg(add = crate::candidates::vm_names())]
     pub vm: String,
     /// The snapshot's tag (none: list the snapshots)
     pub tag: Option<String>,
@@ -458,7 +458,7 @@ pub struct PruneArgs {
 #[derive(Debug, Args)]
 pub struct ApplyArgs {
     /// The VM's name (none: every VM of the current project)
-    #[arg(add = crate::complete::vm_names())]
+    #[arg(add = crate::candidates::vm_names())]
     pub vm: Option<String>,
     /// Only these recipes
     #[arg(long, value_delimiter = ',')]
@@ -602,7 +602,7 @@ pub enum GuestCommand {
 #[derive(Debug, Args)]
 pub struct LogsArgs {
     /// The VM's name (none: stoat's own log)
-    #[arg(add = crate::complete::vm_names())]
+    #[arg(add = crate::candidates::vm_names())]
     pub vm: Option<String>,
     /// Lines from the end (0: all)
     #[arg(short = 'n', default_value_t = 50, allow_negative_numbers = true)]

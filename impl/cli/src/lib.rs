@@ -9,6 +9,7 @@
 // (docs/decisions/unsafe.md).
 #![deny(unsafe_code)]
 
+mod candidates;
 mod commands;
 mod complete;
 mod ctx;
@@ -18,31 +19,22 @@ mod grammar;
 mod human;
 mod mcp;
 mod output;
+mod parse;
 mod progress;
 pub mod scan;
 mod signals;
+mod version;
 
 use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};
 
-use clap::Parser;
 use stoat_core::{Cancel, Env};
 use stoat_wire::{Emitter, WireError};
 
 pub use output::Reply;
+use parse::{non_utf8_argument, parse, Parsed};
 
-/// The build version stoat reports.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// What the command line asked for once parsed.
-// Built once per process: the size gap between the variants costs nothing.
-#[allow(clippy::large_enum_variant)]
-enum Parsed {
-    /// A command, and whether `-q` was given.
-    Command(grammar::Command, bool),
-    Exec(exec_args::ExecArgs),
-    Help(String),
-}
+pub use version::VERSION;
 
 /// Holds SIGINT and SIGTERM until [`main`] has its handler in place (the binary calls it
 /// before `main`).
@@ -198,111 +190,6 @@ fn run(
     output::Output::new(emitter).finish_hinted(cmd, result, hint)
 }
 
-/// Names the first argument that is not UTF-8, without echoing it (it may be a password):
-/// the flag it belongs to, or its position.
-fn non_utf8_argument(raw: &[std::ffi::OsString]) -> Option<String> {
-    let index = raw.iter().position(|arg| arg.to_str().is_none())?;
-    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(raw[index].as_os_str());
-    let flag_of = |text: &[u8]| {
-        let end = text.iter().position(|b| *b == b'=').unwrap_or(text.len());
-        String::from_utf8_lossy(&text[..end]).into_owned()
-    };
-    if bytes.starts_with(b"--") {
-        return Some(format!("the value of {}", flag_of(bytes)));
-    }
-    match index.checked_sub(1).and_then(|i| raw[i].to_str()) {
-        Some(previous) if previous.starts_with('-') && !previous.contains('=') => {
-            Some(format!("the value of {previous}"))
-        }
-        _ => Some(format!("argument {}", index + 1)),
-    }
-}
-
-/// A usage error: one line for the wire, and clap's whole text for a human when clap said it.
-struct UsageError {
-    line: String,
-    full: Option<String>,
-}
-
-impl From<String> for UsageError {
-    fn from(line: String) -> UsageError {
-        UsageError { line, full: None }
-    }
-}
-
-impl From<&str> for UsageError {
-    fn from(line: &str) -> UsageError {
-        UsageError::from(line.to_owned())
-    }
-}
-
-fn parse(args: &[String], raw: &[std::ffi::OsString]) -> Result<Parsed, UsageError> {
-    // `stoat help <cmd>...` is `stoat <cmd>... --help`.
-    if args.first().map(String::as_str) == Some("help") && args.len() > 1 {
-        let mut rewritten: Vec<String> = args[1..].to_vec();
-        rewritten.push("--help".into());
-        return parse(&rewritten, &[]);
-    }
-    if let Some(exec) = exec_args::parse(args, raw)? {
-        return Ok(exec);
-    }
-    let argv = std::iter::once("stoat".to_owned()).chain(args.iter().cloned());
-    match grammar::Cli::try_parse_from(argv) {
-        Ok(cli) if cli.version => Ok(Parsed::Command(grammar::Command::Version, cli.quiet)),
-        Ok(cli) => match cli.command {
-            Some(grammar::Command::Help) => Ok(Parsed::Help(commands::info::usage_text())),
-            Some(command) => Ok(Parsed::Command(command, cli.quiet)),
-            None if args.is_empty() => Err("no command given; run `stoat help`".into()),
-            None => Err("no command given".into()),
-        },
-        Err(err) if err.kind() == clap::error::ErrorKind::DisplayHelp => {
-            Ok(Parsed::Help(err.render().to_string()))
-        }
-        Err(err) => Err(UsageError {
-            line: clap_message(&err),
-            full: Some(err.render().to_string()),
-        }),
-    }
-}
-
-/// Returns clap's whole error as one line: its `error:` prefix and "try --help" footer
-/// dropped, the rest joined with "; " (the missing argument, the allowed values, a
-/// suggestion, the usage line).
-fn clap_message(err: &clap::Error) -> String {
-    let rendered = err.render().to_string();
-    let mut parts: Vec<String> = Vec::new();
-    for raw_line in rendered.lines() {
-        let line = raw_line.trim();
-        if line.is_empty() || line.starts_with("For more information") {
-            continue;
-        }
-        let line = line.strip_prefix("error: ").unwrap_or(line);
-        let line = match line.strip_prefix("Usage: ") {
-            Some(usage) => format!("usage: {usage}"),
-            None => line.to_owned(),
-        };
-        // An indented line continues the one before (a list of missing arguments, the
-        // possible values), except a tip, which stands on its own.
-        let continues = raw_line.starts_with(' ') && !line.starts_with("tip:");
-        match parts.last_mut() {
-            Some(last) if continues => {
-                let joiner = if last.ends_with(':') || line.starts_with('[') {
-                    " "
-                } else {
-                    ", "
-                };
-                last.push_str(joiner);
-                last.push_str(&line);
-            }
-            _ => parts.push(line),
-        }
-    }
-    if parts.is_empty() {
-        return "invalid arguments".into();
-    }
-    parts.join("; ")
-}
-
 fn install_json_panic_hook(terminator: stoat_wire::Terminator) {
     panic::set_hook(Box::new(move |info| {
         let message = format!("panic: {info}");
@@ -310,8 +197,6 @@ fn install_json_panic_hook(terminator: stoat_wire::Terminator) {
         terminator.terminate(&WireError::internal(message));
     }));
 }
-
-pub(crate) use exec_args::ExecArgs;
 
 /// The name closest to a mistyped one among `known` (at most two edits away, or one for
 /// short names), for a person's `not found`: a VM name, an image id.

@@ -8,7 +8,7 @@ use stoat_wire::dto::ApplyData;
 
 use crate::ctx::Ctx;
 use crate::grammar::ApplyArgs;
-use crate::Reply;
+use crate::output::Reply;
 
 /// `apply <vm> [--only a,b] [--dry-run] [--param r.p=v]`.
 pub fn apply(ctx: &Ctx, args: &ApplyArgs) -> Result<Reply> {

@@ -9,7 +9,7 @@ use stoat_wire::dto::{CopyDirection, CpData};
 
 use crate::ctx::Ctx;
 use crate::grammar::CpArgs;
-use crate::Reply;
+use crate::output::Reply;
 
 /// The local operand that stands for stdin (a source) or stdout (the destination).
 const STDIO: &str = "-";

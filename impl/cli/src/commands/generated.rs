@@ -9,7 +9,7 @@ use clap::CommandFactory;
 use stoat_core::{Error, Result};
 
 use crate::grammar::{Cli, CompletionShell, ManArgs};
-use crate::Reply;
+use crate::output::Reply;
 
 /// The grammar, built (subcommands expanded and named `stoat-<cmd>` for man pages).
 fn grammar() -> clap::Command {

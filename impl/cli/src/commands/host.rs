@@ -13,7 +13,9 @@ use stoat_wire::dto::{
 
 use crate::ctx::Ctx;
 use crate::grammar::{LogsArgs, PruneArgs, SnapshotArgs};
-use crate::{human, Reply, VERSION};
+use crate::human;
+use crate::output::Reply;
+use crate::version::VERSION;
 
 /// `ssh-command <vm>`: the argv to run yourself. It does not check that the VM runs.
 pub fn ssh_command(ctx: &Ctx, name: &str) -> Result<Reply> {

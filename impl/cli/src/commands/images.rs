@@ -8,7 +8,7 @@ use stoat_wire::dto::{Image, PullData};
 
 use crate::ctx::Ctx;
 use crate::human;
-use crate::Reply;
+use crate::output::Reply;
 
 /// `images`.
 pub fn images(ctx: &Ctx) -> Result<Reply> {

@@ -5,7 +5,7 @@ use stoat_core::{app, Result};
 use stoat_wire::dto::HelpData;
 
 use crate::grammar::Cli;
-use crate::Reply;
+use crate::output::Reply;
 
 /// `version`.
 pub fn version() -> Reply {

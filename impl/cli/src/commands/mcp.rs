@@ -8,8 +8,9 @@ use stoat_wire::dto::{McpDoctorData, McpInstallData};
 
 use crate::ctx::Ctx;
 use crate::grammar::{McpArgs, McpCommand};
+use crate::human;
 use crate::mcp::server;
-use crate::{human, Reply};
+use crate::output::Reply;
 
 /// `mcp [doctor | install <client>]`.
 pub fn mcp(ctx: &Ctx, args: &McpArgs) -> Result<Reply> {

@@ -18,7 +18,7 @@ use stoat_core::{Error, Result};
 
 use crate::ctx::Ctx;
 use crate::grammar::{Command, RecipeCommand};
-use crate::Reply;
+use crate::output::Reply;
 
 /// The commands that cannot answer in JSON lines, refused under --json before they run:
 /// `ssh` replaces the process (json-v3#ssh-refused), a bare `mcp` owns stdout, `cp` with

@@ -12,7 +12,7 @@ use stoat_wire::dto::{ProjectRun, ProjectStatus};
 use crate::ctx::Ctx;
 use crate::grammar::{ApplyArgs, Command, OptVmArg, RmArgs, UpArgs, WaitArgs};
 use crate::human;
-use crate::Reply;
+use crate::output::Reply;
 
 /// `init`: writes a commented stoat.toml in the working directory.
 pub fn init(ctx: &Ctx) -> Result<Reply> {

@@ -10,7 +10,7 @@ use stoat_wire::dto::{Guest, RecipeAdded, RecipeListData, RecipePinsData, Recipe
 use crate::ctx::Ctx;
 use crate::grammar::{CheckRecipesArgs, GuestCommand, RecipeCommand, RecipesArgs};
 use crate::human;
-use crate::Reply;
+use crate::output::Reply;
 
 /// `recipes [--os OS] [--backend B]`: what is offered (the backend does not change it).
 pub fn recipes(ctx: &Ctx, args: &RecipesArgs) -> Result<Reply> {

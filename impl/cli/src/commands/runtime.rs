@@ -7,9 +7,10 @@ use stoat_core::app::vms;
 use stoat_core::{Error, Result};
 
 use crate::ctx::Ctx;
+use crate::exec_args::ExecArgs;
 use crate::grammar::{ScreenshotArgs, UpArgs, WaitArgs};
 use crate::output::GuestOutput;
-use crate::{ExecArgs, Reply};
+use crate::output::Reply;
 
 /// `up <vm> [--no-apply] [--no-wait] [--timeout D]`: boot, wait until ssh answers (unless
 /// `--no-wait`), then (unless `--no-apply`) apply the VM's recipes, whose `stage`/`log`

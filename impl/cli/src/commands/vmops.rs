@@ -16,7 +16,7 @@ use stoat_wire::dto::{AgentAccess, AppliesAt, ForwardData, UpdateData, Vm};
 
 use crate::ctx::Ctx;
 use crate::grammar::{CloneArgs, CreateArgs, ForwardArgs, RmArgs, UpdateArgs};
-use crate::Reply;
+use crate::output::Reply;
 
 /// `create`.
 pub fn create(ctx: &Ctx, args: CreateArgs) -> Result<Reply> {

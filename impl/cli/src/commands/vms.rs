@@ -8,7 +8,7 @@ use stoat_wire::dto::{Health, Vm, VmState, VmStatus};
 use crate::ctx::Ctx;
 use crate::grammar::LsArgs;
 use crate::human;
-use crate::Reply;
+use crate::output::Reply;
 
 /// `ls`.
 pub fn ls(ctx: &Ctx, _args: &LsArgs) -> Result<Reply> {

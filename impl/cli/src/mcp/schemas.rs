@@ -3,15 +3,20 @@
 //! `$ref` inlined, so a client needs nothing else), and the check of a call's arguments
 //! against the input schema. Built once per process.
 
-use std::sync::OnceLock;
-
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
 use stoat_core::{Error, Result};
 use stoat_schemas::BASE_URI;
 
-use super::tools::{Answer, Tool, TOOLS};
+/// What a successful call answers.
+#[derive(Debug, Clone, Copy)]
+pub enum Answer {
+    /// The `data` schema of a CLI command, in the schemas the binary ships.
+    Data(&'static str),
+    /// A result only MCP gives (docs/mcp.md), written over the shipped schemas.
+    Mcp(fn() -> Value),
+}
 
 /// One tool's schemas.
 pub struct Schemas {
@@ -20,26 +25,17 @@ pub struct Schemas {
     validator: jsonschema::Validator,
 }
 
-/// The schemas of `tool` (one of [`TOOLS`]).
-pub fn of(tool: &Tool) -> &'static Schemas {
-    static ALL: OnceLock<Vec<Schemas>> = OnceLock::new();
-    let all = ALL.get_or_init(|| TOOLS.iter().map(build).collect());
-    let index = TOOLS
-        .iter()
-        .position(|t| t.name == tool.name)
-        .unwrap_or_else(|| panic!("{} is not in the tool table", tool.name));
-    &all[index]
-}
-
-fn build(tool: &Tool) -> Schemas {
-    let input = Value::from((tool.input)());
+/// The schemas of the tool `name`: its input schema as `input` makes it, its output as
+/// `answer` says.
+pub fn build(name: &str, input: fn() -> schemars::Schema, answer: Answer) -> Schemas {
+    let input = Value::from(input());
     let validator = jsonschema::draft202012::options()
         .build(&input)
-        .unwrap_or_else(|e| panic!("{}: the generated input schema compiles: {e}", tool.name));
+        .unwrap_or_else(|e| panic!("{name}: the generated input schema compiles: {e}"));
     Schemas {
         input,
-        output: output_schema(tool.answer)
-            .unwrap_or_else(|e| panic!("{}: the output schema bundles: {e}", tool.name)),
+        output: output_schema(answer)
+            .unwrap_or_else(|e| panic!("{name}: the output schema bundles: {e}")),
         validator,
     }
 }
@@ -172,9 +168,8 @@ pub fn copy_result() -> Value {
 /// Checks a call's arguments against the tool's input schema; null arguments are removed
 /// first (absent). Unknown and missing arguments are named with what the tool takes; any
 /// other mismatch names the argument and the schema's complaint. Every failure is `usage`.
-pub fn check_args(tool: &Tool, args: &mut Map<String, Value>) -> Result<()> {
+pub fn check_args(tool: &str, schemas: &Schemas, args: &mut Map<String, Value>) -> Result<()> {
     args.retain(|_, value| !value.is_null());
-    let schemas = of(tool);
     let properties = schemas.input["properties"].as_object();
     let takes = || {
         let names: Vec<&str> = properties
@@ -190,7 +185,7 @@ pub fn check_args(tool: &Tool, args: &mut Map<String, Value>) -> Result<()> {
         if !properties.is_some_and(|p| p.contains_key(key)) {
             return Err(Error::Usage(format!(
                 "{}: unknown argument {key:?}; it takes {}",
-                tool.name,
+                tool,
                 takes()
             )));
         }
@@ -198,10 +193,7 @@ pub fn check_args(tool: &Tool, args: &mut Map<String, Value>) -> Result<()> {
     for required in schemas.input["required"].as_array().into_iter().flatten() {
         if let Some(name) = required.as_str() {
             if !args.contains_key(name) {
-                return Err(Error::Usage(format!(
-                    "{}: missing argument {name:?}",
-                    tool.name
-                )));
+                return Err(Error::Usage(format!("{tool}: missing argument {name:?}")));
             }
         }
     }
@@ -209,7 +201,7 @@ pub fn check_args(tool: &Tool, args: &mut Map<String, Value>) -> Result<()> {
     let problem = schemas.validator.iter_errors(&value).next().map(|error| {
         let at = error.instance_path().to_string();
         let argument = at.trim_start_matches('/').split('/').next().unwrap_or("");
-        format!("{}: argument {argument:?}: {error}", tool.name)
+        format!("{tool}: argument {argument:?}: {error}")
     });
     if let Value::Object(map) = value {
         *args = map;

@@ -253,7 +253,7 @@ impl Server {
         Ok(json!({
             "protocolVersion": self.protocol,
             "capabilities": {"tools": {"listChanged": false}},
-            "serverInfo": {"name": "stoat", "title": "stoat VM manager", "version": crate::VERSION},
+            "serverInfo": {"name": "stoat", "title": "stoat VM manager", "version": crate::version::VERSION},
             "instructions": "stoat manages QEMU VMs on this host. Each VM's agent_access (none, observe, manage, exec) limits what these tools may do with it; copy tools reach only <stoat home>/shared/<vm> on the host.",
         }))
     }

@@ -5,6 +5,8 @@
 //! command calls, so results are the contract's DTOs (docs/contract.md behaviour#mcp). Tools
 //! never call the CLI's commands.
 
+use std::sync::OnceLock;
+
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -19,19 +21,10 @@ use stoat_wire::dto::{
 };
 
 use super::guards::{self, Class};
-use super::schemas;
+use super::schemas::{self, Answer, Schemas};
 
 /// Runs a tool once its arguments passed the guards and the input schema.
 pub type Runner = fn(&Session, Map<String, Value>) -> Result<Value>;
-
-/// What a successful call answers.
-#[derive(Debug, Clone, Copy)]
-pub enum Answer {
-    /// The `data` schema of a CLI command, in the schemas the binary ships.
-    Data(&'static str),
-    /// A result only MCP gives (docs/mcp.md), written over the shipped schemas.
-    Mcp(fn() -> Value),
-}
 
 /// One MCP tool.
 pub struct Tool {
@@ -645,8 +638,8 @@ impl Tool {
             "name": self.name,
             "title": self.title,
             "description": self.description,
-            "inputSchema": schemas::of(self).input,
-            "outputSchema": schemas::of(self).output,
+            "inputSchema": self.schemas().input,
+            "outputSchema": self.schemas().output,
             "annotations": {
                 "title": self.title,
                 "readOnlyHint": read_only,
@@ -660,7 +653,23 @@ impl Tool {
     /// Checks arguments against the input schema (null reads as absent). A failure is `usage`,
     /// naming what this tool takes.
     pub fn validate(&self, args: &mut Map<String, Value>) -> Result<()> {
-        schemas::check_args(self, args)
+        schemas::check_args(self.name, self.schemas(), args)
+    }
+
+    /// This tool's schemas, built once per process for every tool of [`TOOLS`].
+    fn schemas(&self) -> &'static Schemas {
+        static ALL: OnceLock<Vec<Schemas>> = OnceLock::new();
+        let all = ALL.get_or_init(|| {
+            TOOLS
+                .iter()
+                .map(|tool| schemas::build(tool.name, tool.input, tool.answer))
+                .collect()
+        });
+        let index = TOOLS
+            .iter()
+            .position(|t| t.name == self.name)
+            .unwrap_or_else(|| panic!("{} is not in the tool table", self.name));
+        &all[index]
     }
 }
 
