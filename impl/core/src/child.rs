@@ -168,12 +168,34 @@ pub fn status_consuming_stderr<T: Send + 'static>(
     Ok((status, reader.and_then(|thread| thread.join().ok())))
 }
 
+/// Starts `command` in a process group of its own (a terminal's Ctrl-C does not reach it)
+/// that dies with stoat, without registering it: a cancel does not forward to it, and the
+/// caller alone waits for it and stops it. For a helper whose own end is what it tells
+/// (exec's watch in a terminal: its stdin ending without a word stops the guest command).
+pub fn spawn_unregistered(command: &mut Command) -> std::io::Result<Child> {
+    command.process_group(0);
+    die_with_stoat(command);
+    command.spawn()
+}
+
 /// Starts and registers the tool, unless a cancel came first (a cleanup tool starts anyway).
-#[allow(unsafe_code)] // pre_exec (docs/decisions/unsafe.md)
 fn start(command: &mut Command, group: Group, cleanup: bool) -> Result<Child, RunError> {
     if group == Group::Own {
         command.process_group(0);
     }
+    die_with_stoat(command);
+    let mut running = lock();
+    if STOPPING.load(Ordering::SeqCst) && !cleanup {
+        return Err(RunError::Canceled);
+    }
+    let child = command.spawn().map_err(RunError::Spawn)?;
+    running.push(child.id() as i32);
+    Ok(child)
+}
+
+/// Makes the child get SIGKILL when the thread that starts it ends (stoat killed included).
+#[allow(unsafe_code)] // pre_exec (docs/decisions/unsafe.md)
+fn die_with_stoat(command: &mut Command) {
     let parent = process::getpid().as_raw_pid();
     // SAFETY: in the child only async-signal-safe calls (prctl, getppid, _exit) run before
     // exec.
@@ -187,13 +209,6 @@ fn start(command: &mut Command, group: Group, cleanup: bool) -> Result<Child, Ru
             Ok(())
         });
     }
-    let mut running = lock();
-    if STOPPING.load(Ordering::SeqCst) && !cleanup {
-        return Err(RunError::Canceled);
-    }
-    let child = command.spawn().map_err(RunError::Spawn)?;
-    running.push(child.id() as i32);
-    Ok(child)
 }
 
 /// Waits for the tool to end; unregisters it before it is reaped, so a forwarded signal can

@@ -124,21 +124,31 @@ impl TestEnv {
         cmd
     }
 
-    /// Runs stoat in human mode.
+    /// Runs stoat in human mode (within the limit [`crate::bounded`] set, if any).
+    #[track_caller]
     pub fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().unwrap()
+        match crate::bound::limit() {
+            Some(limit) => {
+                let shown = std::iter::once("stoat").chain(args.iter().copied());
+                let shown = shown.collect::<Vec<_>>().join(" ");
+                crate::bound::output_within(self.std_cmd(args), &shown, limit)
+            }
+            None => self.cmd(args).output().unwrap(),
+        }
     }
 
     /// Runs stoat with `--json` appended and checks the contract on the output.
+    #[track_caller]
     pub fn json(&self, args: &[&str]) -> JsonRun {
         let mut all: Vec<&str> = args.to_vec();
         all.push("--json");
-        JsonRun::check(self.cmd(&all).output().unwrap())
+        self.json_raw(&all)
     }
 
     /// Runs stoat with exactly `args` (place `--json` yourself) and checks the contract.
+    #[track_caller]
     pub fn json_raw(&self, args: &[&str]) -> JsonRun {
-        JsonRun::check(self.cmd(args).output().unwrap())
+        JsonRun::check(self.run(args))
     }
 
     /// Makes `bin/<tool>` the multi-call fake host tool ([`stoat_fake`]) answering as `tool`

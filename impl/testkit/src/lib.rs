@@ -3,12 +3,14 @@
 //! `--json` run ([`JsonRun`]), VMs made the usual ways ([`create_disk`]), fakes
 //! ([`stoat_fake`], [`fake_qemu`], [`FakeRunningVm`]), a program run in the background and
 //! its output read with deadlines ([`Spawned`]), a condition waited on with a deadline
-//! ([`eventually`]), local recipes ([`write_recipe_in`]), loopback servers ([`banner_port`],
+//! ([`eventually`]), a time limit on the commands a stretch of a test runs ([`bounded`]),
+//! local recipes ([`write_recipe_in`]), loopback servers ([`banner_port`],
 //! [`LoopbackAcceptor`], [`http::Server`]) and the real tier's guest ([`real_guest`]). A helper
 //! lives here once two test files need it.
 
 #![forbid(unsafe_code)]
 
+mod bound;
 mod env;
 mod fakes;
 pub mod http;
@@ -19,6 +21,7 @@ mod spawn;
 mod vms;
 mod wait;
 
+pub use bound::bounded;
 pub use env::{write_recipe_in, TestEnv, FAKE_HOST_TOOLS};
 pub use fakes::{fake_booted_qemu, fake_qemu, stoat_fake, stub, FakeRunningVm, Reaper};
 pub use json::JsonRun;

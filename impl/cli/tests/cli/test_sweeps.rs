@@ -18,12 +18,17 @@
 //!   images; gzip members read unpacked) nor in anything handed to a fake guest tool.
 //!
 //! A row's failure does not stop the sweep: every row runs and the failures are listed at the
-//! end. `STOAT_SWEEP_ROW=<text>` runs only the rows whose name contains it.
+//! end. A row runs under [`bounded`] ([`ROW_BOUND`]): a stoat command it runs through
+//! `TestEnv::run`/`json`/`json_raw` that is still running 90 s after it started is killed and
+//! fails the row, naming the command, so a hang fails one row instead of hanging `make test`
+//! (`a_command_past_the_bound_is_killed_and_fails_its_row`); what a row runs in the background
+//! (`Spawned`) has its own deadlines. `STOAT_SWEEP_ROW=<text>` runs only the rows whose name
+//! contains it.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crate::common::{create_disk_args, JsonRun, TestEnv, ALPINE_VIRT};
+use crate::common::{bounded, create_disk_args, JsonRun, TestEnv, ALPINE_VIRT};
 use crate::test_cancel::{
     finish_then_die, qemu_io, slow_qemu_img_when, spawn_json, wait_for_tool, ANSWER,
 };
@@ -32,9 +37,18 @@ use crate::test_integrity::{killed_at, leftovers};
 /// The text every host file a hostile row plants holds; it must never reach a guest.
 pub(crate) const HOST_SECRET: &str = "stoat-host-secret-4711";
 
+/// The time limit on each stoat command a sweep's row runs ([`bounded`]): far above what any
+/// command of a row takes (the slowest, a guest row's, take seconds), far below forever.
+const ROW_BOUND: Duration = Duration::from_secs(90);
+
 /// Runs each `(name, row)`, catching a failed row so the others still run; fails at the end
-/// naming every failed row.
+/// naming every failed row. Each row's stoat commands are bounded by [`ROW_BOUND`].
 fn sweep<S: AsRef<str>, R>(what: &str, rows: &[(S, R)], run: impl Fn(&R)) {
+    sweep_within(ROW_BOUND, what, rows, run)
+}
+
+/// [`sweep`] with `limit` on each row's stoat commands.
+fn sweep_within<S: AsRef<str>, R>(limit: Duration, what: &str, rows: &[(S, R)], run: impl Fn(&R)) {
     let only = std::env::var("STOAT_SWEEP_ROW").unwrap_or_default();
     let started = Instant::now();
     let mut failed = Vec::new();
@@ -46,7 +60,8 @@ fn sweep<S: AsRef<str>, R>(what: &str, rows: &[(S, R)], run: impl Fn(&R)) {
         }
         ran += 1;
         let at = Instant::now();
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(row)));
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| bounded(limit, || run(row))));
         eprintln!("{what}: {name}: {:?}", at.elapsed());
         if outcome.is_err() {
             failed.push(name);
@@ -55,6 +70,57 @@ fn sweep<S: AsRef<str>, R>(what: &str, rows: &[(S, R)], run: impl Fn(&R)) {
     eprintln!("{what}: {ran} rows in {:?}", started.elapsed());
     assert!(ran > 0, "no row of {what} matches STOAT_SWEEP_ROW={only:?}");
     assert!(failed.is_empty(), "{what}: failed rows: {failed:?}");
+}
+
+/// A stoat command that never ends on its own (`logs -f` of stoat's own log follows it until
+/// Ctrl-C) is killed at a row's bound, and the row fails naming it; the sweep goes on to its
+/// next row and lists the failed one.
+#[test]
+fn a_command_past_the_bound_is_killed_and_fails_its_row() {
+    let env = TestEnv::new();
+    let bound = Duration::from_secs(2);
+    let started = Instant::now();
+    let failed = std::panic::catch_unwind(|| bounded(bound, || env.run(&["logs", "-f"])));
+    let took = started.elapsed();
+    let message = *failed.unwrap_err().downcast::<String>().unwrap();
+    assert!(
+        message.starts_with("`stoat logs -f` ran past its bound of 2s and was killed"),
+        "{message}"
+    );
+    assert!(took >= bound && took < bound * 5, "{took:?}");
+    // Nothing of it runs on (every run starts from the sandbox's HOME).
+    assert!(
+        runs_from(&env.home()).is_empty(),
+        "{:?}",
+        runs_from(&env.home())
+    );
+    // In a sweep: the row fails, the next one still runs, the failure names the row.
+    let rows = [("follows forever", true), ("answers", false)];
+    let ran = std::cell::RefCell::new(Vec::new());
+    let swept = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        sweep_within(bound, "bound check", &rows, |forever| {
+            ran.borrow_mut().push(*forever);
+            let args: &[&str] = if *forever { &["logs", "-f"] } else { &["ls"] };
+            assert!(env.run(args).status.success());
+        })
+    }));
+    let message = *swept.unwrap_err().downcast::<String>().unwrap();
+    assert_eq!(message, r#"bound check: failed rows: ["follows forever"]"#);
+    assert_eq!(*ran.borrow(), [true, false]);
+}
+
+/// The processes of this user whose working directory is `dir`.
+fn runs_from(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if entry.file_name().to_string_lossy().parse::<u32>().is_err() {
+            continue;
+        }
+        if std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == dir) {
+            found.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    found
 }
 
 // ---------------------------------------------------------------- the kill sweep

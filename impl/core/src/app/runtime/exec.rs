@@ -10,15 +10,18 @@
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::exec_watch::{watch_script, Watch};
 use crate::child::{self, Group};
 use crate::ssh::argv::{quote_remote_argv, ssh_args_with};
 use crate::ssh::login::last_line;
-use crate::ssh::mux::Route;
+use crate::ssh::mux::{Mux, Route};
 use crate::ssh::reach::{reach, FirstContact, Reached};
 use crate::ssh::session_mark::{self, MarkFilter, WRITE_MARK};
+use crate::vm::StoredVm;
 use crate::{Cancel, Env, Error, Result, Root};
 
 /// How long exec (unless told otherwise) and cp wait for a running VM's ssh to answer before they give up.
@@ -83,13 +86,7 @@ pub fn exec(
     )?;
     let mark = exec_mark();
     let ssh_to = |route: &Route, remote: OsString| {
-        let mut command = Command::new(&ssh);
-        route.configure(&mut command);
-        command
-            .args(ssh_args_with(&key, &stored, route.options()))
-            .arg(remote)
-            .env("PATH", env.path_var());
-        command
+        ssh_command(&ssh, route, &key, &stored, env.path_var(), remote)
     };
     let mut said_waiting = false;
     let (status, stdout, stderr) = loop {
@@ -105,14 +102,20 @@ pub fn exec(
         let ran = match streams {
             // The terminal stays stoat's: ssh shares its process group to read it. The guest's
             // stderr is passed on as it comes; ssh's own talk waits for the session mark.
+            // A watch in the guest stops the command if stoat goes without a word
+            // (exec_watch.rs); it hears `done` when the watch is dropped, once ssh has ended.
             Streams::Inherit => {
-                child::status_consuming_stderr(&mut ssh_cmd, Group::Shared, pass_guest_stderr).map(
-                    |(status, filter)| {
-                        let filter = filter.unwrap_or_default();
-                        let opened = filter.opened();
-                        (status, Vec::new(), (opened, filter.into_held()))
-                    },
-                )
+                let watch = terminal_watch(&ssh, &key, &stored, &mux, env, &mark);
+                let opened = watch.opened();
+                let ran = child::status_consuming_stderr(&mut ssh_cmd, Group::Shared, |pipe| {
+                    pass_guest_stderr(pipe, opened)
+                });
+                drop(watch);
+                ran.map(|(status, filter)| {
+                    let filter = filter.unwrap_or_default();
+                    let opened = filter.opened();
+                    (status, Vec::new(), (opened, filter.into_held()))
+                })
             }
             Streams::Capture => {
                 // A pipe stoat never writes and holds open while ssh runs: its end (stoat
@@ -187,16 +190,65 @@ pub fn exec(
     })
 }
 
-/// Copies ssh's stderr to ours as it comes, once the session mark has gone by; returns the
-/// filter, which holds what ssh said when no session opened.
-fn pass_guest_stderr(mut pipe: std::process::ChildStderr) -> MarkFilter {
+/// `ssh` to the guest through `route`, running `remote`.
+fn ssh_command(
+    ssh: &Path,
+    route: &Route,
+    key: &Path,
+    stored: &StoredVm,
+    path: &str,
+    remote: OsString,
+) -> Command {
+    let mut command = Command::new(ssh);
+    route.configure(&mut command);
+    command
+        .args(ssh_args_with(key, stored, route.options()))
+        .arg(remote)
+        .env("PATH", path);
+    command
+}
+
+/// The watch of a terminal exec ([`Watch`]): its ssh goes through the VM's master when one
+/// answers once the command has run a while (the one this exec's ssh may have just become),
+/// else directly; it never becomes the master itself.
+fn terminal_watch(
+    ssh: &Path,
+    key: &Path,
+    stored: &StoredVm,
+    mux: &Mux,
+    env: &Env,
+    mark: &str,
+) -> Watch {
+    let (ssh, key, stored, mux) = (
+        ssh.to_path_buf(),
+        key.to_path_buf(),
+        stored.clone(),
+        mux.clone(),
+    );
+    let path = env.path_var().to_owned();
+    let script = watch_script(&signal_marked(mark, "TERM"), &signal_marked(mark, "KILL"));
+    Watch::start(move || {
+        let route = mux.live_client().unwrap_or_else(Route::direct);
+        ssh_command(&ssh, &route, &key, &stored, &path, script.into())
+    })
+}
+
+/// Copies ssh's stderr to ours as it comes, once the session mark has gone by, and calls
+/// `opened` then; returns the filter, which holds what ssh said when no session opened.
+fn pass_guest_stderr(mut pipe: std::process::ChildStderr, opened: impl FnOnce()) -> MarkFilter {
     let mut filter = MarkFilter::default();
+    let mut opened = Some(opened);
     let mut chunk = [0u8; 8192];
     while let Ok(n) = pipe.read(&mut chunk) {
         if n == 0 {
             break;
         }
         let out = filter.feed(&chunk[..n]);
+        if filter.opened() {
+            if let Some(opened) = opened.take() {
+                opened();
+            }
+        }
         if !out.is_empty() {
             let mut stderr = std::io::stderr().lock();
             let _ = stderr.write_all(&out);
@@ -256,11 +308,16 @@ fn marked_command(mark: &str, quoted: &std::ffi::OsStr, watch: bool) -> OsString
 /// the mark, the groups they lead, and everything below them (a child that cleared its
 /// environment, `sudo`'s for one, is still below a marked parent).
 fn stop_marked(mark: &str) -> OsString {
-    OsString::from(format!(
+    OsString::from(signal_marked(mark, "TERM"))
+}
+
+/// [`stop_marked`]'s script with `signal` (a name `kill` takes: `TERM`, `KILL`).
+fn signal_marked(mark: &str, signal: &str) -> String {
+    format!(
         "m=STOAT_EXEC={mark}; p=$(grep -lszx -F \"$m\" /proc/[0-9]*/environ | sed 's,^/proc/,,; s,/environ$,,'); [ -n \"$p\" ] || exit 0; \
-for q in $p; do kill -TERM -$q 2>/dev/null; done; \
+for q in $p; do kill -{signal} -$q 2>/dev/null; done; \
 kids() {{ pgrep -P \"$1\" 2>/dev/null || for s in /proc/[0-9]*/stat; do read -r c _ _ pp _ < \"$s\" && [ \"$pp\" = \"$1\" ] && echo \"$c\"; done 2>/dev/null; }}; \
 all=$p; todo=$p; while [ -n \"$todo\" ]; do next=; for q in $todo; do next=\"$next $(kids $q)\"; done; todo=$(echo $next); all=\"$all $todo\"; done; \
-kill -TERM $all 2>/dev/null; exit 0"
-    ))
+kill -{signal} $all 2>/dev/null; exit 0"
+    )
 }

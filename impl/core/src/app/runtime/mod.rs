@@ -8,6 +8,7 @@ mod cp;
 mod cp_stream;
 mod down;
 mod exec;
+mod exec_watch;
 mod screenshot;
 mod up;
 mod wait;
