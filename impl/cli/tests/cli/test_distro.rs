@@ -208,7 +208,9 @@ fn distro_lifecycle_on_a_debian_cloud_image() {
     env.json(&["update", "deb", "--ssh-port", &port]);
 
     // ---- first boot: cloud-init does everything the seed asks.
-    let up = timed("distro up (first boot)", || env.json(&["up", "deb"]));
+    let up = timed("distro up (first boot)", || {
+        env.json(&["up", "deb", "--timeout", BOOT_TIMEOUT])
+    });
     assert_eq!(up.data()["vm"]["state"], "running", "{}", up.stdout);
     let wait = timed("distro wait reachable (first boot)", || {
         env.json(&[
