@@ -6,6 +6,8 @@
 #                               with STOAT_ACCEL=tcg and STOAT_GRAPHICAL=0; removed on exit
 #   bench_on_exit 'command'     runs the command on exit (before `work` goes), errors ignored
 #   now, secs T0 T1 [DIGITS], ratio A B (A/B, two decimals), bench_free_port,
+#   bench_median CMD...         median wall seconds of RUNS runs (default 15) of CMD, whose
+#                               output is discarded and which must succeed
 #   bench_ssh_argv VM           the VM's ssh argv (`ssh-command`), one argument a line
 #   bench_console_to_file FILE  in the array qemu_argv (a QEMU argv stoat ran), the serial
 #                               console written to FILE instead of stoat's console logger
@@ -46,6 +48,19 @@ bench_sandbox() {
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" -v d="${3:-3}" 'BEGIN { printf("%." d "f\n", b - a) }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f\n", a / b }'; }
+
+bench_median() {
+    python3 - "${RUNS:-15}" "$@" <<'PY'
+import statistics, subprocess, sys, time
+runs, argv = int(sys.argv[1]), sys.argv[2:]
+samples = []
+for _ in range(runs):
+    started = time.perf_counter()
+    subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=True)
+    samples.append(time.perf_counter() - started)
+print(f"{statistics.median(samples):.4f}")
+PY
+}
 
 bench_free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

@@ -19,18 +19,6 @@ bench_sandbox -p /var/tmp stoat-bench.XXXXXX
 bench_on_exit '"$stoat" down bench >/dev/null 2>&1'
 
 RUNS="${RUNS:-15}"
-median() {
-    python3 - "$RUNS" "$@" <<'PY'
-import statistics, subprocess, sys, time
-runs, argv = int(sys.argv[1]), sys.argv[2:]
-samples = []
-for _ in range(runs):
-    started = time.perf_counter()
-    subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=True)
-    samples.append(time.perf_counter() - started)
-print(f"{statistics.median(samples):.4f}")
-PY
-}
 
 "$stoat" create bench --image "$image" --ram 256 --cpus 1 >/dev/null
 head -c 16777216 /dev/urandom > "$work/up.bin"
@@ -40,10 +28,10 @@ measure() {
     "$stoat" up bench --no-apply >/dev/null
     "$stoat" exec bench -- sh -c 'head -c 16777216 /dev/urandom > /tmp/bin' >/dev/null
     local exec_true cp_to cp_from cat
-    exec_true=$(median "$stoat" --json exec bench true)
-    cp_to=$(RUNS=5 median "$stoat" --json cp "$work/up.bin" bench:/tmp/up.bin)
-    cp_from=$(RUNS=5 median "$stoat" --json cp bench:/tmp/up.bin "$work/down.bin")
-    cat=$(RUNS=3 median "$stoat" --json exec bench cat /tmp/bin)
+    exec_true=$(bench_median "$stoat" --json exec bench true)
+    cp_to=$(RUNS=5 bench_median "$stoat" --json cp "$work/up.bin" bench:/tmp/up.bin)
+    cp_from=$(RUNS=5 bench_median "$stoat" --json cp bench:/tmp/up.bin "$work/down.bin")
+    cat=$(RUNS=3 bench_median "$stoat" --json exec bench cat /tmp/bin)
     "$stoat" down bench >/dev/null
     echo "$exec_true $cp_to $cp_from $cat"
 }

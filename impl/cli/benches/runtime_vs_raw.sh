@@ -26,19 +26,6 @@ bench_on_exit '"$stoat" down bench >/dev/null 2>&1'
 bench_on_exit '[ -z "$qemu_pid" ] || ! kill -0 "$qemu_pid" 2>/dev/null || kill "$qemu_pid"'
 
 RUNS="${RUNS:-15}"
-# Median wall seconds of RUNS runs of a command (its output discarded; it must succeed).
-median() {
-    python3 - "$RUNS" "$@" <<'PY'
-import statistics, subprocess, sys, time
-runs, argv = int(sys.argv[1]), sys.argv[2:]
-samples = []
-for _ in range(runs):
-    started = time.perf_counter()
-    subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=True)
-    samples.append(time.perf_counter() - started)
-print(f"{statistics.median(samples):.4f}")
-PY
-}
 row() { printf '%-44s %8ss   %-30s %8ss   ratio %sx\n' "$1" "$2" "$3" "$4" "$(ratio "$2" "$4")"; }
 
 "$stoat" create bench --image "$image" --ram 256 --cpus 1 >/dev/null
@@ -80,23 +67,23 @@ row "stoat up + wait reachable" "$stoat_boot" "raw qemu + ssh poll" "$raw_boot"
 "$stoat" up bench --no-apply >/dev/null
 "$stoat" wait bench --until reachable --timeout 300s >/dev/null
 "$stoat" exec bench -- sh -c 'head -c 16777216 /dev/urandom > /tmp/bin; base64 /tmp/bin | head -c 16777216 > /tmp/txt' >/dev/null
-fresh_true=$(median "${ssh_argv[@]}" true)
-row "stoat --json exec true (median of $RUNS)" "$(median "$stoat" --json exec bench true)" "fresh raw ssh true" "$fresh_true"
+fresh_true=$(bench_median "${ssh_argv[@]}" true)
+row "stoat --json exec true (median of $RUNS)" "$(bench_median "$stoat" --json exec bench true)" "fresh raw ssh true" "$fresh_true"
 # Where exec's time goes: the floor is a bare ssh client through the same master, running
 # `true`, then the shape of the command exec sends (its own session, marked for a cancel), then
 # stoat's own start.
 socket=$(cd "$STOAT_HOME/bench" && ls ssh-*.sock | head -1)
 mux_argv=("${ssh_argv[0]}" -o ControlMaster=no -o "ControlPath=$socket" "${ssh_argv[@]:1}")
 wrapped='exec 3<&0; if command -v setsid >/dev/null 2>&1; then set -- setsid; else set --; fi; STOAT_EXEC=bench "$@" sh -c '"'"'"$@"'"'"' sh true 3<&- </dev/null & c=$!; exec 3<&-; wait $c; exit $?'
-mux_true=$(cd "$STOAT_HOME/bench" && median "${mux_argv[@]}" true)
+mux_true=$(cd "$STOAT_HOME/bench" && bench_median "${mux_argv[@]}" true)
 row "  raw ssh true through the master" "$mux_true" "fresh raw ssh true" "$fresh_true"
-row "  raw ssh <exec's command> through the master" "$(cd "$STOAT_HOME/bench" && median "${mux_argv[@]}" "$wrapped")" "fresh raw ssh true" "$fresh_true"
-row "  stoat --json version" "$(median "$stoat" --json version)" "fresh raw ssh true" "$fresh_true"
+row "  raw ssh <exec's command> through the master" "$(cd "$STOAT_HOME/bench" && bench_median "${mux_argv[@]}" "$wrapped")" "fresh raw ssh true" "$fresh_true"
+row "  stoat --json version" "$(bench_median "$stoat" --json version)" "fresh raw ssh true" "$fresh_true"
 
 # 3. exec of 16 MiB (median of 3 runs each; peak RSS from one more run).
 for kind in txt bin; do
-    raw=$(RUNS=3 median "${ssh_argv[@]}" cat /tmp/$kind)
-    ours=$(RUNS=3 median "$stoat" --json exec bench cat /tmp/$kind)
+    raw=$(RUNS=3 bench_median "${ssh_argv[@]}" cat /tmp/$kind)
+    ours=$(RUNS=3 bench_median "$stoat" --json exec bench cat /tmp/$kind)
     rss=$( { /usr/bin/time -f '%M' "$stoat" --json exec bench cat /tmp/$kind > /dev/null; } 2>&1 | tail -1)
     label="stoat --json exec cat 16 MiB ($kind)"
     printf '%-44s %8ss   %-30s %8ss   ratio %sx   peak RSS %s MiB (%.1fx output)\n' "$label" "$ours" "raw ssh cat" "$raw" "$(ratio "$ours" "$raw")" "$((rss / 1024))" "$(python3 -c "print($rss/1024/16)")"
@@ -111,5 +98,5 @@ rest = [a for i, a in enumerate(argv[1:-1], 1) if a != "-p" and argv[i - 1] != "
 print("\n".join(["scp", "-P", port, "-q", *rest]))')
 login="${ssh_argv[-1]}"
 head -c 16777216 /dev/urandom > "$work/up.bin"
-row "stoat cp 16 MiB to the guest" "$(RUNS=5 median "$stoat" --json cp "$work/up.bin" bench:/tmp/up.bin)" "fresh raw scp to" "$(RUNS=5 median "${scp_argv[@]}" "$work/up.bin" "$login:/tmp/up.bin")"
-row "stoat cp 16 MiB from the guest" "$(RUNS=5 median "$stoat" --json cp bench:/tmp/up.bin "$work/down.bin")" "fresh raw scp from" "$(RUNS=5 median "${scp_argv[@]}" "$login:/tmp/up.bin" "$work/down.bin")"
+row "stoat cp 16 MiB to the guest" "$(RUNS=5 bench_median "$stoat" --json cp "$work/up.bin" bench:/tmp/up.bin)" "fresh raw scp to" "$(RUNS=5 bench_median "${scp_argv[@]}" "$work/up.bin" "$login:/tmp/up.bin")"
+row "stoat cp 16 MiB from the guest" "$(RUNS=5 bench_median "$stoat" --json cp bench:/tmp/up.bin "$work/down.bin")" "fresh raw scp from" "$(RUNS=5 bench_median "${scp_argv[@]}" "$login:/tmp/up.bin" "$work/down.bin")"

@@ -3,18 +3,15 @@
 //!
 //! Not assert_cmd's `timeout`: that kills stoat alone and then reads its pipes to their end,
 //! which a child stoat started (an ssh, a qemu-img) still holds open when stoat hangs on it,
-//! so the read hangs in its place. Here the command leads a process group of its own, the
+//! so the read hangs in its place. Here the command runs as a [`Spawned`] process group, the
 //! whole group is killed once the limit passes, and the pipes are waited on within the same
 //! limit.
 
 use std::cell::Cell;
-use std::io::Read;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Command, ExitStatus, Output, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use rustix::process::{self, Pid, Signal};
+use crate::Spawned;
 
 thread_local! {
     /// The limit [`bounded`] set for this thread's commands, if any.
@@ -49,79 +46,56 @@ pub(crate) fn limit() -> Option<Duration> {
     LIMIT.with(Cell::get)
 }
 
-/// Reads `pipe` to its end on a thread of its own; the bytes arrive on the receiver.
-fn read_all(pipe: Option<impl Read + Send + 'static>) -> Receiver<Vec<u8>> {
-    let (sender, receiver) = mpsc::channel();
-    if let Some(mut pipe) = pipe {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = pipe.read_to_end(&mut bytes);
-            let _ = sender.send(bytes);
-        });
-    } else {
-        let _ = sender.send(Vec::new());
-    }
-    receiver
-}
-
 /// Runs `command` (shown as `shown` in a failure) as [`assert_cmd::Command::output`] does
-/// (stdin a pipe closed at once, stdout and stderr read), but in a process group of its own
-/// and within `limit`: past it, the group is killed and this panics.
+/// (stdin closed at once, stdout and stderr read), but leading a process group of its own
+/// ([`Spawned::start_group`]) and within `limit`: past it, the group is killed and this
+/// panics.
 #[track_caller]
 pub(crate) fn output_within(mut command: Command, shown: &str, limit: Duration) -> Output {
     let started = Instant::now();
     let deadline = started + limit;
-    let mut child = command
-        .process_group(0)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start `{shown}`: {e}"));
-    drop(child.stdin.take());
-    let stdout = read_all(child.stdout.take());
-    let stderr = read_all(child.stderr.take());
-    let group = Pid::from_child(&child);
-    let (sender, exited) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = sender.send(child.wait());
-    });
-    let left = || deadline.saturating_duration_since(Instant::now());
-    let status: Option<ExitStatus> = exited
-        .recv_timeout(left())
-        .ok()
-        .map(|status| status.expect("wait for the command"));
-    let out = status.and_then(|_| stdout.recv_timeout(left()).ok());
-    let err = status.and_then(|_| stderr.recv_timeout(left()).ok());
-    if let (Some(status), Some(stdout), Some(stderr)) = (status, out, err) {
+    let mut run = Spawned::start_group(command.stdin(Stdio::null()));
+    let mut pause = Duration::from_millis(1);
+    let status = loop {
+        match run.try_status() {
+            Some(status) => break Some(status),
+            None if Instant::now() >= deadline => break None,
+            None => std::thread::sleep(pause.min(deadline - Instant::now())),
+        }
+        pause = (pause * 2).min(Duration::from_millis(50));
+    };
+    // Both pipes are read (up to the deadline) before either is judged, so a failure shows
+    // what each said.
+    let stdout_closed = run.stdout.drained_by(deadline);
+    let stderr_closed = run.stderr.drained_by(deadline);
+    if let (Some(status), true, true) = (status, stdout_closed, stderr_closed) {
         return Output {
             status,
-            stdout,
-            stderr,
+            stdout: run.stdout.bytes().to_vec(),
+            stderr: run.stderr.bytes().to_vec(),
         };
     }
-    // Past the limit: the command's whole group goes (the group outlives its leader while a
-    // member lives, so the ID names no other process), then the leader is reaped.
-    let _ = process::kill_process_group(group, Signal::KILL);
     let shown_status = match status {
         Some(status) => format!("ended ({status}) but its output stayed open, then killed"),
-        None => match exited.recv_timeout(Duration::from_secs(10)) {
-            Ok(Ok(status)) if status.signal() == Some(Signal::KILL.as_raw()) => "killed".into(),
-            Ok(Ok(status)) => format!("killed, but ended ({status})"),
-            _ => "killed, not reaped within 10s".into(),
-        },
+        None => "killed".to_owned(),
     };
-    let so_far = |pipe: &Receiver<Vec<u8>>| {
-        pipe.recv_timeout(Duration::from_secs(2))
-            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-            .unwrap_or_else(|_| "(still open)".to_owned())
+    // Past the limit: the command's whole group goes, and with it whatever held the pipes.
+    run.kill_group();
+    let after_kill = Instant::now() + Duration::from_secs(2);
+    let so_far = |stream: &mut crate::Stream| {
+        let closed = stream.drained_by(after_kill);
+        let text = String::from_utf8_lossy(stream.bytes()).into_owned();
+        if closed {
+            text
+        } else {
+            format!("{text}(still open)")
+        }
     };
+    let (stdout, stderr) = (so_far(&mut run.stdout), so_far(&mut run.stderr));
     panic!(
         "`{shown}` ran past its bound of {limit:?} and was {shown_status} after {:.1?}\n\
-         stdout: {}\nstderr: {}",
+         stdout: {stdout}\nstderr: {stderr}",
         started.elapsed(),
-        so_far(&stdout),
-        so_far(&stderr),
     );
 }
 

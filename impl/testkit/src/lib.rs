@@ -27,7 +27,7 @@ pub use fakes::{fake_booted_qemu, fake_qemu, stoat_fake, stub, FakeRunningVm, Re
 pub use json::JsonRun;
 pub use net::{banner_port, free_port, free_ports, LoopbackAcceptor};
 pub use real::{real_guest, real_guest_dir, timed, RealGuard, RealGuest};
-pub use spawn::{Spawned, Stream};
+pub use spawn::{pids_with_cmdline, Spawned, Stream};
 pub use vms::{create_disk, create_disk_args, create_live, make_qcow2, qemu_img, qemu_info};
 pub use wait::{eventually, Outcome};
 

@@ -152,7 +152,18 @@ impl Stream {
     /// Reads the pipe until it closes (within `within`), keeping its lines for later takers.
     #[track_caller]
     fn drain(&mut self, within: Duration) {
-        let deadline = Instant::now() + within;
+        if !self.drained_by(Instant::now() + within) {
+            panic!(
+                "{} stayed open for {within:?}; read: {:?}",
+                self.name,
+                self.shown()
+            );
+        }
+    }
+
+    /// Reads the pipe until it closes or `deadline` passes (taking what has already come
+    /// either way), keeping its lines for later takers; whether it closed.
+    pub(crate) fn drained_by(&mut self, deadline: Instant) -> bool {
         while !self.closed {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.receiver.recv_timeout(left) {
@@ -161,13 +172,10 @@ impl Stream {
                     self.pending.push_back(line);
                 }
                 Err(RecvTimeoutError::Disconnected) => self.closed = true,
-                Err(RecvTimeoutError::Timeout) => panic!(
-                    "{} stayed open for {within:?}; read: {:?}",
-                    self.name,
-                    self.shown()
-                ),
+                Err(RecvTimeoutError::Timeout) => return false,
             }
         }
+        true
     }
 }
 
@@ -281,6 +289,15 @@ impl Spawned {
         JsonRun::check(self.wait(within))
     }
 
+    /// SIGKILL to the group it leads ([`Spawned::start_group`]) even once it has ended and
+    /// been reaped (a group outlives its leader while a member lives, and its ID names no
+    /// other group meanwhile), then [`Spawned::kill`].
+    pub(crate) fn kill_group(&mut self) {
+        assert!(self.group, "kill_group needs Spawned::start_group");
+        let _ = process::kill_process_group(self.process(), Signal::KILL);
+        self.kill();
+    }
+
     /// SIGKILL (to its whole group if it leads one), then reaps it.
     pub fn kill(&mut self) {
         if self.status.is_none() {
@@ -298,6 +315,22 @@ impl Drop for Spawned {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// The PIDs of the processes whose command line (its words joined by NUL, as
+/// `/proc/<pid>/cmdline` holds them) contains `needle`.
+pub fn pids_with_cmdline(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .map(|dir| {
+            dir.flatten()
+                .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|pid| {
+                    std::fs::read(format!("/proc/{pid}/cmdline"))
+                        .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(needle))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The signal numbered `signal`, which must be a named one.

@@ -35,15 +35,7 @@ fn live_pid(vm_dir: &Path, pidfile: &str) -> Option<u32> {
 
 /// The PIDs of the network guards standing before `<vm_dir>/n.sock`.
 fn net_guards(vm_dir: &Path) -> Vec<u32> {
-    let needle = format!("__net-guard\0{}/n.sock", vm_dir.display());
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
-        })
-        .collect()
+    crate::common::pids_with_cmdline(&format!("__net-guard\0{}/n.sock", vm_dir.display()))
 }
 
 fn write_fake_vm(env: &TestEnv, name: &str, port: u16, forward: u16) {

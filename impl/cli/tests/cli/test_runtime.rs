@@ -316,15 +316,7 @@ fn each_up_opens_a_fresh_console_log_and_keeps_the_previous_boot_capped() {
 
 /// The PIDs of the console loggers writing `<vm_dir>/console.log`.
 fn console_loggers(vm_dir: &Path) -> Vec<u32> {
-    let needle = format!("__console-log\0{}/console.log", vm_dir.display());
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
-        })
-        .collect()
+    crate::common::pids_with_cmdline(&format!("__console-log\0{}/console.log", vm_dir.display()))
 }
 
 /// A row of `hostile_sweep` (test_sweeps.rs); returns its environment for the sweep's

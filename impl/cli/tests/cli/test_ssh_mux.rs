@@ -7,7 +7,7 @@ use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::common::{eventually, TestEnv};
+use crate::common::{eventually, pids_with_cmdline, TestEnv};
 use crate::common::{free_port, real_guest, RealGuard};
 
 /// The `ssh-*.sock` sockets in a VM directory.
@@ -23,23 +23,8 @@ fn sockets(vm_dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// PIDs of the processes whose command line names `needle` (the master retitles itself
-/// `ssh: <socket> [mux]`).
-fn pids_naming(needle: &str) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|cmdline| String::from_utf8_lossy(&cmdline).contains(needle))
-                .unwrap_or(false)
-        })
-        .collect()
-}
-
 /// Waits until process `pid` is gone (the test fails if it is still there after `limit`).
-fn wait_gone(pid: i32, limit: Duration) {
+fn wait_gone(pid: u32, limit: Duration) {
     eventually(limit, || !Path::new(&format!("/proc/{pid}")).exists());
 }
 
@@ -113,17 +98,17 @@ fn real_exec_and_cp_reuse_one_connection_per_vm() {
 
     // A killed master leaves its socket behind; the next exec replaces it.
     let socket_name = socket.file_name().unwrap().to_string_lossy().into_owned();
-    let masters = pids_naming(&socket_name);
+    let masters = pids_with_cmdline(&socket_name);
     assert_eq!(masters.len(), 1, "one master process: {masters:?}");
     // The master this test's stoat started.
-    let master = rustix::process::Pid::from_raw(masters[0]).unwrap();
+    let master = rustix::process::Pid::from_raw(masters[0] as i32).unwrap();
     let _ = rustix::process::kill_process(master, rustix::process::Signal::KILL);
     wait_gone(masters[0], Duration::from_secs(10));
     assert!(socket.exists(), "a killed master leaves its socket");
     let replaced = server_pid(&env);
     assert_ne!(replaced, first, "a new connection after the master died");
     assert_eq!(server_pid(&env), replaced);
-    let master = pids_naming(&socket_name);
+    let master = pids_with_cmdline(&socket_name);
     assert_eq!(master.len(), 1, "a new master: {master:?}");
 
     // down ends the master and removes its socket.
