@@ -103,6 +103,24 @@ fn cloud_init_clean(env: &TestEnv, vm: &str) -> Result<(), String> {
     Err(format!("exit {}: {text}\n{log}", data["exit_code"]))
 }
 
+/// The data of a run that must succeed; when it failed, the panic also shows the last lines
+/// of the VM's console, so a boot that went wrong in CI says how far it got.
+fn data_or_console(env: &TestEnv, vm: &str, run: &JsonRun) -> Value {
+    if !run.ok() {
+        let console = std::fs::read(env.root().join(vm).join("console.log")).unwrap_or_default();
+        let console = String::from_utf8_lossy(&console);
+        let tail: Vec<&str> = console.lines().rev().take(40).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        panic!(
+            "expected ok: {}\nstderr: {}\nthe console's last lines:\n{}",
+            run.stdout,
+            run.stderr,
+            tail.join("\n")
+        );
+    }
+    run.data().clone()
+}
+
 fn detail<'a>(get: &'a Value, name: &str) -> &'a Value {
     get["vm"]["recipes_detail"]
         .as_array()
@@ -209,9 +227,10 @@ fn distro_lifecycle_on_a_debian_cloud_image() {
 
     // ---- first boot: cloud-init does everything the seed asks.
     let up = timed("distro up (first boot)", || {
-        env.json(&["up", "deb", "--timeout", BOOT_TIMEOUT])
+        let up = env.json(&["up", "deb", "--timeout", BOOT_TIMEOUT]);
+        data_or_console(&env, "deb", &up)
     });
-    assert_eq!(up.data()["vm"]["state"], "running", "{}", up.stdout);
+    assert_eq!(up["vm"]["state"], "running", "{up}");
     let wait = timed("distro wait reachable (first boot)", || {
         env.json(&[
             "wait",
@@ -365,7 +384,7 @@ fn distro_lifecycle_on_a_debian_cloud_image() {
     let port = free_port().to_string();
     env.json(&["update", "deb", "--ssh-port", &port]);
     timed("distro up (second boot)", || {
-        env.json(&["up", "deb"]).data().clone()
+        data_or_console(&env, "deb", &env.json(&["up", "deb"]))
     });
     timed("distro wait reachable (second boot)", || {
         env.json(&[
@@ -398,7 +417,7 @@ fn distro_lifecycle_on_a_debian_cloud_image() {
     let _clone_guard = RealGuard(env.root().join("deb2"));
     env.json(&["update", "deb2", "--ssh-port", &free_port().to_string()]);
     timed("distro up (clone)", || {
-        env.json(&["up", "deb2"]).data().clone()
+        data_or_console(&env, "deb2", &env.json(&["up", "deb2"]))
     });
     env.json(&[
         "wait",
@@ -465,7 +484,7 @@ fn distro_a_broken_seed_field_fails_the_cloud_init_check() {
         String::from_utf8_lossy(&packed.stderr)
     );
     timed("distro up (broken seed)", || {
-        env.json(&["up", "bad"]).data().clone()
+        data_or_console(&env, "bad", &env.json(&["up", "bad"]))
     });
     env.json(&[
         "wait",
@@ -557,7 +576,7 @@ pub(crate) fn mixed_session(image: &Path, journal: bool) -> String {
         commands.set(commands.get() + 1);
         let mut all = vec!["--json"];
         all.extend_from_slice(args);
-        env.json_raw(&all).data().clone()
+        data_or_console(&env, "s", &env.json_raw(&all))
     };
     timed("session up", || {
         run(&["up", "s", "--timeout", BOOT_TIMEOUT])
