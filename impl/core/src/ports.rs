@@ -4,10 +4,17 @@
 //! VM's ssh port that stoat picked when another program (another data root's VM) took it.
 //!
 //! Callers hold the data-root lock from choosing a port until vm.toml is saved, which is what
-//! makes concurrent `create`s get distinct ports.
+//! makes concurrent `create`s get distinct ports. Across data roots (another user, another
+//! `STOAT_HOME`, a test suite beside a run) a lock file cannot help, so `up` also claims each
+//! port on the host while it starts (an abstract unix socket named after the port, which the
+//! kernel releases with the process): another stoat's probe sees a claimed port as taken
+//! before any QEMU or passt has bound it.
 
 use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, SocketAddrV4};
+
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixListener};
 
 use socket2::{Domain, Socket, Type};
 
@@ -51,8 +58,26 @@ pub fn broken_ssh_port(dir: &std::path::Path) -> Option<u16> {
 /// SO_REUSEADDR and SO_REUSEPORT: a listener that holds the port (a QEMU's hostfwd, any
 /// server) still makes it fail, but another stoat's probe of the same port in the same
 /// instant does not, so concurrent commands never see each other's probes as a taken port.
+/// A port claimed by another stoat that is starting a VM on it counts as taken.
 fn probe(port: u16) -> std::io::Result<()> {
-    probe_socket(port).map(drop)
+    take(port).map(drop)
+}
+
+/// A host port this process is about to hand to QEMU and passt, kept from every other stoat
+/// on the host until dropped (the socket is held, never read).
+#[derive(Debug)]
+struct Claim(#[allow(dead_code)] UnixListener);
+
+/// The ports one `up` holds while it starts and waits for its guest.
+#[derive(Debug, Default)]
+pub struct Claims(#[allow(dead_code)] Vec<Claim>);
+
+/// Claims `port` (fails with "address in use" while another stoat holds it), then probes it.
+fn take(port: u16) -> std::io::Result<Claim> {
+    let name = format!("stoat-port-{port}");
+    let claim = UnixListener::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes())?)?;
+    probe_socket(port)?;
+    Ok(Claim(claim))
 }
 
 fn probe_socket(port: u16) -> std::io::Result<Socket> {
@@ -118,35 +143,43 @@ pub fn ssh_port_lost(vm: &crate::vm::StoredVm) -> bool {
 }
 
 /// Fails with [`Error::PortBusy`] on the first of the VM's host ports (its ssh port, then its
-/// forwards) that cannot be bound on 127.0.0.1 now: QEMU would refuse it with a raw hostfwd
-/// error after creating sockets and files. The probe is released at once; a process that
-/// takes the port in the moment before QEMU binds still meets QEMU's own error.
-pub fn ensure_free(vm: &crate::vm::StoredVm) -> Result<()> {
+/// forwards) that cannot be bound on 127.0.0.1 now or that another stoat has claimed: QEMU
+/// would refuse it with a raw hostfwd error after creating sockets and files, and passt skips
+/// a port it cannot bind without a word. Returns the claims, which the caller holds until its
+/// VM's network has bound the ports; a program other than stoat that takes a port in the
+/// moment before passt binds it is not kept out.
+pub fn ensure_free(vm: &crate::vm::StoredVm) -> Result<Claims> {
     let wanted = std::iter::once((vm.config.sshport, "its ssh port"))
         .chain(vm.config.forwards.iter().map(|f| (f.hostport, "a forward")));
+    let mut claims = Vec::new();
     for (port, what) in wanted {
-        if let Err(error) = probe(port) {
-            let fix = if what == "a forward" {
-                format!(
-                    "stop what listens there, or `stoat forward {} --remove {port}`",
-                    vm.name
-                )
-            } else {
-                format!(
-                    "stop what listens there, or pick another with `stoat update {} --ssh-port PORT`",
-                    vm.name
-                )
-            };
-            return Err(Error::PortBusy {
-                vm: vm.name.clone(),
-                port,
-                what,
-                reason: error.kind().to_string(),
-                fix,
-            });
-        }
+        let error = match take(port) {
+            Ok(claim) => {
+                claims.push(claim);
+                continue;
+            }
+            Err(error) => error,
+        };
+        let fix = if what == "a forward" {
+            format!(
+                "stop what listens there, or `stoat forward {} --remove {port}`",
+                vm.name
+            )
+        } else {
+            format!(
+                "stop what listens there, or pick another with `stoat update {} --ssh-port PORT`",
+                vm.name
+            )
+        };
+        return Err(Error::PortBusy {
+            vm: vm.name.clone(),
+            port,
+            what,
+            reason: error.kind().to_string(),
+            fix,
+        });
     }
-    Ok(())
+    Ok(Claims(claims))
 }
 
 #[cfg(test)]
@@ -167,5 +200,21 @@ mod tests {
             "a concurrent probe is not a taken port"
         );
         drop((other, listener));
+    }
+
+    #[test]
+    fn a_port_another_up_has_claimed_probes_as_taken_until_released() {
+        let port = probe_socket(0)
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .as_socket()
+            .unwrap()
+            .port();
+        let claim = take(port).unwrap();
+        let error = probe(port).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::AddrInUse);
+        drop(claim);
+        assert!(probe(port).is_ok(), "a released claim leaves the port free");
     }
 }

@@ -806,11 +806,11 @@ fn every_file_stoat_parses_is_read_with_a_bound() {
 // ---------------------------------------------------------------- lock waits
 
 /// A stoat run that stops itself (SIGSTOP) at a fault point; killed on drop if still there.
-struct Paused(crate::common::Spawned);
+pub(crate) struct Paused(crate::common::Spawned);
 
 impl Paused {
     /// Starts `stoat <args> --json` and waits until it has stopped at `point`.
-    fn start(env: &TestEnv, args: &[&str], point: &str) -> Paused {
+    pub(crate) fn start(env: &TestEnv, args: &[&str], point: &str) -> Paused {
         let mut all = args.to_vec();
         all.push("--json");
         let run = crate::common::Spawned::start(
@@ -834,7 +834,7 @@ impl Paused {
     }
 
     /// Lets it go on and returns its result.
-    fn resume(mut self) -> crate::common::JsonRun {
+    pub(crate) fn resume(mut self) -> crate::common::JsonRun {
         self.0.signal(libc::SIGCONT);
         self.0.json(std::time::Duration::from_secs(60))
     }

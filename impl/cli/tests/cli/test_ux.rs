@@ -149,6 +149,39 @@ fn two_data_roots_whose_vms_have_one_ssh_port_both_start_and_exec() {
     }
 }
 
+/// While one data root's `up` starts a VM on a port (claimed, not yet bound by its network),
+/// another root's `up` of a VM stoat gave the same port moves off it instead of racing for it.
+#[test]
+fn a_port_another_root_is_starting_on_is_taken_for_this_up() {
+    let port = free_port();
+    let (first, second) = (TestEnv::new(), TestEnv::new());
+    let _reapers = [
+        Reaper::watch(&first, &["w"]),
+        Reaper::watch(&second, &["w"]),
+    ];
+    for env in [&first, &second] {
+        fake_booted_qemu(env);
+        live_vm(env, "w", port, "");
+    }
+    let starting = crate::test_integrity::Paused::start(&first, &["up", "w"], "up-claimed");
+    let moved = second.json(&["up", "w"]);
+    assert_eq!(moved.data()["vm"]["state"], "running");
+    assert_ne!(
+        second.json(&["get", "w"]).data()["vm"]["ssh_port"],
+        port,
+        "the second root's VM kept a port the first was starting on"
+    );
+    let started = starting.resume();
+    assert_eq!(started.data()["vm"]["ssh_port"], port, "{}", started.stdout);
+    for env in [&first, &second] {
+        assert_eq!(
+            env.json(&["--json", "exec", "w", "true"]).data()["exit_code"],
+            0
+        );
+        env.json(&["down", "w"]).data();
+    }
+}
+
 #[test]
 fn forward_add_and_remove_edit_the_list_and_keep_the_rest() {
     let env = TestEnv::new();

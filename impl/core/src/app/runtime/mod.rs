@@ -88,6 +88,8 @@ pub fn up(
         }
         Err(error) => return Err(error),
     };
+    // Held until this up returns: another stoat starting a VM meanwhile keeps off its ports.
+    let _claims = started.claims;
     if let Some(moved) = started.moved {
         s.events().note(&format!(
             "{name}'s ssh port {} is in use by another program; it now uses {}",

@@ -27,6 +27,9 @@ pub struct Started {
     pub vm: Vm,
     /// Its ssh port, when up had to move it (`ports::settle_ssh_port`).
     pub moved: Option<ports::Moved>,
+    /// Its host ports, kept from other stoats until the caller has waited for the guest (a
+    /// network process may bind them only once the guest is up).
+    pub claims: ports::Claims,
 }
 
 /// Starts `name`. A port stoat picked that something else took is moved first, and once more
@@ -38,14 +41,14 @@ pub(crate) fn up(
     checked: Option<&HostReady>,
 ) -> Result<Started> {
     let mut moved = ports::settle_ssh_port(root, name)?;
-    let vm = match start(root, env, name, checked) {
+    let (vm, claims) = match start(root, env, name, checked) {
         Err(error) if is_start_failure(&error) && lost_port(root, name) => {
             moved = ports::settle_ssh_port(root, name)?.or(moved);
             start(root, env, name, checked)?
         }
         other => other?,
     };
-    Ok(Started { vm, moved })
+    Ok(Started { vm, moved, claims })
 }
 
 fn is_start_failure(error: &Error) -> bool {
@@ -82,7 +85,12 @@ pub(crate) fn host_ready(env: &Env) -> Result<HostReady> {
 
 /// Starts `name` and returns the VM re-read afterwards. `checked`: the host's readiness as
 /// `up` already found it (asked here only when it was not).
-fn start(root: &Root, env: &Env, name: &str, checked: Option<&HostReady>) -> Result<Vm> {
+fn start(
+    root: &Root,
+    env: &Env,
+    name: &str,
+    checked: Option<&HostReady>,
+) -> Result<(Vm, ports::Claims)> {
     let dir = vm::load_ok(root, name)?.dir;
     let _guard = lock::exclusive_in_vm(&dir)?;
     crate::fault::pause("up-locked");
@@ -101,7 +109,8 @@ fn start(root: &Root, env: &Env, name: &str, checked: Option<&HostReady>) -> Res
     };
     let host_share = check_share(&stored)?;
     let work_share = prepare_work_share(root, &stored.name)?;
-    ports::ensure_free(&stored)?;
+    let claims = ports::ensure_free(&stored)?;
+    crate::fault::pause("up-claimed");
     let stored = mark_installed_if_grown(stored)?;
     let mut spec = LaunchSpec::new(&stored.dir, &work_share, accel);
     spec.host_share_dir = host_share;
@@ -131,7 +140,7 @@ fn start(root: &Root, env: &Env, name: &str, checked: Option<&HostReady>) -> Res
         "info",
         &format!("up {} pid={pid} accel={}", stored.name, accel.as_str()),
     );
-    Ok(vm::load_ok(root, name)?.to_wire(env))
+    Ok((vm::load_ok(root, name)?.to_wire(env), claims))
 }
 
 /// The optional read-only share must already be a directory; it is never created.
