@@ -7,6 +7,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CARGO ?= cargo
 STOAT := $(CURDIR)/target/debug/stoat
 CONFORMANCE := $(CURDIR)/target/debug/stoat-conformance
+# Runs a step and prints how long it took (a CI log shows where the time went)
+STEP := $(CURDIR)/conformance/testing/step.sh
 # A ramfs (no user.* xattrs) for ERRORS.no-xattr; `make test` mounts it when run as root
 NO_XATTR_DIR := $(CURDIR)/target/no-xattr
 
@@ -51,7 +53,7 @@ dist:
 
 ## build: every binary (stoat, stoat-conformance, stoat-fake)
 build:
-	$(CARGO) build --workspace --bins
+	$(STEP) $(CARGO) build --workspace --bins
 
 ## install: the binaries, a man page per command and bash/zsh/fish completions under PREFIX
 ## (default /usr/local; DESTDIR for packaging). PROFILE=debug installs the debug build;
@@ -76,8 +78,8 @@ install:
 ## (conformance/testing/modgraph.py lists any; --floors draws the layers)
 lint:
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	RUSTC_BOOTSTRAP=1 $(CARGO) check --manifest-path fuzz/Cargo.toml --bins
+	$(STEP) $(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTC_BOOTSTRAP=1 $(STEP) $(CARGO) check --manifest-path fuzz/Cargo.toml --bins
 	python3 conformance/testing/modgraph.py conformance/src
 	python3 conformance/testing/modgraph.py conformance/fakes/src
 	python3 conformance/testing/modgraph.py impl/core/src --folders
@@ -92,12 +94,12 @@ lint:
 ## The cargo tests run without backtraces, so the end of a CI log keeps a failure's message.
 test: setup build lint
 	conformance/testing/no-xattr-dir.sh $(NO_XATTR_DIR)
-	RUST_BACKTRACE=0 STOAT_REAL_GUEST=$(GUEST_DIR) STOAT_REPORT_CONSUMERS=$(CURDIR)/target/report-consumers $(CARGO) test --workspace -- --include-ignored --skip test_distro:: --skip quote_is_verbatim --skip ten_runs_without_a_seed
-	STOAT_CONFORMANCE_NO_XATTR_DIR=$(NO_XATTR_DIR) $(CONFORMANCE) run --guest $(GUEST_DIR) -- $(STOAT)
-	$(CONFORMANCE) explore --out target/explore-failures -- $(STOAT)
-	$(CONFORMANCE) explore --concurrent 3 --out target/explore-failures -- $(STOAT)
-	fuzz/smoke.sh 3
-	$(MAKE) test-distro
+	RUST_BACKTRACE=0 STOAT_REAL_GUEST=$(GUEST_DIR) STOAT_REPORT_CONSUMERS=$(CURDIR)/target/report-consumers $(STEP) $(CARGO) test --workspace -- --include-ignored --skip test_distro:: --skip quote_is_verbatim --skip ten_runs_without_a_seed
+	STOAT_CONFORMANCE_NO_XATTR_DIR=$(NO_XATTR_DIR) $(STEP) $(CONFORMANCE) run --guest $(GUEST_DIR) -- $(STOAT)
+	$(STEP) $(CONFORMANCE) explore --out target/explore-failures -- $(STOAT)
+	$(STEP) $(CONFORMANCE) explore --concurrent 3 --out target/explore-failures -- $(STOAT)
+	$(STEP) fuzz/smoke.sh 3
+	$(STEP) $(MAKE) test-distro
 
 ## test-fast: pure and fake tiers only (no apt, no guest); the real tier shows as ignored
 test-fast:
@@ -107,8 +109,8 @@ test-fast:
 ## (docs/distro-guest.md); one booting run at a time on this host
 test-distro: distro-guest build
 	STOAT_DISTRO_GUEST=$(DISTRO_DIR) flock /tmp/stoat-guest.lock \
-	  $(CARGO) test -p stoat-cli --test cli test_distro:: -- --include-ignored --test-threads=1
-	flock /tmp/stoat-guest.lock $(CONFORMANCE) run --tier real --guest $(DISTRO_DIR) -- $(STOAT)
+	  $(STEP) $(CARGO) test -p stoat-cli --test cli test_distro:: -- --include-ignored --test-threads=1
+	flock /tmp/stoat-guest.lock $(STEP) $(CONFORMANCE) run --tier real --guest $(DISTRO_DIR) -- $(STOAT)
 
 ## conformance: the suite against the reference stoat
 conformance: setup build
