@@ -81,23 +81,19 @@ fn several_sources_run_one_scp_per_source_each_way() {
         "
     );
     // One scp per guest source, in order (a dropbear guest drops a session that opens
-    // while the one before is still closing, which one scp of several sources does).
+    // while the one before is still closing, which one scp of several sources does), each
+    // into a hidden name in `back` that then takes the file's own name.
     let scp = env.fake_argvs("scp");
     assert_eq!(scp.len(), 4, "{scp:?}");
-    assert_eq!(
-        scp_operands(&scp[2]),
-        vec![
-            "root@127.0.0.1:/etc/hostname".to_owned(),
-            format!("{home}/back")
-        ]
-    );
-    assert_eq!(
-        scp_operands(&scp[3]),
-        vec![
-            "root@127.0.0.1:/etc/hosts".to_owned(),
-            format!("{home}/back")
-        ]
-    );
+    for (argv, source) in scp[2..].iter().zip(["hostname", "hosts"]) {
+        let operands = scp_operands(argv);
+        assert_eq!(operands[0], format!("root@127.0.0.1:/etc/{source}"));
+        assert!(
+            operands[1].starts_with(&format!("{home}/back/.stoat-cp-")),
+            "{operands:?}"
+        );
+    }
+    assert_eq!(entries(&env.home().join("back")), ["hostname", "hosts"]);
 
     // --json copies one source: several are a usage error, and nothing runs.
     let refused = env.json(&["cp", "tree/a.bin", "one.txt", &dst]);
@@ -122,6 +118,60 @@ fn several_sources_run_one_scp_per_source_each_way() {
     let from = env.json(&["cp", "--recursive", "w:/etc", "etc-copy"]);
     assert_eq!(from.data()["local"], format!("{home}/etc-copy"));
     assert_eq!(from.data()["remote"], "/etc");
+}
+
+/// The names in `dir`, sorted.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A file copied from the guest is all or nothing: an scp that wrote part of it and failed
+/// leaves the local target as it was and nothing beside it; one that ends well replaces it.
+#[test]
+fn a_file_from_the_guest_replaces_its_target_only_once_whole() {
+    let (env, _reaper) = vm_with_fake_tools();
+    let dir = env.home().join("dst");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("out.txt"), "old\n").unwrap();
+    // An scp that writes half the file, then loses the guest's disk.
+    crate::common::stub(
+        &env,
+        "scp",
+        "for arg; do dst=$arg; done\nprintf half > \"$dst\"\necho 'scp: /etc/hostname: read: Input/output error' >&2\nexit 1\n",
+    );
+    let message = env
+        .json(&["cp", "w:/etc/hostname", "dst/out.txt"])
+        .error("internal");
+    assert!(message.contains("Input/output error"), "{message}");
+    assert!(!message.contains(".stoat-cp-"), "{message}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out.txt")).unwrap(),
+        "old\n"
+    );
+    assert_eq!(entries(&dir), ["out.txt"]);
+    // One that writes all of it.
+    crate::common::stub(
+        &env,
+        "scp",
+        "for arg; do dst=$arg; done\nprintf 'new\\n' > \"$dst\"\n",
+    );
+    env.json(&["cp", "w:/etc/hostname", "dst/out.txt"]).data();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out.txt")).unwrap(),
+        "new\n"
+    );
+    // Into a directory, under the guest file's own name.
+    env.json(&["cp", "w:/etc/hostname", "dst"]).data();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("hostname")).unwrap(),
+        "new\n"
+    );
+    assert_eq!(entries(&dir), ["hostname", "out.txt"]);
 }
 
 /// ssh runs on this host; scp fails, saying `said`, for the one source whose argument holds

@@ -147,9 +147,22 @@ pub fn transfer(
             .map(|path| vec![remote_spec(&stored, path).into()])
             .collect()
     };
+    // From the guest, a plain file is written under a temporary name beside its target and
+    // renamed over it once scp has ended well: a copy that fails leaves no half-written file
+    // and the target as it was. (Trees keep scp's own `-r`: scp merges into a directory that
+    // exists, which no rename can do at once.)
+    let staged: Vec<Option<Staged>> = batches
+        .iter()
+        .enumerate()
+        .map(|(index, _)| {
+            (!to_guest && !request.recursive)
+                .then(|| Staged::beside(&locals[0], &request.sources[index], index))
+                .flatten()
+        })
+        .collect();
     // Per batch: `None` when it copied, else what scp said.
     let mut outcomes: Vec<Option<String>> = Vec::new();
-    for batch in &batches {
+    for (batch, staged) in batches.iter().zip(&staged) {
         let run_scp = || -> Result<std::process::Output> {
             let route = mux.route();
             let mut command = Command::new(&scp);
@@ -161,6 +174,8 @@ pub fn transfer(
             command.args(batch);
             if to_guest {
                 command.arg(remote_spec(&stored, &request.destination));
+            } else if let Some(staged) = staged {
+                command.arg(&staged.temporary);
             } else {
                 command.arg(&locals[0]);
             }
@@ -181,14 +196,18 @@ pub fn transfer(
             output = run_scp()?;
         }
         // Like one scp of every source: the others are still copied, then it fails.
-        outcomes.push((!output.status.success()).then(|| {
+        let mut outcome = (!output.status.success()).then(|| {
             let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
             if stderr.is_empty() {
                 output.status.to_string()
             } else {
                 stderr
             }
-        }));
+        });
+        if let Some(staged) = staged {
+            outcome = staged.finish(outcome);
+        }
+        outcomes.push(outcome);
     }
     if outcomes.iter().any(Option::is_some) {
         if !several {
@@ -227,6 +246,51 @@ pub fn transfer(
             .map(|remote| record(&locals[0], remote))
             .collect()
     })
+}
+
+/// A file copied from the guest under a temporary name, renamed over its target at the end.
+struct Staged {
+    temporary: PathBuf,
+    target: PathBuf,
+}
+
+impl Staged {
+    /// Where the `index`th guest `source` lands under `destination` (into it when it is a
+    /// directory, else at it), and a hidden name beside that, in the same directory so the
+    /// rename is one step. None when the guest path names no file (`/`, a trailing slash):
+    /// scp then copies as it would, as it does for a glob the guest expands.
+    fn beside(destination: &Path, source: &str, index: usize) -> Option<Staged> {
+        let target = if destination.is_dir() {
+            let name = source.rsplit('/').next().filter(|name| {
+                !name.is_empty() && *name != "." && *name != ".." && !name.contains(['*', '?', '['])
+            })?;
+            destination.join(name)
+        } else {
+            destination.to_path_buf()
+        };
+        let temporary = target
+            .parent()?
+            .join(format!(".stoat-cp-{}-{index}", std::process::id()));
+        Some(Staged { temporary, target })
+    }
+
+    /// After scp: on success the temporary file takes the target's name (a failed rename is
+    /// the copy's failure); on failure it goes.
+    fn finish(&self, outcome: Option<String>) -> Option<String> {
+        if let Some(said) = outcome {
+            let _ = std::fs::remove_file(&self.temporary);
+            // scp named the file it wrote; the person knows the target.
+            let temporary = self.temporary.display().to_string();
+            return Some(said.replace(&temporary, &self.target.display().to_string()));
+        }
+        match std::fs::rename(&self.temporary, &self.target) {
+            Ok(()) => None,
+            Err(error) => {
+                let _ = std::fs::remove_file(&self.temporary);
+                Some(format!("{}: {error}", self.target.display()))
+            }
+        }
+    }
 }
 
 /// What a failed copy says: scp's words, and with several sources (one scp each) which of
