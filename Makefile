@@ -98,7 +98,7 @@ test: setup build lint
 	STOAT_CONFORMANCE_NO_XATTR_DIR=$(NO_XATTR_DIR) $(STEP) $(CONFORMANCE) run --guest $(GUEST_DIR) -- $(STOAT)
 	$(STEP) $(CONFORMANCE) explore --out target/explore-failures -- $(STOAT)
 	$(STEP) $(CONFORMANCE) explore --concurrent 3 --out target/explore-failures -- $(STOAT)
-	$(STEP) fuzz/smoke.sh 3
+	FUZZ_BUILD=dev $(STEP) fuzz/smoke.sh 3
 	$(STEP) $(MAKE) test-distro
 
 ## test-fast: pure and fake tiers only (no apt, no guest); the real tier shows as ignored
