@@ -12,7 +12,6 @@
 
 use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, SocketAddrV4};
-
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener};
 
@@ -69,7 +68,7 @@ fn probe(port: u16) -> std::io::Result<()> {
 struct Claim(#[allow(dead_code)] UnixListener);
 
 /// The ports one `up` holds while it starts and waits for its guest.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Claims(#[allow(dead_code)] Vec<Claim>);
 
 /// Claims `port` (fails with "address in use" while another stoat holds it), then probes it.

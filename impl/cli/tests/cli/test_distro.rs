@@ -109,8 +109,8 @@ fn data_or_console(env: &TestEnv, vm: &str, run: &JsonRun) -> Value {
     if !run.ok() {
         let console = std::fs::read(env.root().join(vm).join("console.log")).unwrap_or_default();
         let console = String::from_utf8_lossy(&console);
-        let tail: Vec<&str> = console.lines().rev().take(40).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        let lines: Vec<&str> = console.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(40)..];
         panic!(
             "expected ok: {}\nstderr: {}\nthe console's last lines:\n{}",
             run.stdout,

@@ -119,19 +119,33 @@ fn up_moves_a_picked_ssh_port_another_program_holds_and_says_so() {
     env.json(&["down", "s"]).data();
 }
 
-#[test]
-fn two_data_roots_whose_vms_have_one_ssh_port_both_start_and_exec() {
-    let port = free_port();
+/// Two data roots, each with a VM `w` on `port` (both picked the same free port when they
+/// were created) under a fake booted QEMU; reaped when the reapers drop.
+fn two_roots_sharing(port: u16) -> (TestEnv, TestEnv, [Reaper; 2]) {
     let (first, second) = (TestEnv::new(), TestEnv::new());
-    let _reapers = [
+    let reapers = [
         Reaper::watch(&first, &["w"]),
         Reaper::watch(&second, &["w"]),
     ];
     for env in [&first, &second] {
         fake_booted_qemu(env);
-        // Both picked the same free port when they were created.
         live_vm(env, "w", port, "");
     }
+    (first, second, reapers)
+}
+
+/// `exec w true` succeeds in every root, then `down w`.
+fn exec_then_down(roots: [&TestEnv; 2]) {
+    for env in roots {
+        let exec = env.json(&["--json", "exec", "w", "true"]);
+        assert_eq!(exec.data()["exit_code"], 0);
+        env.json(&["down", "w"]).data();
+    }
+}
+
+#[test]
+fn two_data_roots_whose_vms_have_one_ssh_port_both_start_and_exec() {
+    let (first, second, _reapers) = two_roots_sharing(free_port());
     for env in [&first, &second] {
         assert_eq!(env.json(&["up", "w"]).data()["vm"]["state"], "running");
     }
@@ -140,13 +154,7 @@ fn two_data_roots_whose_vms_have_one_ssh_port_both_start_and_exec() {
         .map(|env| env.json(&["get", "w"]).data()["vm"]["ssh_port"].clone())
         .collect();
     assert_ne!(ports[0], ports[1], "each root's VM has a port of its own");
-    for env in [&first, &second] {
-        let exec = env.json(&["--json", "exec", "w", "true"]);
-        assert_eq!(exec.data()["exit_code"], 0);
-    }
-    for env in [&first, &second] {
-        env.json(&["down", "w"]).data();
-    }
+    exec_then_down([&first, &second]);
 }
 
 /// While one data root's `up` starts a VM on a port (claimed, not yet bound by its network),
@@ -154,15 +162,7 @@ fn two_data_roots_whose_vms_have_one_ssh_port_both_start_and_exec() {
 #[test]
 fn a_port_another_root_is_starting_on_is_taken_for_this_up() {
     let port = free_port();
-    let (first, second) = (TestEnv::new(), TestEnv::new());
-    let _reapers = [
-        Reaper::watch(&first, &["w"]),
-        Reaper::watch(&second, &["w"]),
-    ];
-    for env in [&first, &second] {
-        fake_booted_qemu(env);
-        live_vm(env, "w", port, "");
-    }
+    let (first, second, _reapers) = two_roots_sharing(port);
     let starting = crate::test_integrity::Paused::start(&first, &["up", "w"], "up-claimed");
     let moved = second.json(&["up", "w"]);
     assert_eq!(moved.data()["vm"]["state"], "running");
@@ -173,13 +173,7 @@ fn a_port_another_root_is_starting_on_is_taken_for_this_up() {
     );
     let started = starting.resume();
     assert_eq!(started.data()["vm"]["ssh_port"], port, "{}", started.stdout);
-    for env in [&first, &second] {
-        assert_eq!(
-            env.json(&["--json", "exec", "w", "true"]).data()["exit_code"],
-            0
-        );
-        env.json(&["down", "w"]).data();
-    }
+    exec_then_down([&first, &second]);
 }
 
 #[test]

@@ -151,12 +151,13 @@ pub fn transfer(
     // renamed over it once scp has ended well: a copy that fails leaves no half-written file
     // and the target as it was. (Trees keep scp's own `-r`: scp merges into a directory that
     // exists, which no rename can do at once.)
-    let staged: Vec<Option<Staged>> = batches
+    let staged: Vec<Option<Staged>> = request
+        .sources
         .iter()
         .enumerate()
-        .map(|(index, _)| {
+        .map(|(index, source)| {
             (!to_guest && !request.recursive)
-                .then(|| Staged::beside(&locals[0], &request.sources[index], index))
+                .then(|| Staged::beside(&locals[0], source, index))
                 .flatten()
         })
         .collect();
