@@ -154,7 +154,7 @@ fn wait_for(file: File, path: &Path) -> Result<LockGuard> {
 /// [`exclusive`] on a lock inside a VM's directory: a directory `rm` took away is never made
 /// again (it would read as a name taken by no VM); its absence is the caller's `not_found`.
 pub fn exclusive_in_vm(vm_dir: &Path) -> Result<LockGuard> {
-    let path = vm_dir.join(".lock");
+    let path = crate::vm::VmDir::at(vm_dir).lock();
     let file = match open_in_place(&path) {
         Ok(file) => file,
         Err(_) if !vm_dir.is_dir() => {
@@ -182,7 +182,7 @@ pub fn root_and_vm(root: &crate::Root, name: &str) -> Result<(LockGuard, Option<
         let Some(vm_dir) = crate::vm::own_dir(root, name) else {
             return Ok((root_lock, None));
         };
-        let vm_lock_path = vm_dir.join(".lock");
+        let vm_lock_path = crate::vm::VmDir::at(&vm_dir).lock();
         let file = match open_in_place(&vm_lock_path) {
             Ok(file) => file,
             // Taken away between the look and the open (a broken VM's dir is still ours).

@@ -44,7 +44,7 @@ pub fn claimed_ports(root: &Root, except: Option<&str>) -> Result<BTreeSet<u16>>
 
 /// Reads a broken vm.toml's `sshport = N` line, if it has one.
 pub fn broken_ssh_port(dir: &std::path::Path) -> Option<u16> {
-    let text = crate::bounded::read_to_string(dir.join("vm.toml")).ok()?;
+    let text = crate::bounded::read_to_string(crate::vm::VmDir::at(dir).record()).ok()?;
     text.lines().find_map(|line| {
         let (key, value) = line.split_once('=')?;
         (key.trim() == "sshport")

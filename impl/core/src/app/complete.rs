@@ -16,7 +16,7 @@ pub fn vm_names(env: &Env) -> Vec<String> {
     };
     let mut names: Vec<String> = entries
         .filter_map(|entry| entry.ok())
-        .filter(|entry| entry.path().join("vm.toml").is_file())
+        .filter(|entry| crate::vm::VmDir::at(entry.path()).record().is_file())
         .filter_map(|entry| entry.file_name().into_string().ok())
         .filter(|name| !name.starts_with('.') && !Root::is_reserved(name))
         .collect();

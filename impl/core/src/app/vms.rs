@@ -67,7 +67,7 @@ pub fn display_notice(s: &Session, name: &str) -> Result<Vec<String>> {
     let Loaded::Ok(stored) = vm::load(s.root()?, name)? else {
         return Ok(Vec::new());
     };
-    let socket = crate::qemu::VmPaths::new(&stored.dir).vnc_socket;
+    let socket = stored.files().vnc();
     let lines = crate::display::human_lines(&s.env, &stored.config.display, &socket);
     Ok(vm::display_notice::unseen(&stored.dir, lines))
 }
@@ -79,7 +79,7 @@ pub fn display_fields(s: &Session, name: &str) -> Result<Vec<String>> {
     let Loaded::Ok(stored) = vm::load(s.root()?, name)? else {
         return Ok(Vec::new());
     };
-    let socket = crate::qemu::VmPaths::new(&stored.dir).vnc_socket;
+    let socket = stored.files().vnc();
     Ok(crate::display::compact_lines(
         &s.env,
         &stored.config.display,
@@ -127,7 +127,7 @@ pub fn get_facts(s: &Session, name: &str) -> Result<Option<GetFacts>> {
             }
         }
         let live_forwards =
-            crate::qemu::launch::live_forwards(&stored.dir, pid).unwrap_or_default();
+            crate::qemu::launch::live_forwards(&stored.files().qemu(), pid).unwrap_or_default();
         let saved_forwards: Vec<(u16, u16)> = config
             .forwards
             .iter()

@@ -17,9 +17,6 @@ use crate::{keys, Env, Error, Result, Root};
 /// The kernel command line upstream boots Alpine's ISO kernel with.
 pub const KERNEL_APPEND: &str = "modules=loop,squashfs,sd-mod,usb-storage quiet";
 
-/// The overlay's file name inside `<vm>/ovl` (Alpine's init looks for `*.apkovl.tar.gz`).
-pub const OVERLAY_FILE: &str = "stoat.apkovl.tar.gz";
-
 /// Alpine's own package mirror, which the guest's `apk` uses. This is the one host name the
 /// overlay writes: it is Alpine's package repository (what every Alpine image points at), not a
 /// registry stoat itself talks to; stoat on the host never contacts it.
@@ -61,7 +58,7 @@ pub fn prepare(root: &Root, env: &Env, stored: &StoredVm, iso: &Path) -> Result<
     let overlay_dir = overlay
         .parent()
         .map(Path::to_path_buf)
-        .unwrap_or_else(|| stored.dir.join("ovl"));
+        .unwrap_or_else(|| stored.files().overlay_dir());
     Ok(Prepared { boot, overlay_dir })
 }
 
@@ -84,10 +81,11 @@ pub fn build(root: &Root, env: &Env, stored: &StoredVm, iso: &Path) -> Result<Pa
         release: release_for(iso),
     };
     let bytes = tarball::tar_gz(&contents(&facts)).map_err(Error::Internal)?;
-    let dir = stored.dir.join("ovl");
+    let files = stored.files();
+    let dir = files.overlay_dir();
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
-    let temp = dir.join(".stoat-ovl.tmp");
-    let path = dir.join(OVERLAY_FILE);
+    let temp = files.apkovl_partial();
+    let path = files.apkovl();
     let written = write_private(&temp, &bytes).and_then(|()| {
         std::fs::rename(&temp, &path)
             .map_err(|e| Error::io(format!("rename {}", path.display()), e))

@@ -33,8 +33,8 @@ const MERGE_HOW: &str = "list(append)+dict(recurse_list)";
 /// Prepares a cloud VM's disk and seed; returns (disk, seed ISO). The disk is made only on
 /// first start; the seed whenever it is missing (a crash between the two must not strand it).
 pub fn prepare(root: &Root, env: &Env, stored: &StoredVm) -> Result<(PathBuf, PathBuf)> {
-    let disk = crate::qemu::VmPaths::new(&stored.dir).disk;
-    let seed_iso = stored.dir.join("ovl").join("seed.iso");
+    let disk = stored.files().disk();
+    let seed_iso = stored.files().seed_iso();
     let first_start = !disk.exists();
     if !first_start && seed_iso.exists() {
         return Ok((disk, seed_iso));
@@ -63,7 +63,7 @@ fn make_disk(env: &Env, stored: &StoredVm, disk: &Path) -> Result<()> {
         )));
     }
     let qemu_img = env.require_tool("qemu-img", "qemu-utils")?;
-    let partial = stored.dir.join(".disk.qcow2.partial");
+    let partial = stored.files().disk_partial();
     let _ = std::fs::remove_file(&partial);
     let made = run_tool(
         env,
@@ -107,9 +107,9 @@ fn write_seed(
     recipes: Option<String>,
     iso: &Path,
 ) -> Result<()> {
-    let seed_dir = stored.dir.join("ovl").join("seed");
+    let seed_dir = stored.files().seed_dir();
     std::fs::create_dir_all(&seed_dir).map_err(|e| Error::io("create the seed directory", e))?;
-    for dir in [&seed_dir, &stored.dir.join("ovl")] {
+    for dir in [&seed_dir, &stored.files().overlay_dir()] {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
             .map_err(|e| Error::io("make the seed directory owner-only", e))?;

@@ -18,9 +18,10 @@ pub struct BootFiles {
 
 impl BootFiles {
     pub fn in_dir(vm_dir: &Path) -> BootFiles {
+        let files = crate::vm::VmDir::at(vm_dir);
         BootFiles {
-            kernel: vm_dir.join("vmlinuz"),
-            initrd: vm_dir.join("initramfs"),
+            kernel: files.kernel(),
+            initrd: files.initrd(),
         }
     }
 

@@ -44,10 +44,10 @@ impl Which {
         }
     }
 
-    fn file_name(self) -> &'static str {
+    fn path_in(self, dir: &vm::VmDir) -> PathBuf {
         match self {
-            Which::Console => "console.log",
-            Which::Apply => "last-provision.log",
+            Which::Console => dir.console_log(),
+            Which::Apply => dir.apply_log(),
         }
     }
 }
@@ -79,7 +79,7 @@ impl Target {
     pub fn vm(root: &Root, name: &str, which: Which) -> Result<Target> {
         let loaded = vm::load(root, name)?;
         Ok(Target {
-            path: loaded.dir().join(which.file_name()),
+            path: which.path_in(&vm::VmDir::at(loaded.dir())),
             vm: Some((loaded.name().to_owned(), loaded.dir().to_owned())),
             which,
         })

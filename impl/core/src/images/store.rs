@@ -210,7 +210,8 @@ pub fn references(root: &Root, loaded: &Loaded) -> Vec<PathBuf> {
     let names = match loaded {
         Loaded::Ok(vm) => vec![vm.config.iso.clone(), vm.config.base.clone()],
         Loaded::Broken { dir, .. } => {
-            let text = crate::bounded::read_to_string(dir.join("vm.toml")).unwrap_or_default();
+            let text = crate::bounded::read_to_string(crate::vm::VmDir::at(dir).record())
+                .unwrap_or_default();
             references_in_text(&text)
         }
     };
@@ -388,7 +389,7 @@ pub fn protect_users(root: &Root, env: &Env, target: &Path, cancel: &Cancel) -> 
     let copy = pin(root, target, cancel)?;
     for mut stored in users {
         if resolve_reference(root, &stored.config.base) == target {
-            let disk = crate::qemu::VmPaths::new(&stored.dir).disk;
+            let disk = stored.files().disk();
             if disk.is_file() {
                 super::qemu_img::run(
                     env,

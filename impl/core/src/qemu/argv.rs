@@ -13,10 +13,13 @@ use super::error::QemuError;
 /// one of them the terminating NUL). QEMU refuses longer ones at start.
 pub const MAX_SOCKET_PATH: usize = 107;
 
-/// The files QEMU uses inside a VM directory: its disk and what QEMU creates. One place for
-/// the names so the argv, the launcher, state detection, the monitor and disk work agree.
+/// The files QEMU and passt use inside a VM directory: its disk and what they create. The
+/// names are the VM directory's (vm/dir.rs builds this); here they are only paths, so the
+/// argv, the launcher, state detection and the monitor agree without this room looking up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VmPaths {
+    /// `<root>/<name>`: every path below sits in it, and a QEMU of this VM names it.
+    pub dir: PathBuf,
     /// The VM's qcow2 disk (disk and cloud mode).
     pub disk: PathBuf,
     pub pidfile: PathBuf,
@@ -24,23 +27,32 @@ pub struct VmPaths {
     pub monitor_socket: PathBuf,
     pub vnc_socket: PathBuf,
     pub console_log: PathBuf,
+    /// The console logger's socket (qemu/console.rs).
+    pub console_socket: PathBuf,
     /// passt's pidfile and the socket QEMU's netdev connects to (qemu/passt.rs).
     pub passt_pidfile: PathBuf,
     pub passt_socket: PathBuf,
+    /// The network guard's socket, between QEMU and passt (qemu/netguard.rs).
+    pub guard_socket: PathBuf,
 }
 
 impl VmPaths {
-    pub fn new(vm_dir: &Path) -> Self {
+    /// The files of a VM in `dir` as the VM directory names them, for this room's tests
+    /// (vm/dir.rs checks the two agree).
+    #[cfg(test)]
+    pub fn for_tests(dir: &Path) -> Self {
         VmPaths {
-            disk: vm_dir.join("disk.qcow2"),
-            pidfile: vm_dir.join("qemu.pid"),
-            qmp_socket: vm_dir.join("qmp.sock"),
-            monitor_socket: vm_dir.join("monitor.sock"),
-            vnc_socket: vm_dir.join("vnc.sock"),
-            console_log: vm_dir.join("console.log"),
-            passt_pidfile: vm_dir.join("passt.pid"),
-            // Short: passt keeps only 98 bytes of a socket path (qemu/passt.rs).
-            passt_socket: vm_dir.join("n.sock"),
+            dir: dir.to_path_buf(),
+            disk: dir.join("disk.qcow2"),
+            pidfile: dir.join("qemu.pid"),
+            qmp_socket: dir.join("qmp.sock"),
+            monitor_socket: dir.join("monitor.sock"),
+            vnc_socket: dir.join("vnc.sock"),
+            console_log: dir.join("console.log"),
+            console_socket: dir.join("con.sock"),
+            passt_pidfile: dir.join("passt.pid"),
+            passt_socket: dir.join("n.sock"),
+            guard_socket: dir.join("g.sock"),
         }
     }
 }
@@ -58,8 +70,8 @@ pub enum Display {
 /// `-daemonize` changes its working directory to `/`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchSpec {
-    /// `<root>/<name>`: pidfile, sockets and console.log live here.
-    pub vm_dir: PathBuf,
+    /// The VM directory and its files: pidfile, sockets and console.log live there.
+    pub paths: VmPaths,
     /// `<root>/shared/<name>`: exported read-write as 9p tag `work`.
     pub work_share_dir: PathBuf,
     /// Optional host directory exported read-only as 9p tag `host`.
@@ -100,13 +112,9 @@ pub struct LaunchSpec {
 
 impl LaunchSpec {
     /// A spec with the fields every VM has; everything optional is off.
-    pub fn new(
-        vm_dir: impl Into<PathBuf>,
-        work_share_dir: impl Into<PathBuf>,
-        accel: Accel,
-    ) -> Self {
+    pub fn new(paths: VmPaths, work_share_dir: impl Into<PathBuf>, accel: Accel) -> Self {
         LaunchSpec {
-            vm_dir: vm_dir.into(),
+            paths,
             work_share_dir: work_share_dir.into(),
             host_share_dir: None,
             ram_mb: 4096,
@@ -137,21 +145,17 @@ impl LaunchSpec {
     /// The socket QEMU's netdev connects to: the guard's, or passt's own.
     pub fn netdev_socket(&self) -> PathBuf {
         if self.guarded() {
-            super::netguard::socket_path(&self.vm_dir)
+            self.paths.guard_socket.clone()
         } else {
-            self.paths().passt_socket
+            self.paths.passt_socket.clone()
         }
-    }
-
-    pub fn paths(&self) -> VmPaths {
-        VmPaths::new(&self.vm_dir)
     }
 }
 
 /// The arguments after `qemu-system-x86_64`, in upstream's order.
 pub fn build_argv(spec: &LaunchSpec) -> Result<Vec<String>, QemuError> {
-    let paths = spec.paths();
-    let vm_dir = absolute_utf8("the VM directory", &spec.vm_dir)?;
+    let paths = &spec.paths;
+    let vm_dir = absolute_utf8("the VM directory", &paths.dir)?;
     if vm_dir.contains(',') || vm_dir.contains('=') {
         // The sockets below sit inside vm_dir and go through QEMU's implied-key
         // parser; refusing here gives one clear message instead of three.
@@ -192,11 +196,7 @@ pub fn build_argv(spec: &LaunchSpec) -> Result<Vec<String>, QemuError> {
     let console = if spec.helper_program.is_some() {
         format!(
             "socket,id=con0,path={},server=off",
-            implied_value(
-                "the console socket",
-                &super::console::socket_path(&spec.vm_dir),
-                true
-            )?
+            implied_value("the console socket", &paths.console_socket, true)?
         )
     } else {
         format!(
@@ -387,7 +387,11 @@ mod tests {
     use super::*;
 
     fn base(accel: Accel) -> LaunchSpec {
-        let mut spec = LaunchSpec::new("/home/u/.stoat/web", "/home/u/.stoat/shared/web", accel);
+        let mut spec = LaunchSpec::new(
+            VmPaths::for_tests(Path::new("/home/u/.stoat/web")),
+            "/home/u/.stoat/shared/web",
+            accel,
+        );
         spec.ram_mb = 2048;
         spec.cpus = 2;
         spec.ssh_port = 2201;
@@ -530,7 +534,11 @@ mod tests {
         let mut spec = cloud_spec();
         spec.host_share_dir = Some("/src/a=b".into());
         assert!(build_argv(&spec).is_ok());
-        let spec = LaunchSpec::new("/tmp/x=y/web", "/tmp/shared/web", Accel::Tcg);
+        let spec = LaunchSpec::new(
+            VmPaths::for_tests(Path::new("/tmp/x=y/web")),
+            "/tmp/shared/web",
+            Accel::Tcg,
+        );
         match build_argv(&spec) {
             Err(QemuError::InvalidOptionValue { what, .. }) => assert_eq!(what, "the VM directory"),
             other => panic!("expected InvalidOptionValue, got {other:?}"),
@@ -539,12 +547,20 @@ mod tests {
 
     #[test]
     fn relative_paths_are_refused_because_qemu_daemonizes_into_root() {
-        let spec = LaunchSpec::new("relative/web", "/tmp/shared/web", Accel::Tcg);
+        let spec = LaunchSpec::new(
+            VmPaths::for_tests(Path::new("relative/web")),
+            "/tmp/shared/web",
+            Accel::Tcg,
+        );
         assert!(matches!(
             build_argv(&spec),
             Err(QemuError::InvalidOptionValue { .. })
         ));
-        let mut spec = LaunchSpec::new("/tmp/web", "/tmp/shared/web", Accel::Tcg);
+        let mut spec = LaunchSpec::new(
+            VmPaths::for_tests(Path::new("/tmp/web")),
+            "/tmp/shared/web",
+            Accel::Tcg,
+        );
         spec.kernel = Some("vmlinux".into());
         assert!(matches!(
             build_argv(&spec),
@@ -558,7 +574,11 @@ mod tests {
     #[test]
     fn socket_paths_longer_than_sun_path_are_refused() {
         let long_dir = format!("/{}", "d".repeat(100));
-        let spec = LaunchSpec::new(&long_dir, "/tmp/shared/web", Accel::Tcg);
+        let spec = LaunchSpec::new(
+            VmPaths::for_tests(Path::new(&long_dir)),
+            "/tmp/shared/web",
+            Accel::Tcg,
+        );
         match build_argv(&spec) {
             Err(QemuError::InvalidOptionValue { reason, .. }) => {
                 assert!(reason.contains("107 bytes"))
@@ -599,15 +619,5 @@ mod tests {
             assert!(!argv.iter().any(|arg| arg == flag), "{flag} present");
         }
         assert_eq!(value_after(&argv, "-virtfs").len(), 1);
-    }
-
-    #[test]
-    fn vm_paths_name_the_files_upstream_uses() {
-        let paths = VmPaths::new(Path::new("/r/web"));
-        assert_eq!(paths.pidfile, Path::new("/r/web/qemu.pid"));
-        assert_eq!(paths.qmp_socket, Path::new("/r/web/qmp.sock"));
-        assert_eq!(paths.monitor_socket, Path::new("/r/web/monitor.sock"));
-        assert_eq!(paths.vnc_socket, Path::new("/r/web/vnc.sock"));
-        assert_eq!(paths.console_log, Path::new("/r/web/console.log"));
     }
 }

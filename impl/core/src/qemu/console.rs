@@ -23,11 +23,6 @@ pub const RUNNING_BOOT_CAP: u64 = 4 << 20;
 /// How much is read from the socket per step.
 const CHUNK: usize = 64 * 1024;
 
-/// The socket QEMU's console chardev connects to.
-pub fn socket_path(vm_dir: &Path) -> PathBuf {
-    vm_dir.join("con.sock")
-}
-
 /// The line a console.log opens with when it goes on from a rotated one.
 pub fn continued_line() -> String {
     "===== stoat: this boot's console output goes on; what came before is in console.log.1 =====\n"
@@ -119,8 +114,8 @@ fn append(path: &Path, truncate: bool) -> std::io::Result<std::fs::File> {
 
 /// The console log's last line with something visible on it, cut to 160 characters and with
 /// control characters dropped: a timeout message says how far the boot got.
-pub fn last_line(vm_dir: &Path) -> Option<String> {
-    let mut file = std::fs::File::open(super::VmPaths::new(vm_dir).console_log).ok()?;
+pub fn last_line(console_log: &Path) -> Option<String> {
+    let mut file = std::fs::File::open(console_log).ok()?;
     let end = file.metadata().ok()?.len();
     let lines = crate::bounded::tail::last_lines(&mut file, end, 20).ok()?;
     let line = lines.iter().rev().find(|line| !line.trim().is_empty())?;

@@ -36,23 +36,23 @@ pub fn start(
 ) -> Result<u32, QemuError> {
     let argv = build_argv(spec)?;
     super::passt::passt_argv(spec, 0, 0)?;
-    mark_boot(&spec.paths().console_log)?;
+    mark_boot(&spec.paths.console_log)?;
     super::passt::start(passt_binary, spec)?;
     let helpers = match start_helpers(spec) {
         Ok(helpers) => helpers,
         Err(error) => {
-            super::passt::stop(&spec.vm_dir);
+            super::passt::stop(&spec.paths);
             return Err(error);
         }
     };
-    match start_with_argv(qemu_binary, &argv, &spec.paths().pidfile) {
+    match start_with_argv(qemu_binary, &argv, &spec.paths.pidfile) {
         Ok(pid) => {
             helpers.into_iter().for_each(Helper::detach);
             Ok(pid)
         }
         Err(error) => {
             helpers.into_iter().for_each(Helper::stop);
-            super::passt::stop(&spec.vm_dir);
+            super::passt::stop(&spec.paths);
             Err(error)
         }
     }
@@ -64,12 +64,8 @@ fn start_helpers(spec: &LaunchSpec) -> Result<Vec<Helper>, QemuError> {
     let Some(program) = &spec.helper_program else {
         return Ok(Vec::new());
     };
-    let paths = spec.paths();
-    let logger = super::console::spawn(
-        program,
-        &super::console::socket_path(&spec.vm_dir),
-        &paths.console_log,
-    )?;
+    let paths = &spec.paths;
+    let logger = super::console::spawn(program, &paths.console_socket, &paths.console_log)?;
     if !spec.guarded() {
         return Ok(vec![logger]);
     }
@@ -217,9 +213,9 @@ fn start_failure_hint(stderr: &str) -> Option<&'static str> {
 
 /// The PID of this VM's QEMU, or None. A pidfile whose process is gone or is
 /// not this VM's QEMU is stale and is removed, as upstream does.
-pub fn running(vm_dir: &Path) -> Option<u32> {
-    let pidfile = VmPaths::new(vm_dir).pidfile;
-    let text = match std::fs::read_to_string(&pidfile) {
+pub fn running(paths: &VmPaths) -> Option<u32> {
+    let pidfile = &paths.pidfile;
+    let text = match std::fs::read_to_string(pidfile) {
         Ok(text) => text,
         // A stopped VM, the common case: nothing stale to remove, so no second look at the
         // file (`ls` asks this of every VM).
@@ -227,10 +223,10 @@ pub fn running(vm_dir: &Path) -> Option<u32> {
         Err(_) => String::new(),
     };
     match parse_pid(&text) {
-        Some(pid) if is_qemu_of(pid, vm_dir) => Some(pid),
+        Some(pid) if is_qemu_of(pid, &paths.dir) => Some(pid),
         _ => {
             if pidfile.exists() {
-                let _ = std::fs::remove_file(&pidfile);
+                let _ = std::fs::remove_file(pidfile);
             }
             None
         }
@@ -249,16 +245,16 @@ pub fn is_qemu_of(pid: u32, vm_dir: &Path) -> bool {
         .any(|window| window == needle.as_slice())
 }
 
-/// The user forwards the running VM (QEMU `pid` in `vm_dir`) was started with, read from the
+/// The user forwards the running VM (QEMU `pid` in `paths.dir`) was started with, read from the
 /// command line of its network process, passt (what is live, whatever vm.toml says now), or
 /// of a QEMU with a user netdev (started before the network moved to passt); `None` when
 /// neither is readable.
-pub fn live_forwards(vm_dir: &Path, pid: u32) -> Option<Vec<(u16, u16)>> {
+pub fn live_forwards(paths: &VmPaths, pid: u32) -> Option<Vec<(u16, u16)>> {
     let argv = cmdline(pid)?;
     if has_user_netdev(&argv) {
         return Some(super::argv::forwards_of_argv(&argv));
     }
-    super::passt::live_forwards(vm_dir)
+    super::passt::live_forwards(paths)
 }
 
 /// True for a QEMU argv whose network is QEMU's own user netdev.
@@ -494,10 +490,10 @@ mod tests {
         let pidfile = dir.path().join("qemu.pid");
         // Our own PID: alive, but its cmdline does not name the VM directory.
         std::fs::write(&pidfile, format!("{}\n", std::process::id())).expect("write");
-        assert_eq!(running(dir.path()), None);
+        assert_eq!(running(&VmPaths::for_tests(dir.path())), None);
         assert!(!pidfile.exists());
         std::fs::write(&pidfile, "garbage").expect("write");
-        assert_eq!(running(dir.path()), None);
+        assert_eq!(running(&VmPaths::for_tests(dir.path())), None);
         assert!(!pidfile.exists());
     }
 
@@ -518,7 +514,7 @@ mod tests {
         while !is_qemu_of(pid, &vm_dir) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
-        assert_eq!(running(&vm_dir), Some(pid));
+        assert_eq!(running(&VmPaths::for_tests(&vm_dir)), Some(pid));
         // "web" must not match a sibling "we".
         assert!(!is_qemu_of(pid, &dir.path().join("we")));
         assert!(terminate(&vm_dir, pid));

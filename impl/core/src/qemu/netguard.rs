@@ -21,7 +21,7 @@ use std::ffi::OsStr;
 use std::io::{BufReader, Read, Write};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::error::QemuError;
 use super::helper::{self, Helper};
@@ -40,11 +40,6 @@ const ETHER_HEADER: usize = 14;
 const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_ARP: u16 = 0x0806;
 const ETHERTYPE_IPV6: u16 = 0x86DD;
-
-/// The socket QEMU's netdev connects to when the guard stands before passt.
-pub fn socket_path(vm_dir: &Path) -> PathBuf {
-    vm_dir.join("g.sock")
-}
 
 /// Binds `socket` and starts `program __net-guard <passt_socket>` with it on fd 3.
 pub fn spawn(program: &Path, socket: &Path, passt_socket: &Path) -> Result<Helper, QemuError> {

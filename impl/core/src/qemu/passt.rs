@@ -40,7 +40,7 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 /// The arguments after `passt` for `spec`, running as `uid:gid` (passt refuses to stay root
 /// and would otherwise drop to `nobody`, who cannot write into a 0700 VM directory).
 pub fn passt_argv(spec: &LaunchSpec, uid: u32, gid: u32) -> Result<Vec<String>, QemuError> {
-    let paths = spec.paths();
+    let paths = &spec.paths;
     let socket = path_text("the network socket", &paths.passt_socket)?;
     if socket.len() > PASST_MAX_SOCKET_PATH {
         return Err(QemuError::InvalidOptionValue {
@@ -97,8 +97,8 @@ fn path_text(what: &'static str, path: &Path) -> Result<String, QemuError> {
 /// Starts passt for `spec` and returns its PID once its socket listens. A passt left by an
 /// earlier boot of this VM is stopped first, and a stale socket or pidfile removed.
 pub fn start(passt_binary: &OsStr, spec: &LaunchSpec) -> Result<u32, QemuError> {
-    let paths = spec.paths();
-    stop(&spec.vm_dir);
+    let paths = &spec.paths;
+    stop(paths);
     let _ = std::fs::remove_file(&paths.passt_socket);
     let _ = std::fs::remove_file(&paths.passt_pidfile);
     let (uid, gid) = (
@@ -115,7 +115,7 @@ pub fn start(passt_binary: &OsStr, spec: &LaunchSpec) -> Result<u32, QemuError> 
             other => other,
         },
     )?;
-    if !super::launch::is_qemu_of(pid, &spec.vm_dir) {
+    if !super::launch::is_qemu_of(pid, &paths.dir) {
         return Err(QemuError::QemuStartFailed {
             stderr: "the network (passt) exited right after it started".to_owned(),
             hint: None,
@@ -135,20 +135,19 @@ fn quiet(stderr: &str) -> String {
 }
 
 /// The PID of this VM's passt, or None (no pidfile, or its process is not this VM's).
-pub fn running(vm_dir: &Path) -> Option<u32> {
-    let text = std::fs::read_to_string(VmPaths::new(vm_dir).passt_pidfile).ok()?;
+pub fn running(paths: &VmPaths) -> Option<u32> {
+    let text = std::fs::read_to_string(&paths.passt_pidfile).ok()?;
     let pid = text.trim().parse::<u32>().ok().filter(|pid| *pid > 1)?;
-    super::launch::is_qemu_of(pid, vm_dir).then_some(pid)
+    super::launch::is_qemu_of(pid, &paths.dir).then_some(pid)
 }
 
 /// Stops this VM's passt by PID (SIGTERM, then SIGKILL), if one runs; removes its pidfile and
 /// socket. A passt whose QEMU went has usually ended by itself (`--one-off`).
-pub fn stop(vm_dir: &Path) {
-    let paths = VmPaths::new(vm_dir);
-    if let Some(pid) = running(vm_dir) {
+pub fn stop(paths: &VmPaths) {
+    if let Some(pid) = running(paths) {
         for signal in [Signal::TERM, Signal::KILL] {
-            super::launch::signal_qemu(vm_dir, pid, signal);
-            if super::launch::wait_stopped(vm_dir, pid, STOP_GRACE) {
+            super::launch::signal_qemu(&paths.dir, pid, signal);
+            if super::launch::wait_stopped(&paths.dir, pid, STOP_GRACE) {
                 break;
             }
         }
@@ -158,10 +157,10 @@ pub fn stop(vm_dir: &Path) {
 }
 
 /// Waits up to `timeout` for this VM's passt to end by itself (after its QEMU went).
-pub fn wait_gone(vm_dir: &Path, timeout: Duration) -> bool {
+pub fn wait_gone(paths: &VmPaths, timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
-        if running(vm_dir).is_none() {
+        if running(paths).is_none() {
             return true;
         }
         if Instant::now() >= deadline {
@@ -186,9 +185,9 @@ pub fn forwards_of_argv(argv: &[String]) -> Vec<(u16, u16)> {
         .collect()
 }
 
-/// The user forwards the running passt of `vm_dir` listens for; `None` when none runs.
-pub fn live_forwards(vm_dir: &Path) -> Option<Vec<(u16, u16)>> {
-    let pid = running(vm_dir)?;
+/// The user forwards the running passt of the VM in `paths` listens for; `None` when none runs.
+pub fn live_forwards(paths: &VmPaths) -> Option<Vec<(u16, u16)>> {
+    let pid = running(paths)?;
     Some(forwards_of_argv(&super::launch::cmdline(pid)?))
 }
 
@@ -198,7 +197,11 @@ mod tests {
     use crate::qemu::Accel;
 
     fn spec() -> LaunchSpec {
-        let mut spec = LaunchSpec::new("/r/web", "/r/shared/web", Accel::Tcg);
+        let mut spec = LaunchSpec::new(
+            VmPaths::for_tests(Path::new("/r/web")),
+            "/r/shared/web",
+            Accel::Tcg,
+        );
         spec.ssh_port = 2201;
         spec.forwards = vec![(8080, 80), (5432, 5432)];
         spec
@@ -240,7 +243,11 @@ mod tests {
     fn a_socket_path_too_long_for_a_unix_address_is_refused() {
         // 93 bytes of directory: `<dir>/n.sock` is 100, past what passt keeps.
         let long = format!("/{}", "d".repeat(92));
-        let spec = LaunchSpec::new(&long, "/r/shared/web", Accel::Tcg);
+        let spec = LaunchSpec::new(
+            VmPaths::for_tests(Path::new(&long)),
+            "/r/shared/web",
+            Accel::Tcg,
+        );
         assert!(matches!(
             passt_argv(&spec, 0, 0),
             Err(QemuError::InvalidOptionValue { .. })

@@ -10,7 +10,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::qemu::{self, launch, Accel, KillOnDrop, LaunchSpec, QemuError, Qmp, ScreenFormat};
+use crate::qemu::{
+    self, launch, Accel, KillOnDrop, LaunchSpec, QemuError, Qmp, ScreenFormat, VmPaths,
+};
 use stoat_testkit::{free_port, real_guest_dir};
 
 fn run(program: &str, args: &[&OsStr]) {
@@ -84,7 +86,11 @@ fn cloud_vm(root: &Path, guest: &Path) -> LaunchSpec {
         ],
     );
 
-    let mut spec = LaunchSpec::new(&vm_dir, &work_share, Accel::Tcg);
+    let mut spec = LaunchSpec::new(
+        VmPaths::for_tests(Path::new(&vm_dir)),
+        &work_share,
+        Accel::Tcg,
+    );
     spec.ram_mb = 256;
     spec.cpus = 1;
     spec.ssh_port = free_port();
@@ -122,7 +128,7 @@ fn cloud_guest_boots_answers_qmp_takes_a_png_and_powers_off() {
     let guest = real_guest_dir();
     let root = tempfile::tempdir().expect("tempdir");
     let spec = cloud_vm(root.path(), &guest);
-    let paths = spec.paths();
+    let paths = &spec.paths;
 
     let started = Instant::now();
     let pid = launch::start(
@@ -131,9 +137,9 @@ fn cloud_guest_boots_answers_qmp_takes_a_png_and_powers_off() {
         &spec,
     )
     .expect("QEMU starts");
-    let mut guard = KillOnDrop::new(&spec.vm_dir, pid);
+    let mut guard = KillOnDrop::new(&spec.paths.dir, pid);
     eprintln!("QEMU daemonized as pid {pid} in {:?}", started.elapsed());
-    assert_eq!(launch::running(&spec.vm_dir), Some(pid));
+    assert_eq!(launch::running(&spec.paths), Some(pid));
 
     let mut qmp = Qmp::connect(&paths.qmp_socket, Duration::from_secs(10)).expect("QMP connects");
     assert!(
@@ -146,7 +152,7 @@ fn cloud_guest_boots_answers_qmp_takes_a_png_and_powers_off() {
     assert_eq!(status.status, "running");
     assert!(qmp.hmp("info status").expect("hmp").contains("running"));
 
-    let shot = spec.vm_dir.join("screen.png");
+    let shot = spec.paths.dir.join("screen.png");
     qmp.screendump(&shot, ScreenFormat::Png)
         .expect("screendump");
     let png = std::fs::read(&shot).expect("screendump wrote a file");
@@ -175,7 +181,7 @@ fn cloud_guest_boots_answers_qmp_takes_a_png_and_powers_off() {
     let powerdown = Instant::now();
     qmp.system_powerdown().expect("system_powerdown");
     assert!(
-        launch::wait_stopped(&spec.vm_dir, pid, Duration::from_secs(30)),
+        launch::wait_stopped(&spec.paths.dir, pid, Duration::from_secs(30)),
         "QEMU still running 30 s after system_powerdown"
     );
     guard.disarm();
@@ -183,7 +189,7 @@ fn cloud_guest_boots_answers_qmp_takes_a_png_and_powers_off() {
         "QEMU exited {:?} after system_powerdown",
         powerdown.elapsed()
     );
-    assert_eq!(launch::running(&spec.vm_dir), None);
+    assert_eq!(launch::running(&spec.paths), None);
     assert!(!paths.pidfile.exists(), "stale pidfile not removed");
 }
 
@@ -194,7 +200,11 @@ fn qemu_that_cannot_open_its_disk_reports_qemus_stderr() {
     let root = tempfile::tempdir().expect("tempdir");
     let vm_dir = root.path().join("vm");
     std::fs::create_dir_all(&vm_dir).expect("mkdir");
-    let mut spec = LaunchSpec::new(&vm_dir, root.path(), Accel::Tcg);
+    let mut spec = LaunchSpec::new(
+        VmPaths::for_tests(Path::new(&vm_dir)),
+        root.path(),
+        Accel::Tcg,
+    );
     spec.ram_mb = 64;
     spec.cpus = 1;
     spec.ssh_port = free_port();
@@ -214,5 +224,5 @@ fn qemu_that_cannot_open_its_disk_reports_qemus_stderr() {
         }
         Err(other) => panic!("expected QemuStartFailed, got {other:?}"),
     }
-    assert_eq!(launch::running(&vm_dir), None);
+    assert_eq!(launch::running(&VmPaths::for_tests(&vm_dir)), None);
 }

@@ -35,13 +35,10 @@ use crate::vm::{self, AppliedRecipe, StoredVm};
 use crate::vm::{Backend, Mode};
 use crate::{lock, qemu, Cancel, Env, Error, EventSink, Result, Root};
 
-/// The log file of the last apply, in the VM directory.
-pub const LOG_FILE: &str = "last-provision.log";
-/// Written beside the log when an apply fails (JSON `{code, message}`), removed when the next
-/// one starts: `wait --until applied` answers with that failure instead of waiting it out.
-pub const FAILURE_FILE: &str = "last-provision.failed";
-/// The lock an apply holds, in the VM directory.
-pub const LOCK_FILE: &str = "provision.lock";
+// The VM directory holds the last apply's log, its failure (JSON `{code, message}`, written
+// beside the log when an apply fails and removed when the next one starts, so `wait --until
+// applied` answers with that failure instead of waiting it out) and the lock an apply holds:
+// VmDir's apply_log, apply_failure and apply_lock.
 /// How long apply waits until it can log in to the guest (upstream's value, made for KVM).
 pub const SSH_WAIT: Duration = Duration::from_secs(90);
 /// The same under TCG: a systemd distribution with cloud-init needs 1-3 minutes to answer
@@ -90,7 +87,7 @@ pub fn dry_run(
     let stored = vm::load_ok(root, name)?;
     let (catalog, registry, steps) = plan_for(root, &stored, request)?;
     let mut plan: Vec<_> = steps.iter().map(Step::to_wire).collect();
-    if awaits_first_boot(&stored, &steps) && qemu::running(&stored.dir).is_some() {
+    if awaits_first_boot(&stored, &steps) && stored.running_pid().is_some() {
         if let Some((view, detected)) =
             first_boot_view(root, env, &stored, &catalog, &registry, cancel)
         {
@@ -233,10 +230,10 @@ pub fn apply(
     cancel: &Cancel,
 ) -> Result<ApplyData> {
     let stored = vm::load_ok(root, name)?;
-    let Some(_lock) = lock::try_exclusive(&stored.dir.join(LOCK_FILE))? else {
+    let Some(_lock) = lock::try_exclusive(&stored.files().apply_lock())? else {
         return Ok(skipped(&stored.name, SKIP_LOCKED));
     };
-    if qemu::running(&stored.dir).is_none() {
+    if stored.running_pid().is_none() {
         return Err(Error::NotRunning { name: stored.name });
     }
     let (_catalog, registry, steps) = plan_for(root, &stored, request)?;
@@ -290,7 +287,7 @@ fn record_failure(stored: &StoredVm, err: &Error) {
     let wire = err.to_wire();
     let text = serde_json::json!({"code": wire.code.as_str(), "message": wire.message});
     let _ =
-        crate::vm::write_atomically(&stored.dir.join(FAILURE_FILE), text.to_string().as_bytes());
+        crate::vm::write_atomically(&stored.files().apply_failure(), text.to_string().as_bytes());
 }
 
 /// How the VM's last apply ended, as its log and failure file say.
@@ -309,7 +306,8 @@ pub enum LastApply {
 
 /// Reads how the last apply of the VM in `vm_dir` ended.
 pub fn last_apply(vm_dir: &std::path::Path) -> LastApply {
-    let log = std::fs::read_to_string(vm_dir.join(LOG_FILE)).unwrap_or_default();
+    let files = vm::VmDir::at(vm_dir);
+    let log = std::fs::read_to_string(files.apply_log()).unwrap_or_default();
     let last = log
         .lines()
         .rev()
@@ -318,7 +316,7 @@ pub fn last_apply(vm_dir: &std::path::Path) -> LastApply {
     if last == Some("done") {
         return LastApply::Done;
     }
-    let failure = std::fs::read_to_string(vm_dir.join(FAILURE_FILE))
+    let failure = std::fs::read_to_string(files.apply_failure())
         .ok()
         .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
     let Some(failure) = failure else {
@@ -741,12 +739,14 @@ struct ProvisionLog<'s> {
 
 impl<'s> ProvisionLog<'s> {
     fn create(stored: &StoredVm, sink: &'s dyn EventSink) -> Result<ProvisionLog<'s>> {
-        let path = stored.dir.join(LOG_FILE);
+        let path = stored.files().apply_log();
         let file =
             File::create(&path).map_err(|e| Error::io(format!("write {}", path.display()), e))?;
-        match std::fs::remove_file(stored.dir.join(FAILURE_FILE)) {
+        let failure = stored.files().apply_failure();
+        match std::fs::remove_file(&failure) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(Error::io(format!("remove {FAILURE_FILE}"), e))
+                let name = failure.file_name().unwrap_or_default().to_string_lossy();
+                return Err(Error::io(format!("remove {name}"), e));
             }
             _ => {}
         }

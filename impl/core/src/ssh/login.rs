@@ -14,7 +14,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::child;
-use crate::qemu;
 use crate::ssh::argv::ssh_args_with;
 use crate::ssh::mux::Mux;
 use crate::vm::StoredVm;
@@ -133,7 +132,7 @@ pub fn until_reachable_telling(
             still(started.elapsed());
             next_word += STILL_WAITING;
         }
-        if qemu::running(&stored.dir).is_none() {
+        if stored.running_pid().is_none() {
             return Err(Error::QemuStartFailed(format!(
                 "{name} stopped while booting; `stoat logs {name} --which console` shows how far it got"
             )));
@@ -155,7 +154,7 @@ pub fn until_reachable_telling(
 /// The timeout message: what ssh said last and how far the console got.
 fn not_reached(stored: &StoredVm, timeout: Duration, said: &str) -> String {
     let name = &stored.name;
-    let console = crate::qemu::console::last_line(&stored.dir)
+    let console = crate::qemu::console::last_line(&stored.files().console_log())
         .map(|line| format!("; the console's last line: {line:?}"))
         .unwrap_or_default();
     format!(

@@ -21,15 +21,11 @@ use sha2::{Digest, Sha256};
 
 use super::argv as ssh_argv;
 use crate::lock::{self, LockGuard};
-use crate::vm::StoredVm;
+use crate::vm::{StoredVm, VmDir};
 use crate::Env;
 
 /// How long an idle master stays up after its last call.
 pub const PERSIST_SECS: u32 = 600;
-/// Held (non-blocking) by the one call that is becoming the master.
-const MASTER_LOCK: &str = ".ssh-mux.lock";
-const SOCKET_PREFIX: &str = "ssh-";
-const SOCKET_SUFFIX: &str = ".sock";
 
 /// One VM's master: where its socket is and what it is called.
 #[derive(Debug, Clone)]
@@ -59,10 +55,7 @@ impl Mux {
         let digest = hash.finalize();
         Mux {
             vm_dir: vm.dir.clone(),
-            socket: format!(
-                "{SOCKET_PREFIX}{}{SOCKET_SUFFIX}",
-                hex::encode(&digest[..8])
-            ),
+            socket: VmDir::ssh_control_name(&hex::encode(&digest[..8])),
         }
     }
 
@@ -81,7 +74,9 @@ impl Mux {
         if live(&self.vm_dir, &self.socket) {
             return self.client();
         }
-        let Ok(Some(guard)) = lock::try_exclusive(&self.vm_dir.join(MASTER_LOCK)) else {
+        // Held (non-blocking) by the one call that is becoming the master.
+        let master_lock = VmDir::at(&self.vm_dir).ssh_mux_lock();
+        let Ok(Some(guard)) = lock::try_exclusive(&master_lock) else {
             // Someone is becoming the master right now (or the lock cannot be had): go direct
             // rather than wait for them or race them for the socket.
             return Route::direct();
@@ -176,7 +171,7 @@ pub fn close(env: &Env, vm: &StoredVm) {
     let sockets: Vec<String> = entries
         .flatten()
         .filter_map(|entry| entry.file_name().into_string().ok())
-        .filter(|name| name.starts_with(SOCKET_PREFIX) && name.ends_with(SOCKET_SUFFIX))
+        .filter(|name| VmDir::is_ssh_control_name(name))
         .collect();
     let ssh = env.which("ssh");
     for socket in sockets {

@@ -6,13 +6,13 @@
 
 use std::path::{Path, PathBuf};
 
-/// The file's name inside the VM directory.
-pub const FILE: &str = "display-notice";
+use super::VmDir;
+
 /// A notice is a few lines; anything longer is not one of ours and reads as "not shown".
 const MAX_NOTICE: u64 = 16 * 1024;
 
 fn path(vm_dir: &Path) -> PathBuf {
-    vm_dir.join(FILE)
+    VmDir::at(vm_dir).display_notice()
 }
 
 /// Returns `lines` when they differ from the notice last shown for the VM in `vm_dir`, and

@@ -7,15 +7,14 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use super::VmDir;
 use crate::Result;
 
-/// The note's file name inside the VM directory.
-const NOTE: &str = ".disk-resize";
 /// A size string is a few bytes; anything longer is not a note of ours.
 const MAX_NOTE: u64 = 64;
 
 fn note_path(vm_dir: &Path) -> PathBuf {
-    vm_dir.join(NOTE)
+    VmDir::at(vm_dir).resize_note()
 }
 
 /// Records, before the resize starts, the size the disk is about to get.
@@ -34,7 +33,7 @@ pub fn reconcile(vm_dir: &Path, recorded: &str) -> Option<String> {
     let noted = crate::bounded::read_text(&note_path(vm_dir), MAX_NOTE).ok()?;
     let noted = noted.trim();
     let recorded_bytes = crate::size::parse_size(recorded).ok()?;
-    let virtual_bytes = qcow2_virtual_size(&crate::qemu::VmPaths::new(vm_dir).disk)?;
+    let virtual_bytes = qcow2_virtual_size(&VmDir::at(vm_dir).disk())?;
     // Update only grows, so a qcow2 larger than the record has taken the noted resize.
     (virtual_bytes > recorded_bytes && crate::size::parse_size(noted).is_ok())
         .then(|| noted.to_owned())

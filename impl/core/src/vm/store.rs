@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use stoat_wire::dto::{AgentAccess, Forward, Vm, VmFacts, VmLiveFacts};
 
 use super::config::VmConfig;
-use super::running_pid;
+use super::{running_pid, VmDir};
 use crate::error::IoContext;
 use crate::{Env, Error, Result, Root};
 
@@ -67,6 +67,11 @@ impl Loaded {
 }
 
 impl StoredVm {
+    /// The files in this VM's directory.
+    pub fn files(&self) -> VmDir {
+        VmDir::at(&self.dir)
+    }
+
     /// Returns whether QEMU is running this VM, and its pid.
     pub fn running_pid(&self) -> Option<u32> {
         running_pid(&self.dir)
@@ -201,7 +206,8 @@ pub fn load(root: &Root, name: &str) -> Result<Loaded> {
     if !addressable(name) {
         return Err(not_found());
     }
-    let dir = root.vm_dir(name);
+    let files = VmDir::new(root, name);
+    let dir = files.path().to_path_buf();
     let broken = |reason: String| {
         Ok(Loaded::Broken {
             name: name.to_owned(),
@@ -209,7 +215,7 @@ pub fn load(root: &Root, name: &str) -> Result<Loaded> {
             reason,
         })
     };
-    let text = match crate::bounded::read(&dir.join("vm.toml"), MAX_VM_TOML) {
+    let text = match crate::bounded::read(&files.record(), MAX_VM_TOML) {
         Ok(bytes) => bytes,
         Err(crate::bounded::ReadError::Io(e))
             if e.kind() == std::io::ErrorKind::NotFound
@@ -292,7 +298,7 @@ pub fn list(root: &Root) -> Result<Vec<Loaded>> {
 /// note of an interrupted resize has served its purpose.
 pub fn save(vm: &StoredVm) -> Result<()> {
     super::staging::sweep_vm_dir(&vm.dir);
-    write_atomically(&vm.dir.join("vm.toml"), vm.config.to_toml().as_bytes())?;
+    write_atomically(&vm.files().record(), vm.config.to_toml().as_bytes())?;
     super::resize_note::clear(&vm.dir);
     Ok(())
 }
@@ -314,7 +320,10 @@ pub fn save_new(
         });
     }
     let staging = super::staging::Staging::begin(root, name)?;
-    write_atomically(&staging.dir().join("vm.toml"), config.to_toml().as_bytes())?;
+    write_atomically(
+        &VmDir::at(staging.dir()).record(),
+        config.to_toml().as_bytes(),
+    )?;
     crate::fault::point("staged");
     fill(staging.dir())?;
     crate::fault::point("filled");

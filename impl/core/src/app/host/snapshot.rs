@@ -58,7 +58,7 @@ fn load_disk_vm(root: &Root, name: &str) -> Result<StoredVm> {
 }
 
 fn disk_path(vm: &StoredVm) -> PathBuf {
-    crate::qemu::VmPaths::new(&vm.dir).disk
+    vm.files().disk()
 }
 
 /// A failure while `rm` took the VM away is that VM's absence: the answer a sequential

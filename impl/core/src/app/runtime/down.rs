@@ -70,8 +70,9 @@ fn stop(dir: &std::path::Path, pid: u32, stored: &vm::StoredVm, grace: Duration)
     let how = stop_qemu(dir, pid, stored, grace);
     if !qemu::launch::is_qemu_of(pid, dir) {
         // passt ends by itself once QEMU's connection closes; a short wait, then by PID.
-        qemu::passt::wait_gone(dir, Duration::from_secs(1));
-        qemu::passt::stop(dir);
+        let paths = stored.files().qemu();
+        qemu::passt::wait_gone(&paths, Duration::from_secs(1));
+        qemu::passt::stop(&paths);
     }
     how
 }

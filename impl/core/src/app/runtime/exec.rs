@@ -166,7 +166,7 @@ pub fn exec(
         }
         std::thread::sleep(RETRY_PAUSE.min(deadline.saturating_duration_since(Instant::now())));
         cancel.check()?;
-        if crate::qemu::running(&stored.dir).is_none() {
+        if stored.running_pid().is_none() {
             return Err(Error::NotRunning { name: stored.name });
         }
     };

@@ -20,7 +20,7 @@ pub fn screenshot(root: &Root, name: &str, output: Option<&Path>) -> Result<Scre
     let output = output
         .map(|path| output_path(path, &stored.name))
         .transpose()?;
-    let dir = stored.dir.join("screenshots");
+    let dir = stored.files().screenshots();
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
     let path = unused_path(&dir);
     let mut qmp = connect_qmp(&stored)?;

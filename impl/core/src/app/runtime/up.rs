@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use stoat_wire::dto::Vm;
 
 use crate::boot::{apkovl, cloudinit};
-use crate::qemu::{self, Accel, LaunchSpec, VmPaths, PASST_BINARY, QEMU_BINARY};
-use crate::vm::{self, StoredVm};
+use crate::qemu::{self, Accel, LaunchSpec, PASST_BINARY, QEMU_BINARY};
+use crate::vm::{self, StoredVm, VmDir};
 use crate::vm::{Backend, Mode};
 use crate::{display, lock, log, ports, Env, Error, Result, Root};
 
@@ -96,7 +96,7 @@ fn start(
     crate::fault::pause("up-locked");
     // Read again under the lock: an update, forward change or rm that went first counts.
     let stored = vm::load_ok(root, name)?;
-    if qemu::running(&stored.dir).is_some() {
+    if stored.running_pid().is_some() {
         return Err(Error::AlreadyRunning { name: stored.name });
     }
     let HostReady {
@@ -112,7 +112,7 @@ fn start(
     let claims = ports::ensure_free(&stored)?;
     crate::fault::pause("up-claimed");
     let stored = mark_installed_if_grown(stored)?;
-    let mut spec = LaunchSpec::new(&stored.dir, &work_share, accel);
+    let mut spec = LaunchSpec::new(stored.files().qemu(), &work_share, accel);
     spec.host_share_dir = host_share;
     spec.ram_mb = stored.config.ram.max(1);
     spec.cpus = stored.config.cpus.max(1);
@@ -133,7 +133,7 @@ fn start(
             _ => qemu::Display::Vnc,
         };
     attach_media(root, env, &stored, &mut spec)?;
-    remove_stale_sockets(&stored.dir);
+    remove_stale_sockets(&stored.files());
     let pid = qemu::start(binary.as_os_str(), passt.as_os_str(), &spec)?;
     log::append(
         root,
@@ -191,7 +191,7 @@ fn mark_installed_if_grown(mut stored: StoredVm) -> Result<StoredVm> {
     if stored.config.mode != Mode::Disk || stored.config.installed {
         return Ok(stored);
     }
-    let size = std::fs::metadata(VmPaths::new(&stored.dir).disk)
+    let size = std::fs::metadata(stored.files().disk())
         .map(|m| m.len())
         .unwrap_or(0);
     if size > INSTALLED_DISK_BYTES {
@@ -212,7 +212,7 @@ fn attach_media(root: &Root, env: &Env, stored: &StoredVm, spec: &mut LaunchSpec
             false
         }
         Mode::Disk => {
-            spec.disk = Some(VmPaths::new(&stored.dir).disk);
+            spec.disk = Some(stored.files().disk());
             !config.installed
         }
         Mode::Live => true,
@@ -268,14 +268,12 @@ fn iso_path(root: &Root, iso: &str) -> PathBuf {
 }
 
 /// A socket left by a QEMU that died would make the new one fail to bind.
-fn remove_stale_sockets(vm_dir: &Path) {
-    let paths = VmPaths::new(vm_dir);
-    let console = qemu::console::socket_path(vm_dir);
+fn remove_stale_sockets(files: &VmDir) {
     for socket in [
-        paths.monitor_socket,
-        paths.qmp_socket,
-        paths.vnc_socket,
-        console,
+        files.monitor(),
+        files.qmp(),
+        files.vnc(),
+        files.console_socket(),
     ] {
         let _ = std::fs::remove_file(socket);
     }

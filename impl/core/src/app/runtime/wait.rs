@@ -77,7 +77,7 @@ pub fn wait(
         if now >= deadline {
             // A boot that never lets stoat in: how far the console got says why.
             let console = match until {
-                Until::Reachable => qemu::console::last_line(&stored.dir)
+                Until::Reachable => qemu::console::last_line(&stored.files().console_log())
                     .map(|line| format!("; the console's last line: {line:?}"))
                     .unwrap_or_default(),
                 _ => String::new(),
@@ -94,7 +94,7 @@ pub fn wait(
 
 /// One check; `cannot_reach` when the state can never come.
 fn reached(stored: &StoredVm, until: Until, login: Option<&Login>) -> Result<bool> {
-    let running = qemu::running(&stored.dir).is_some();
+    let running = stored.running_pid().is_some();
     match until {
         Until::Stopped => Ok(!running),
         Until::Reachable if !running => Err(Error::CannotReach(format!(

@@ -34,7 +34,7 @@ pub fn clone(
             name: new_name.to_owned(),
         });
     }
-    let src_disk = crate::qemu::VmPaths::new(&src.dir).disk;
+    let src_disk = src.files().disk();
     let has_disk = match src.config.mode.as_str() {
         "disk" => true,
         // A cloud VM gets its disk at first start; until then there is nothing to copy.
@@ -52,7 +52,7 @@ pub fn clone(
     vm::shared::make(root, new_name)?;
     let made = vm::save_new(root, new_name, config, |dir| {
         if has_disk {
-            vm::copy::copy_disk(&src_disk, &crate::qemu::VmPaths::new(dir).disk, cancel)?;
+            vm::copy::copy_disk(&src_disk, &vm::VmDir::at(dir).disk(), cancel)?;
         }
         Ok(())
     });

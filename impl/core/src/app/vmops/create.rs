@@ -68,7 +68,7 @@ pub fn create(root: &Root, env: &Env, spec: &CreateSpec) -> Result<StoredVm> {
     vm::shared::make(root, name)?;
     let disk_size = (config.mode == Mode::Disk).then(|| config.disk.clone());
     let made = vm::save_new(root, name, config, |dir| match &disk_size {
-        Some(size) => make_empty_disk(env, &crate::qemu::VmPaths::new(dir).disk, size),
+        Some(size) => make_empty_disk(env, &vm::VmDir::at(dir).disk(), size),
         None => Ok(()),
     });
     if made.is_err() {

@@ -67,7 +67,7 @@ pub fn show(root: &Root, name: &str) -> Result<ForwardData> {
 /// The forwards the running QEMU has, `None` when the VM is not running.
 pub fn live_forwards(stored: &StoredVm) -> Option<Vec<(u16, u16)>> {
     let pid = stored.running_pid()?;
-    Some(crate::qemu::launch::live_forwards(&stored.dir, pid).unwrap_or_default())
+    Some(crate::qemu::launch::live_forwards(&stored.files().qemu(), pid).unwrap_or_default())
 }
 
 fn pairs_of(forwards: &[ForwardConfig]) -> Vec<(u16, u16)> {

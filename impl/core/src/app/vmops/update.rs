@@ -236,7 +236,7 @@ fn planned_disk(stored: &StoredVm, requested: &str, running: bool) -> Result<Str
             requested: requested.to_owned(),
         });
     }
-    if !crate::qemu::VmPaths::new(&stored.dir).disk.exists() && stored.config.mode == Mode::Cloud {
+    if !stored.files().disk().exists() && stored.config.mode == Mode::Cloud {
         return Err(Error::InvalidSpec(format!(
             "{name} has no disk yet; start it once (stoat up {name}) so its disk exists, then resize"
         )));
@@ -246,7 +246,7 @@ fn planned_disk(stored: &StoredVm, requested: &str, running: bool) -> Result<Str
 
 /// Grows the qcow2 to `size` (update has already refused shrinking).
 fn grow_disk(env: &Env, stored: &StoredVm, size: &str) -> Result<()> {
-    let disk = crate::qemu::VmPaths::new(&stored.dir).disk;
+    let disk = stored.files().disk();
     if !disk.exists() {
         // A disk VM whose qcow2 is gone: the new size applies when one is made.
         return Ok(());
