@@ -1,5 +1,5 @@
-//! A VM that must be running: loading it (`not_found`, `broken`, then `not_running`) and
-//! opening its QMP monitor.
+//! Whether QEMU runs a VM, and a VM that must be running: loading it (`not_found`,
+//! `broken`, then `not_running`) and opening its QMP monitor.
 
 use std::path::Path;
 use std::time::Duration;
