@@ -28,6 +28,7 @@ pub(crate) mod events;
 pub(crate) mod fault;
 pub(crate) mod git;
 pub(crate) mod guests;
+pub(crate) mod hint;
 pub(crate) mod host;
 pub(crate) mod images;
 pub(crate) mod jsonc;
