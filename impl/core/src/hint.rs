@@ -275,6 +275,187 @@ impl Spelling for Plain {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
+
+    /// Every setting and operation, so each one's plain words are checked.
+    const SETTINGS: [Setting; 16] = [
+        Setting::Ram,
+        Setting::Cpus,
+        Setting::Disk,
+        Setting::Mode,
+        Setting::Os,
+        Setting::Image,
+        Setting::Backend,
+        Setting::ConsolePassword,
+        Setting::Param,
+        Setting::Only,
+        Setting::AgentAccess,
+        Setting::SshPort,
+        Setting::Force,
+        Setting::Remove,
+        Setting::Which,
+        Setting::Project,
+    ];
+    const OPS: [Op; 7] = [
+        Op::Logs,
+        Op::Down,
+        Op::Update,
+        Op::Forward,
+        Op::Snapshot,
+        Op::RecipeLock,
+        Op::RecipeSync,
+    ];
+
+    #[test]
+    fn plain_words_hold_no_flag() {
+        for setting in SETTINGS {
+            let valued = Plain.setting(setting, Some(&Value::Placeholder("X".into())));
+            for said in [Plain.setting(setting, None), valued] {
+                assert!(!said.contains("--"), "{said}");
+            }
+            for op in OPS {
+                let step = Step::on(op, "w").operand("t").with(setting, None);
+                let said = Plain.step(&step);
+                assert!(!said.contains("--") && !said.contains("stoat "), "{said}");
+            }
+        }
+    }
+
+    /// String literals in core's own code (test modules left out) that name a CLI flag, the
+    /// way a message would (`pass --os`, `` `stoat logs w --which` ``): a message says it with
+    /// a [`Setting`] or a [`Step`] instead. A literal that is one flag alone (`"--quiet"`) is
+    /// an argument of a host tool, not a message.
+    #[test]
+    fn no_message_in_core_names_a_cli_flag() {
+        // Text that is not a message: a script the guest runs, and the comments of files
+        // written for a person to edit beside the CLI.
+        const NOT_MESSAGES: [(&str, &str); 3] = [
+            ("recipes/apply.rs", "cloud-init status --wait"),
+            ("app/project.rs", "# stoat.toml: the VMs of this project."),
+            ("project/lock.rs", "# stoat.lock: remote recipe pins"),
+        ];
+        let sample = "let a = \"pass --os <os>\"; let b = '\"'; let c = r#\"--quiet\"#;";
+        assert_eq!(literals(sample), ["pass --os <os>", "--quiet"]);
+        assert!(names_flag("pass --os <os>") && !names_flag("a-b--c"));
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut found = Vec::new();
+        for file in rust_files(&src) {
+            let relative = file
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if relative == "roundtrip_props.rs" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap();
+            for literal in literals(code) {
+                let lone_flag = literal.starts_with("--") && !literal.contains(' ');
+                let allowed = NOT_MESSAGES
+                    .iter()
+                    .any(|(path, part)| relative == *path && literal.contains(part));
+                if names_flag(&literal) && !lone_flag && !allowed {
+                    found.push(format!("{relative}: {literal:?}"));
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "flags in core's messages:\n{}",
+            found.join("\n")
+        );
+    }
+
+    fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files.extend(rust_files(&path));
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+        files
+    }
+
+    /// Whether `--word` starts the literal or follows a space, `(`, `[` or a backtick.
+    fn names_flag(literal: &str) -> bool {
+        let chars: Vec<char> = literal.chars().collect();
+        chars.windows(3).enumerate().any(|(i, w)| {
+            w[0] == '-'
+                && w[1] == '-'
+                && w[2].is_ascii_lowercase()
+                && (i == 0 || matches!(chars[i - 1], ' ' | '(' | '[' | '`' | '\n'))
+        })
+    }
+
+    /// The contents of the string literals in `code`, comments and char literals skipped.
+    fn literals(code: &str) -> Vec<String> {
+        let chars: Vec<char> = code.chars().collect();
+        let at = |i: usize| chars.get(i).copied().unwrap_or('\0');
+        let mut found = Vec::new();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            let ident_before = i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_');
+            if c == '/' && at(i + 1) == '/' {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            } else if c == '/' && at(i + 1) == '*' {
+                i += 2;
+                while i < chars.len() && !(chars[i] == '*' && at(i + 1) == '/') {
+                    i += 1;
+                }
+                i += 2;
+            } else if c == 'r' && !ident_before && matches!(at(i + 1), '"' | '#') {
+                let mut j = i + 1;
+                while at(j) == '#' {
+                    j += 1;
+                }
+                if at(j) != '"' {
+                    i += 1;
+                    continue;
+                }
+                let hashes = j - i - 1;
+                let start = j + 1;
+                let mut end = start;
+                while end < chars.len()
+                    && !(chars[end] == '"' && (1..=hashes).all(|k| at(end + k) == '#'))
+                {
+                    end += 1;
+                }
+                found.push(chars[start..end.min(chars.len())].iter().collect());
+                i = end + 1 + hashes;
+            } else if c == '"' {
+                let start = i + 1;
+                let mut end = start;
+                while end < chars.len() && chars[end] != '"' {
+                    end += if chars[end] == '\\' { 2 } else { 1 };
+                }
+                found.push(chars[start..end.min(chars.len())].iter().collect());
+                i = end + 1;
+            } else if c == '\'' {
+                // A char literal ('x', '\n', '\u{1F}') is skipped whole; a lifetime is not one.
+                if at(i + 1) == '\\' {
+                    i += 2;
+                    while i < chars.len() && chars[i] != '\'' {
+                        i += 1;
+                    }
+                    i += 1;
+                } else if at(i + 2) == '\'' {
+                    i += 3;
+                } else {
+                    i += 1;
+                }
+            } else {
+                i += 1;
+            }
+        }
+        found
+    }
 
     #[test]
     fn plain_names_no_flag_and_no_command_line() {

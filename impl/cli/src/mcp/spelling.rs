@@ -120,7 +120,7 @@ impl Spelling for Mcp {
             _ => {
                 let plain = Plain.step(step);
                 let plain = plain.strip_prefix("the ").unwrap_or(&plain);
-                format!("the stoat CLI's {plain} (a person's to run; no tool does it)")
+                format!("the stoat CLI's {plain} (no tool does it)")
             }
         }
     }
