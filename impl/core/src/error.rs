@@ -514,6 +514,55 @@ mod tests {
         );
     }
 
+    /// Names every setting and step in angle brackets, to see where a spelling applies.
+    struct Marked;
+
+    impl Spelling for Marked {
+        fn setting(&self, setting: Setting, _: Option<&Value>) -> String {
+            format!("<{}>", setting.words())
+        }
+        fn step(&self, step: &Step) -> String {
+            format!("<{}>", step.op.words())
+        }
+    }
+
+    #[test]
+    fn a_spelled_failure_keeps_its_code_and_prefix_and_names_no_flag_by_default() {
+        let ram = crate::vm::spec::check_ram(0).unwrap_err();
+        assert_eq!(ram.code(), ErrorCode::InvalidSpec);
+        assert_eq!(
+            ram.message(),
+            "invalid spec: ram 0 MB is below the minimum of 256 MB (e.g. ram 2048)"
+        );
+        assert_eq!(ram.to_string(), ram.message());
+        assert_eq!(ram.to_wire().message, ram.message());
+        assert!(ram.message_in(&Marked).ends_with("(e.g. <ram>)"));
+        let busy = Error::PortBusy {
+            vm: "w".into(),
+            port: 8080,
+            what: "a forward",
+            reason: "in use".into(),
+            fix: Said::text("or ").step(Step::on(Op::Forward, "w")),
+        };
+        assert_eq!(busy.code(), ErrorCode::QemuStartFailed);
+        assert!(busy.message_in(&Marked).ends_with("; or <forward>"));
+        let failed = Error::RecipeFailed {
+            vm: "w".into(),
+            recipe: "r".into(),
+            detail: "exit 1".into(),
+        };
+        assert_eq!(
+            failed.message(),
+            "recipe r failed in w: exit 1; the logs operation on w with which apply shows its output"
+        );
+        assert!(failed
+            .message_in(&Marked)
+            .ends_with("; <logs> shows its output"));
+        for error in [ram, busy, failed] {
+            assert!(!error.message().contains("--"), "{error}");
+        }
+    }
+
     #[test]
     fn qemu_errors_map_to_their_contract_codes() {
         use crate::qemu::QemuError;
