@@ -36,7 +36,7 @@ fn argument(setting: Setting) -> Option<&'static str> {
     }
 }
 
-/// The tool that runs `op`, and whether it takes `setting` as an argument.
+/// The tool that runs `op`, if one does.
 fn tool(op: Op) -> Option<&'static str> {
     match op {
         Op::Logs => Some("logs"),
