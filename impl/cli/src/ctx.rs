@@ -44,7 +44,7 @@ impl Ctx {
         Ctx {
             json,
             quiet: quiet || json,
-            session: Session::new(env, cancel, events, cmd),
+            session: Session::new(env, cancel, events, cmd).with_spelling(&crate::spelling::CLI),
             sink,
         }
     }

@@ -23,6 +23,7 @@ mod parse;
 mod progress;
 pub mod scan;
 mod signals;
+mod spelling;
 mod version;
 
 use std::io::Write;

@@ -13,6 +13,8 @@ use serde_json::value::RawValue;
 use stoat_core::Error;
 use stoat_wire::{Emitter, ErrorCode};
 
+use crate::spelling::CLI;
+
 /// A command's answer: its data for the wire, its prose for a human, and any exit override.
 pub struct Reply {
     /// The data already written as JSON: the result line copies it as it is, so no
@@ -101,7 +103,7 @@ fn finish(output: Output, cmd: &str, result: Result<Reply, Error>, hint: Option<
             let _ = emitter.finish(Ok(&reply.data));
         }
         (Output::Json(emitter), Err(err)) => {
-            let _ = emitter.finish::<()>(Err(&err.to_wire()));
+            let _ = emitter.finish::<()>(Err(&err.to_wire_in(&CLI)));
         }
         (Output::Human, Ok(reply)) => {
             if let Some(guest) = &reply.guest {
@@ -120,10 +122,13 @@ fn finish(output: Output, cmd: &str, result: Result<Reply, Error>, hint: Option<
             }
         }
         (Output::Human, Err(err)) if err.code() == ErrorCode::Usage => {
-            eprintln!("stoat: {}\nrun `stoat help` for usage", err.message());
+            eprintln!(
+                "stoat: {}\nrun `stoat help` for usage",
+                err.message_in(&CLI)
+            );
         }
         (Output::Human, Err(err)) => {
-            eprintln!("stoat: {cmd}: {}", err.message());
+            eprintln!("stoat: {cmd}: {}", err.message_in(&CLI));
             if let Error::ImageNotDownloaded { id } = &err {
                 eprintln!("hint: stoat pull {id}");
             }

@@ -3,8 +3,14 @@
 //! `Error::code` is an exhaustive match with no catch-all arm: a new variant does not compile
 //! until someone decides its code. Messages are human-readable and never carry the console
 //! password. Implements json-v3#error-codes.
+//!
+//! A message that tells its reader what to set or run next keeps that as data ([`Said`]):
+//! [`Error::message_in`] spells it in a front end's words, [`Error::message`] and `Display` in
+//! core's own, which name no flag.
 
 use stoat_wire::{ErrorCode, WireError};
+
+use crate::hint::{Op, Plain, Said, Setting, Spelling, Step, Value};
 
 /// A stoat failure.
 #[derive(Debug, thiserror::Error)]
@@ -36,7 +42,7 @@ pub enum Error {
     #[error("recipe not applicable: {0}")]
     RecipeNotApplicable(String),
     /// A recipe's script (or its interpreter's bootstrap) failed in the guest.
-    #[error("recipe {recipe} failed in {vm}: {detail}; `stoat logs {vm} --which apply` shows its output")]
+    #[error("{}", recipe_failed(.vm, .recipe, .detail, &Plain))]
     RecipeFailed {
         vm: String,
         recipe: String,
@@ -83,15 +89,13 @@ pub enum Error {
     QemuStartFailed(String),
     /// A host port the VM needs (its ssh port or a forward) cannot be bound: found before
     /// QEMU runs, so nothing is started.
-    #[error(
-        "cannot start {vm}: host port {port} ({what}) is in use on 127.0.0.1 ({reason}); {fix}"
-    )]
+    #[error("{}", port_busy(.vm, *.port, .what, .reason, .fix, &Plain))]
     PortBusy {
         vm: String,
         port: u16,
         what: &'static str,
         reason: String,
-        fix: String,
+        fix: Said,
     },
     #[error("qemu monitor unreachable: {0}")]
     MonitorUnreachable(String),
@@ -143,6 +147,24 @@ pub enum Error {
     /// A QEMU or QMP failure, kept whole as the source; [`Error::code`] reads its kind.
     #[error("{}", qemu_message(.0))]
     Qemu(#[source] crate::qemu::QemuError),
+    /// A failure whose text names a setting or a follow-up step (see [`Error::spelled`]).
+    #[error("{}", .0.text_in(&Plain))]
+    Spelled(Box<Spelled>),
+}
+
+/// The variant a spelled failure is, and its text before a front end spells it.
+#[derive(Debug)]
+pub struct Spelled {
+    /// The variant (its code and its prefix, such as "invalid spec: "), given the text.
+    make: fn(String) -> Error,
+    said: Said,
+}
+
+impl Spelled {
+    /// The failure as its variant says it, the text in `spelling`'s words.
+    fn text_in(&self, spelling: &dyn Spelling) -> String {
+        (self.make)(self.said.render(spelling)).to_string()
+    }
 }
 
 /// The result of a stoat operation.
@@ -205,23 +227,60 @@ impl Error {
             Error::Io { .. } | Error::Tool { .. } if self.is_no_space() => ErrorCode::InvalidSpec,
             Error::Io { .. } | Error::Tool { .. } | Error::Internal(_) => ErrorCode::Internal,
             Error::Qemu(qemu) => qemu_code(qemu),
+            // The variant it stands for decides: the text does not change the code.
+            Error::Spelled(spelled) => (spelled.make)(String::new()).code(),
         }
     }
 
-    /// Returns the error object for the wire.
-    pub fn to_wire(&self) -> WireError {
-        WireError::new(self.code(), self.message())
+    /// A failure of the variant `make` builds whose text, `said`, names settings or steps
+    /// that each front end spells (`Error::spelled(Error::InvalidSpec, said)`).
+    pub fn spelled(make: fn(String) -> Error, said: Said) -> Error {
+        Error::Spelled(Box::new(Spelled { make, said }))
     }
 
-    /// The message as every renderer shows it: one line (a tool's or a guest's multi-line
-    /// text folded with "; ", other control characters made spaces), and a prefix that a
-    /// wrapped tool message repeats ("qemu-img: qemu-img: ...") said once.
+    /// Returns the error object for the wire, in core's own words.
+    pub fn to_wire(&self) -> WireError {
+        self.to_wire_in(&Plain)
+    }
+
+    /// Returns the error object for the wire, settings and steps in `spelling`'s words.
+    pub fn to_wire_in(&self, spelling: &dyn Spelling) -> WireError {
+        WireError::new(self.code(), self.message_in(spelling))
+    }
+
+    /// The message in core's own words (settings named, never a front end's flag).
     pub fn message(&self) -> String {
-        let text = tidy(&self.to_string());
+        self.message_in(&Plain)
+    }
+
+    /// The message as every renderer shows it, settings and steps in `spelling`'s words:
+    /// one line (a tool's or a guest's multi-line text folded with "; ", other control
+    /// characters made spaces), and a prefix that a wrapped tool message repeats
+    /// ("qemu-img: qemu-img: ...") said once.
+    pub fn message_in(&self, spelling: &dyn Spelling) -> String {
+        let text = tidy(&self.text_in(spelling));
         if self.is_no_space() {
             return format!("{NO_SPACE}: {text}; free space there and try again");
         }
         text
+    }
+
+    /// The unfolded text, settings and steps in `spelling`'s words.
+    fn text_in(&self, spelling: &dyn Spelling) -> String {
+        match self {
+            Error::Spelled(spelled) => spelled.text_in(spelling),
+            Error::RecipeFailed { vm, recipe, detail } => {
+                recipe_failed(vm, recipe, detail, spelling)
+            }
+            Error::PortBusy {
+                vm,
+                port,
+                what,
+                reason,
+                fix,
+            } => port_busy(vm, *port, what, reason, fix, spelling),
+            other => other.to_string(),
+        }
     }
 
     /// Whether the host's filesystem is full (or the user's quota spent): an OS call's
@@ -252,6 +311,30 @@ impl Error {
             source,
         }
     }
+}
+
+/// A recipe failure's message: where to read its output.
+fn recipe_failed(vm: &str, recipe: &str, detail: &str, spelling: &dyn Spelling) -> String {
+    let log = Step::on(Op::Logs, vm).with(Setting::Which, Some(Value::Text("apply".into())));
+    format!(
+        "recipe {recipe} failed in {vm}: {detail}; {} shows its output",
+        spelling.step(&log)
+    )
+}
+
+/// A busy port's message, with the fix in `spelling`'s words.
+fn port_busy(
+    vm: &str,
+    port: u16,
+    what: &str,
+    reason: &str,
+    fix: &Said,
+    spelling: &dyn Spelling,
+) -> String {
+    format!(
+        "cannot start {vm}: host port {port} ({what}) is in use on 127.0.0.1 ({reason}); {}",
+        fix.render(spelling)
+    )
 }
 
 /// How every full-filesystem message starts, whatever was being written.
@@ -429,6 +512,55 @@ mod tests {
             .message(),
             "qemu-img: Could not open 'x'"
         );
+    }
+
+    /// Names every setting and step in angle brackets, to see where a spelling applies.
+    struct Marked;
+
+    impl Spelling for Marked {
+        fn setting(&self, setting: Setting, _: Option<&Value>) -> String {
+            format!("<{}>", setting.words())
+        }
+        fn step(&self, step: &Step) -> String {
+            format!("<{}>", step.op.words())
+        }
+    }
+
+    #[test]
+    fn a_spelled_failure_keeps_its_code_and_prefix_and_names_no_flag_by_default() {
+        let ram = crate::vm::spec::check_ram(0).unwrap_err();
+        assert_eq!(ram.code(), ErrorCode::InvalidSpec);
+        assert_eq!(
+            ram.message(),
+            "invalid spec: ram 0 MB is below the minimum of 256 MB (e.g. ram 2048)"
+        );
+        assert_eq!(ram.to_string(), ram.message());
+        assert_eq!(ram.to_wire().message, ram.message());
+        assert!(ram.message_in(&Marked).ends_with("(e.g. <ram>)"));
+        let busy = Error::PortBusy {
+            vm: "w".into(),
+            port: 8080,
+            what: "a forward",
+            reason: "in use".into(),
+            fix: Said::text("or ").step(Step::on(Op::Forward, "w")),
+        };
+        assert_eq!(busy.code(), ErrorCode::QemuStartFailed);
+        assert!(busy.message_in(&Marked).ends_with("; or <forward>"));
+        let failed = Error::RecipeFailed {
+            vm: "w".into(),
+            recipe: "r".into(),
+            detail: "exit 1".into(),
+        };
+        assert_eq!(
+            failed.message(),
+            "recipe r failed in w: exit 1; the logs operation on w with which apply shows its output"
+        );
+        assert!(failed
+            .message_in(&Marked)
+            .ends_with("; <logs> shows its output"));
+        for error in [ram, busy, failed] {
+            assert!(!error.message().contains("--"), "{error}");
+        }
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! callers hold (re-exported below); every other module is crate-private. Callers pass an
 //! [`Env`] snapshot, a [`Cancel`] flag and an [`EventSink`] (in an [`app::Session`]) and get
 //! back wire DTOs or a typed [`Error`] whose [`Error::code`] is the one table from failures
-//! to contract error codes. The fuzz targets reach a few parsers through the hidden `fuzzing`
+//! to contract error codes, and whose message each front end spells in its own words
+//! ([`app::Spelling`]). The fuzz targets reach a few parsers through the hidden `fuzzing`
 //! module, compiled only with the `fuzzing` feature.
 //!
 //! Environment variables come from the [`Env`] snapshot, except `STOAT_FAULT` (the tests'
@@ -28,6 +29,7 @@ pub(crate) mod events;
 pub(crate) mod fault;
 pub(crate) mod git;
 pub(crate) mod guests;
+pub(crate) mod hint;
 pub(crate) mod host;
 pub(crate) mod images;
 pub(crate) mod jsonc;
@@ -54,6 +56,6 @@ pub mod fuzzing;
 mod roundtrip_props;
 
 pub use env::Env;
-pub use error::{Error, Result};
+pub use error::{Error, Result, Spelled};
 pub use events::{Cancel, EventSink, NullSink};
 pub use root::Root;

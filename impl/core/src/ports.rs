@@ -17,6 +17,7 @@ use std::os::unix::net::{SocketAddr, UnixListener};
 
 use socket2::{Domain, Socket, Type};
 
+use crate::hint::{Op, Said, Setting, Step, Value};
 use crate::vm::{self, Loaded};
 use crate::{Error, Result, Root};
 
@@ -160,15 +161,13 @@ pub fn ensure_free(vm: &crate::vm::StoredVm) -> Result<Claims> {
             Err(error) => error,
         };
         let fix = if what == "a forward" {
-            format!(
-                "stop what listens there, or `stoat forward {} --remove {port}`",
-                vm.name
-            )
+            let remove = Step::on(Op::Forward, &vm.name)
+                .with(Setting::Remove, Some(Value::Number(u64::from(port))));
+            Said::text("stop what listens there, or ").step(remove)
         } else {
-            format!(
-                "stop what listens there, or pick another with `stoat update {} --ssh-port PORT`",
-                vm.name
-            )
+            let another = Step::on(Op::Update, &vm.name)
+                .with(Setting::SshPort, Some(Value::Placeholder("PORT".into())));
+            Said::text("stop what listens there, or pick another with ").step(another)
         };
         return Err(Error::PortBusy {
             vm: vm.name.clone(),

@@ -17,6 +17,7 @@ use stoat_core::{Cancel, Env, Error, Result};
 
 use super::guards;
 use super::rate::RateLimiter;
+use super::spelling::MCP;
 use super::tools::{self, Tool};
 use stoat_core::app::{self, Session};
 
@@ -286,8 +287,7 @@ impl Server {
         Ok(match outcome {
             Ok(data) => self.tool_result(data, false),
             Err((err, extra)) => {
-                let mut object =
-                    json!({"code": err.code().as_str(), "message": cut_echo(&err.message())});
+                let mut object = json!({"code": err.code().as_str(), "message": cut_echo(&err.message_in(&MCP))});
                 if let Some((key, value)) = extra {
                     object[key] = Value::from(value);
                 }
@@ -307,7 +307,8 @@ impl Server {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         };
-        let mut ctx = Session::quiet(self.env.clone(), self.cancel.clone(), "mcp");
+        let mut ctx =
+            Session::quiet(self.env.clone(), self.cancel.clone(), "mcp").with_spelling(&MCP);
         if let Some(dir) = text("dir") {
             ctx = ctx.with_work_dir(guards::project_dir(&dir)?);
         }

@@ -828,7 +828,13 @@ fn wait(ctx: &Session, args: WaitArgs) -> Result<WaitResult> {
     let timeout = std::time::Duration::from_secs(u64::from(args.timeout_seconds.unwrap_or(120)));
     let healthy = match app::runtime::wait(ctx, &args.vm, until, timeout) {
         Ok(data) => data.reached,
-        Err(Error::Timeout(_)) => false,
+        // The login's timeout names the console log, so it comes spelled; a failed apply
+        // read back keeps its own code and stays an error.
+        Err(err @ (Error::Timeout(_) | Error::Spelled(_)))
+            if err.code() == stoat_wire::ErrorCode::Timeout =>
+        {
+            false
+        }
         Err(other) => return Err(other),
     };
     Ok(WaitResult { healthy })

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{JsonRun, Spawned, TestEnv, PLANTED_PASSWORD};
+use crate::common::{JsonRun, Spawned, TestEnv, ALPINE_VIRT, PLANTED_PASSWORD};
 
 /// `stoat mcp` in the test's sandbox, with `extra` variables on top.
 fn mcp_command(env: &TestEnv, extra: &[(&str, &str)]) -> Command {
@@ -1047,4 +1047,62 @@ fn the_clone_tool_says_a_clone_is_an_independent_copy() {
     let description = clone["description"].as_str().unwrap();
     assert!(!description.contains("overlay"), "{description}");
     assert!(description.contains("independent copy"), "{description}");
+}
+
+/// Core's hints of what to set or run next, in each front end's words: the CLI names its
+/// flags and command lines, MCP the tool arguments and tool calls, never a `--` flag.
+#[test]
+fn hints_name_tool_arguments_and_tools_never_cli_flags() {
+    let env = TestEnv::new();
+    env.plant_image(ALPINE_VIRT);
+    vm_with_access(&env, "obs", 2321, "observe");
+    let results = calls(
+        &env,
+        &[],
+        &[
+            (
+                "create",
+                json!({"name":"small","image":"alpine-virt","ram_mb":100}),
+            ),
+            (
+                "create",
+                json!({"name":"many","image":"alpine-virt","cpus":1000}),
+            ),
+            ("stop", json!({"vm":"obs"})),
+        ],
+    );
+    let messages: Vec<String> = results
+        .iter()
+        .map(|result| {
+            let error = error_object(result);
+            error["message"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    for message in &messages {
+        assert!(!message.contains("--"), "{message}");
+    }
+    assert_eq!(
+        messages[0],
+        "invalid spec: ram 100 MB is below the minimum of 256 MB (e.g. ram_mb: 2048)"
+    );
+    assert_eq!(
+        messages[1],
+        "invalid spec: cpus 1000: QEMU's x86 machine takes at most 255 (e.g. cpus: 4)"
+    );
+    assert_eq!(
+        messages[2],
+        "access denied: stop needs agent_access manage on obs, which allows observe; a person can \
+         raise it with the stoat CLI's update operation on obs with agent access manage (no tool \
+         does it)"
+    );
+    // The same mistake through the CLI keeps its flags, in prose and under --json.
+    let args = ["create", "small", "--image", "alpine-virt", "--ram", "100"];
+    let cli =
+        "invalid spec: ram 100 MB is below the minimum of 256 MB (e.g. --ram 2048 or --ram 2G)";
+    assert_eq!(env.json(&args).error("invalid_spec"), cli);
+    let human = env.run(&args);
+    assert_eq!(
+        String::from_utf8_lossy(&human.stderr),
+        format!("stoat: create: {cli}\n")
+    );
 }

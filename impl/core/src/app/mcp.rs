@@ -9,6 +9,7 @@ use std::path::Path;
 use stoat_wire::dto::{AgentAccess, McpDoctorData, McpInstallData};
 
 use super::Session;
+use crate::hint::{Op, Said, Setting, Step, Value};
 use crate::project::Project;
 use crate::vm::{self, Loaded};
 use crate::{mcp_config, Error, Result};
@@ -60,12 +61,19 @@ fn require(tool: &str, vm: &str, have: AgentAccess, need: AgentAccess) -> Result
     if have >= need {
         return Ok(());
     }
-    Err(Error::AccessDenied(format!(
-        "{tool} needs agent_access {} on {vm}, which allows {}; a person can raise it with `stoat update {vm} --agent-access {}`",
-        need.as_str(),
-        have.as_str(),
-        need.as_str()
-    )))
+    let raise = Step::on(Op::Update, vm).with(
+        Setting::AgentAccess,
+        Some(Value::Text(need.as_str().to_owned())),
+    );
+    Err(Error::spelled(
+        Error::AccessDenied,
+        Said::text(format!(
+            "{tool} needs agent_access {} on {vm}, which allows {}; a person can raise it with ",
+            need.as_str(),
+            have.as_str()
+        ))
+        .step(raise),
+    ))
 }
 
 #[cfg(test)]

@@ -26,6 +26,8 @@ pub mod vms;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
+pub use crate::hint::{Op, Piece, Plain, Said, Setting, Spelling, Step, Value};
+
 use crate::{Cancel, Env, Error, EventSink, NullSink, Result, Root};
 
 /// What every operation gets: the environment snapshot, the cancel flag, where events go,
@@ -39,6 +41,9 @@ pub struct Session {
     root: OnceLock<Root>,
     /// Where project discovery starts instead of the process's working directory (MCP's `dir`).
     work_dir: Option<PathBuf>,
+    /// The caller's words for settings and steps, in the messages core writes itself (a
+    /// project run's per-VM errors, the failure an apply leaves for `wait`).
+    spelling: &'static dyn Spelling,
 }
 
 impl Session {
@@ -52,7 +57,19 @@ impl Session {
             label: label.to_owned(),
             root: OnceLock::new(),
             work_dir: None,
+            spelling: &Plain,
         }
+    }
+
+    /// Returns this session with core's own messages spelled in `spelling`'s words.
+    pub fn with_spelling(mut self, spelling: &'static dyn Spelling) -> Session {
+        self.spelling = spelling;
+        self
+    }
+
+    /// Returns the caller's words for settings and steps.
+    pub fn spelling(&self) -> &'static dyn Spelling {
+        self.spelling
     }
 
     /// A session that drops every event.

@@ -257,6 +257,7 @@ fn fan_out(
 ) -> Result<ProjectRun> {
     let run = fanout::run(
         project,
+        s.spelling(),
         |event| s.events().vm(event),
         |decl| {
             s.cancel.check()?;

@@ -13,6 +13,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::hint::{Said, Setting, Value};
 use crate::{Env, Error, Result};
 
 /// The most `qemu-img info` output stoat reads (a chain of a few images is a few KiB).
@@ -54,10 +55,17 @@ pub fn require_iso9660(image: &Path) -> Result<()> {
     if read.is_ok() && magic == ISO9660_MAGIC {
         return Ok(());
     }
-    Err(Error::InvalidSpec(format!(
-        "image {} is not an ISO 9660 image (no CD001 at byte {ISO9660_OFFSET}); --image takes a catalog id (see `stoat images`), a qcow2 disk image (named .qcow2 or .img, or with --backend cloudinit), or an installer or live ISO",
-        image.display()
-    )))
+    Err(Error::spelled(
+        Error::InvalidSpec,
+        Said::text(format!(
+            "image {} is not an ISO 9660 image (no CD001 at byte {ISO9660_OFFSET}); ",
+            image.display()
+        ))
+        .setting(Setting::Image)
+        .then(" takes a catalog id (see `stoat images`), a qcow2 disk image (named .qcow2 or .img, or with ")
+        .set(Setting::Backend, Value::Text("cloudinit".into()))
+        .then("), or an installer or live ISO"),
+    ))
 }
 
 /// The keys under which `qemu-img info` names a file: the layer itself, its backing file, an

@@ -9,6 +9,7 @@
 use stoat_wire::dto::{ProjectRun, ProjectRunVm};
 
 use super::file::{Declaration, Project};
+use crate::hint::Spelling;
 use crate::Result;
 
 /// A VM's fan-out status before its outcome is known (events only, never in the result).
@@ -16,9 +17,10 @@ pub const STARTED: &str = "started";
 
 /// Runs `act` on each declaration in order; after the first failure the rest are skipped.
 /// `act` answers what it did (a few words, such as "started" or "not created"), which the
-/// human table shows beside `ok`.
+/// human table shows beside `ok`; a failure's message is in the caller's `spelling`.
 pub fn run(
     project: &Project,
+    spelling: &dyn Spelling,
     mut on_event: impl FnMut(&ProjectRunVm),
     mut act: impl FnMut(&Declaration) -> Result<&'static str>,
 ) -> ProjectRun {
@@ -43,7 +45,7 @@ pub fn run(
                 },
                 Err(err) => {
                     failed = true;
-                    row("error", Some(err.message()))
+                    row("error", Some(err.message_in(spelling)))
                 }
             }
         };
@@ -90,6 +92,7 @@ mod tests {
         let mut events = Vec::new();
         let run = run(
             &project(&["a", "b", "c", "d"]),
+            &crate::hint::Plain,
             |e| events.push(format!("{}:{}", e.key, e.status)),
             |decl| {
                 attempted.push(decl.key.clone());
@@ -121,7 +124,12 @@ mod tests {
 
     #[test]
     fn an_empty_project_runs_nothing() {
-        let run = run(&project(&[]), |_| {}, |_| Ok("started"));
+        let run = run(
+            &project(&[]),
+            &crate::hint::Plain,
+            |_| {},
+            |_| Ok("started"),
+        );
         assert!(run.vms.is_empty());
         assert!(!any_failed(&run));
     }

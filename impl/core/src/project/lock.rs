@@ -24,6 +24,7 @@ use stoat_wire::dto::RecipeAdded;
 
 use super::file::{Project, RemoteRecipe};
 use crate::git::resolve_commit;
+use crate::hint::{Op, Said, Setting, Step};
 use crate::{Env, Error, Result};
 
 /// The lock file's name, beside stoat.toml.
@@ -130,12 +131,17 @@ pub fn check(project: &Project, lock: &LockFile) -> Result<()> {
                 continue;
             };
             if !lock.pins(recipe, remote) {
-                return Err(Error::LockOutOfDate(format!(
-                    "vm.{} uses the remote recipe {recipe} ({} {}), which stoat.lock does not pin; run `stoat recipe lock --project`",
-                    decl.key,
-                    remote.source,
-                    if remote.git_ref.is_empty() { "default branch" } else { &remote.git_ref }
-                )));
+                let lock = Step::alone(Op::RecipeLock).with(Setting::Project, None);
+                return Err(Error::spelled(
+                    Error::LockOutOfDate,
+                    Said::text(format!(
+                        "vm.{} uses the remote recipe {recipe} ({} {}), which stoat.lock does not pin; run ",
+                        decl.key,
+                        remote.source,
+                        if remote.git_ref.is_empty() { "default branch" } else { &remote.git_ref }
+                    ))
+                    .step(lock),
+                ));
             }
         }
     }

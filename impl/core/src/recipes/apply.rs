@@ -30,6 +30,7 @@ use super::params::{self, ParamTables};
 use super::plan::{self, Step};
 use super::seed;
 use crate::guests::{self, Registry};
+use crate::hint::Spelling;
 use crate::ssh::guest_shell::GuestShell;
 use crate::vm::{self, AppliedRecipe, StoredVm};
 use crate::vm::{Backend, Mode};
@@ -220,7 +221,8 @@ fn plan_for(
     Ok((catalog, registry, steps))
 }
 
-/// `apply <vm>`: runs what the plan says to run, streaming events through `sink`.
+/// `apply <vm>`: runs what the plan says to run, streaming events through `sink`; a failure
+/// left for `wait --until applied` is in the caller's `spelling`.
 pub fn apply(
     root: &Root,
     env: &Env,
@@ -228,6 +230,7 @@ pub fn apply(
     request: &ApplyRequest,
     sink: &dyn EventSink,
     cancel: &Cancel,
+    spelling: &dyn Spelling,
 ) -> Result<ApplyData> {
     let stored = vm::load_ok(root, name)?;
     let Some(_lock) = lock::try_exclusive(&stored.files().apply_lock())? else {
@@ -275,7 +278,7 @@ pub fn apply(
                 other => format!("FAILED: {}", failure_text(other)),
             };
             log.line(&text);
-            record_failure(&stored, &err);
+            record_failure(&stored, &err, spelling);
             Err(err)
         }
     }
@@ -283,8 +286,8 @@ pub fn apply(
 
 /// Leaves the failure beside the log for `wait --until applied` (best effort: the caller
 /// gets the error either way).
-fn record_failure(stored: &StoredVm, err: &Error) {
-    let wire = err.to_wire();
+fn record_failure(stored: &StoredVm, err: &Error, spelling: &dyn Spelling) {
+    let wire = err.to_wire_in(spelling);
     let text = serde_json::json!({"code": wire.code.as_str(), "message": wire.message});
     let _ =
         crate::vm::write_atomically(&stored.files().apply_failure(), text.to_string().as_bytes());
@@ -340,12 +343,14 @@ pub fn after_boot(
     name: &str,
     sink: &dyn EventSink,
     cancel: &Cancel,
+    spelling: &dyn Spelling,
 ) -> Result<Option<ApplyData>> {
     let stored = vm::load_ok(root, name)?;
     if stored.config.recipes.is_empty() {
         return Ok(None);
     }
-    apply(root, env, name, &ApplyRequest::default(), sink, cancel).map(Some)
+    let request = ApplyRequest::default();
+    apply(root, env, name, &request, sink, cancel, spelling).map(Some)
 }
 
 fn skipped(vm: &str, reason: &str) -> ApplyData {

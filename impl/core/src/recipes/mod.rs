@@ -25,6 +25,7 @@ pub use catalog::{find_project, Catalog};
 pub use manifest::{Manifest, Stage};
 
 use crate::guests::{self, GuestDef, Registry};
+use crate::hint::{Said, Setting, Value};
 use crate::{Error, Result, Root};
 
 /// The text of an install-stage refusal.
@@ -74,16 +75,19 @@ pub fn check_applicable_in(
     let target = target_label(os, backend);
     let hint = if os.trim().is_empty() {
         // A cloud image whose name names no OS: recipes need one, and os is fixed at create.
-        "the image's OS was not recognised; create the VM with --os <os> to use recipes".to_owned()
+        Said::text("the image's OS was not recognised; create the VM with ")
+            .set(Setting::Os, Value::Placeholder("<os>".into()))
+            .then(" to use recipes")
     } else if available.is_empty() {
-        format!("no recipes are available for {target}")
+        Said::text(format!("no recipes are available for {target}"))
     } else {
-        format!("available for {target}: {}", available.join(", "))
+        Said::text(format!("available for {target}: {}", available.join(", ")))
     };
-    Err(Error::RecipeNotApplicable(format!(
-        "{} ({hint})",
-        reasons.join("; ")
-    )))
+    let said = Said::text(format!("{} (", reasons.join("; ")));
+    Err(Error::spelled(
+        Error::RecipeNotApplicable,
+        said.join(hint).then(")"),
+    ))
 }
 
 /// `os` or `os/backend`, as messages name a target.

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::manifest::{DefaultFrom, Manifest, ParamType, Runtime};
+use crate::hint::{Said, Setting, Value};
 use crate::vm::VmConfig;
 use crate::{Error, Result};
 
@@ -145,10 +146,17 @@ pub fn resolve(
                 .or_else(|| param.default.clone())
                 .or_else(|| param.default_from.map(|from| default_from(from, config)));
             if param.required && value.is_none() {
-                return Err(Error::InvalidSpec(format!(
-                    "recipe {recipe} needs param {} (required); give it with --param {recipe}.{}=VALUE",
-                    param.name, param.name
-                )));
+                return Err(Error::spelled(
+                    Error::InvalidSpec,
+                    Said::text(format!(
+                        "recipe {recipe} needs param {} (required); give it with ",
+                        param.name
+                    ))
+                    .set(
+                        Setting::Param,
+                        Value::Placeholder(format!("{recipe}.{}=VALUE", param.name)),
+                    ),
+                ));
             }
             Ok(Resolved {
                 name: param.name.clone(),

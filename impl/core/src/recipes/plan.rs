@@ -22,6 +22,7 @@ use super::manifest::{Manifest, RunMode};
 use super::params::{self, ParamTables, Resolved};
 use super::Catalog;
 use crate::guests::Registry;
+use crate::hint::{Said, Setting};
 use crate::vm::StoredVm;
 use crate::{Error, Result};
 
@@ -249,10 +250,12 @@ fn check_dependencies(vm: &StoredVm, catalog: &Catalog, steps: &[Step]) -> Resul
             } else {
                 ""
             };
-            return Err(Error::RecipeNotApplicable(format!(
-                "{} depends on {dep}; add it to --only or apply it first{tail}",
-                step.name
-            )));
+            return Err(Error::spelled(
+                Error::RecipeNotApplicable,
+                Said::text(format!("{} depends on {dep}; add it to ", step.name))
+                    .setting(Setting::Only)
+                    .then(format!(" or apply it first{tail}")),
+            ));
         }
     }
     Ok(())

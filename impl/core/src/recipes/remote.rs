@@ -22,6 +22,7 @@ use super::manifest::{Manifest, MANIFEST_FILE};
 use super::scaffold::check_recipe_name;
 use crate::git::resolve_commit;
 use crate::git::{self, Git};
+use crate::hint::{Op, Said, Setting, Step};
 use crate::project::lock::{LockFile, Pin};
 use crate::project::{Project, PROJECT_FILE};
 use crate::vm::Loaded;
@@ -246,8 +247,14 @@ fn refuse_taken(store: &Store, pins: &LockFile, name: &str) -> Result<()> {
     }
     if let Some(project) = &store.project {
         if project.remote_recipes.contains_key(name) {
-            return taken(format!(
-                "{PROJECT_FILE} already declares [recipes.{name}]; run `stoat recipe sync --project`"
+            let sync = Step::alone(Op::RecipeSync).with(Setting::Project, None);
+            return Err(Error::spelled(
+                name_taken,
+                Said::text(format!(
+                    "recipe {name} ({PROJECT_FILE} already declares [recipes.{name}]; run "
+                ))
+                .step(sync)
+                .then(")"),
             ));
         }
         let own = project.dir.join("recipes").join(name);
@@ -256,6 +263,11 @@ fn refuse_taken(store: &Store, pins: &LockFile, name: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `name_taken` with its text, as [`Error::spelled`] builds it.
+fn name_taken(name: String) -> Error {
+    Error::NameTaken { name }
 }
 
 /// Adds `[recipes.<name>] source, ref` to stoat.toml, keeping the rest of the file as is.

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use crate::error::IoContext;
 use crate::guests::{GuestDef, Registry};
+use crate::hint::{Said, Setting, Value};
 use crate::recipes::catalog::Catalog;
 use crate::{Error, Result, Root};
 
@@ -20,7 +21,11 @@ pub fn new_recipe(
 ) -> Result<PathBuf> {
     check_recipe_name(name)?;
     let os = os.ok_or_else(|| {
-        Error::InvalidSpec("a recipe needs an os to target: pass --os <os>".into())
+        Error::spelled(
+            Error::InvalidSpec,
+            Said::text("a recipe needs an os to target: pass ")
+                .set(Setting::Os, Value::Placeholder("<os>".into())),
+        )
     })?;
     let guest = registry.get(os).ok_or_else(|| {
         Error::InvalidSpec(format!(

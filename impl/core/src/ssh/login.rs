@@ -14,6 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::child;
+use crate::hint::{Op, Said, Setting, Step, Value};
 use crate::ssh::argv::ssh_args_with;
 use crate::ssh::mux::Mux;
 use crate::vm::StoredVm;
@@ -133,9 +134,12 @@ pub fn until_reachable_telling(
             next_word += STILL_WAITING;
         }
         if stored.running_pid().is_none() {
-            return Err(Error::QemuStartFailed(format!(
-                "{name} stopped while booting; `stoat logs {name} --which console` shows how far it got"
-            )));
+            return Err(Error::spelled(
+                Error::QemuStartFailed,
+                Said::text(format!("{name} stopped while booting; "))
+                    .step(console_log(name))
+                    .then(" shows how far it got"),
+            ));
         }
         let pause = match login.attempt(stored)? {
             Attempt::In => return Ok(started.elapsed()),
@@ -145,24 +149,35 @@ pub fn until_reachable_telling(
         cancel.check()?;
         let now = Instant::now();
         if now >= deadline {
-            return Err(Error::Timeout(not_reached(stored, timeout, &pause.1)));
+            return Err(Error::spelled(
+                Error::Timeout,
+                not_reached(stored, timeout, &pause.1),
+            ));
         }
         std::thread::sleep(pause.0.min(deadline - now));
     }
 }
 
 /// The timeout message: what ssh said last and how far the console got.
-fn not_reached(stored: &StoredVm, timeout: Duration, said: &str) -> String {
+fn not_reached(stored: &StoredVm, timeout: Duration, said: &str) -> Said {
     let name = &stored.name;
     let console = crate::qemu::console::last_line(&stored.files().console_log())
         .map(|line| format!("; the console's last line: {line:?}"))
         .unwrap_or_default();
-    format!(
-        "{name} is running but stoat could not log in over ssh (port {}) within {} ({said}){console}; \
-         `stoat logs {name} --which console` shows the boot, `stoat down {name}` stops it",
+    Said::text(format!(
+        "{name} is running but stoat could not log in over ssh (port {}) within {} ({said}){console}; ",
         stored.config.sshport,
         humantime::format_duration(timeout)
-    )
+    ))
+    .step(console_log(name))
+    .then(" shows the boot, ")
+    .step(Step::on(Op::Down, name))
+    .then(" stops it")
+}
+
+/// Where a VM's boot can be read.
+fn console_log(name: &str) -> Step {
+    Step::on(Op::Logs, name).with(Setting::Which, Some(Value::Text("console".into())))
 }
 
 /// The last line ssh wrote, for a message.

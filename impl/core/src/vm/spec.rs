@@ -7,6 +7,7 @@ use std::path::Path;
 
 use stoat_wire::dto::AgentAccess;
 
+use crate::hint::{Said, Setting, Value};
 use crate::{Env, Error, Result};
 
 /// The smallest RAM a VM may have, in MB.
@@ -26,9 +27,14 @@ pub const MAX_DISK_BYTES: u64 = 64 << 40;
 /// Refuses RAM below the minimum or above any real host.
 pub fn check_ram(ram_mb: u32) -> Result<()> {
     if ram_mb < MIN_RAM_MB {
-        return Err(Error::InvalidSpec(format!(
-            "ram {ram_mb} MB is below the minimum of {MIN_RAM_MB} MB (e.g. --ram 2048 or --ram 2G)"
-        )));
+        return Err(Error::spelled(
+            Error::InvalidSpec,
+            Said::text(format!(
+                "ram {ram_mb} MB is below the minimum of {MIN_RAM_MB} MB (e.g. "
+            ))
+            .example(Setting::Ram, Value::Number(2048))
+            .then(")"),
+        ));
     }
     if ram_mb > MAX_RAM_MB {
         return Err(Error::InvalidSpec(format!(
@@ -57,16 +63,28 @@ pub fn check_disk_size(text: &str) -> Result<u64> {
 /// Refuses a vCPU count below the minimum.
 pub fn check_cpus(cpus: u32) -> Result<()> {
     if cpus < MIN_CPUS {
-        return Err(Error::InvalidSpec(format!(
-            "cpus {cpus}: a VM needs at least {MIN_CPUS} (e.g. --cpus 2)"
-        )));
+        return Err(cpus_error(
+            format!("cpus {cpus}: a VM needs at least {MIN_CPUS}"),
+            2,
+        ));
     }
     if cpus > MAX_CPUS {
-        return Err(Error::InvalidSpec(format!(
-            "cpus {cpus}: QEMU's x86 machine takes at most {MAX_CPUS} (e.g. --cpus 4)"
-        )));
+        return Err(cpus_error(
+            format!("cpus {cpus}: QEMU's x86 machine takes at most {MAX_CPUS}"),
+            4,
+        ));
     }
     Ok(())
+}
+
+/// A vCPU count refused, with a count that would do.
+fn cpus_error(why: String, example: u64) -> Error {
+    Error::spelled(
+        Error::InvalidSpec,
+        Said::text(format!("{why} (e.g. "))
+            .example(Setting::Cpus, Value::Number(example))
+            .then(")"),
+    )
 }
 
 /// Reads an MCP access level as a person or an agent typed it (surrounding blanks ignored),

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use stoat_wire::dto::{SnapshotActData, SnapshotListData};
 
+use crate::hint::{Op, Said, Setting, Step};
 use crate::images::snapshot_table::{parse_table, Row};
 use crate::vm::Mode;
 use crate::vm::{self, StoredVm};
@@ -189,11 +190,17 @@ fn no_such_tag(vm: &str, tag: &str) -> Error {
     Error::InvalidSpec(format!("{vm} has no snapshot named {tag:?}"))
 }
 
-/// A save over a tag that names a snapshot already, without `--force`.
+/// A save over a tag that names a snapshot already, without being told to replace it.
 fn tag_taken(vm: &str, tag: &str) -> Error {
-    Error::InvalidSpec(format!(
-        "{vm} already has a snapshot named {tag:?}; `stoat snapshot {vm} {tag} --force` replaces it, or pick another tag"
-    ))
+    let replace = Step::on(Op::Snapshot, vm)
+        .operand(tag)
+        .with(Setting::Force, None);
+    Error::spelled(
+        Error::InvalidSpec,
+        Said::text(format!("{vm} already has a snapshot named {tag:?}; "))
+            .step(replace)
+            .then(" replaces it, or pick another tag"),
+    )
 }
 
 /// Deletes the `count` oldest snapshots named `tag`: `qemu-img snapshot -d` addresses a

@@ -138,7 +138,7 @@ fn after_start(
             reachable,
         });
     }
-    let applied = apply::after_boot(root, &s.env, name, s.events(), &s.cancel)?;
+    let applied = apply::after_boot(root, &s.env, name, s.events(), &s.cancel, s.spelling())?;
     // Nothing applied: the VM as the start left it, read under its lock, so a change another
     // command made meanwhile is that command's answer, not this one's. Recipes applied: the
     // VM read again, with what they recorded.
@@ -254,7 +254,15 @@ pub fn screenshot(s: &Session, name: &str, output: Option<&Path>) -> Result<Scre
 
 /// `apply <vm>`: runs the planned recipes, streaming `stage`/`log` events.
 pub fn apply(s: &Session, name: &str, request: &ApplyRequest) -> Result<ApplyData> {
-    apply::apply(s.root()?, &s.env, name, request, s.events(), &s.cancel)
+    apply::apply(
+        s.root()?,
+        &s.env,
+        name,
+        request,
+        s.events(),
+        &s.cancel,
+        s.spelling(),
+    )
 }
 
 /// `apply <vm> --dry-run`: the plan, computed host-side (a running cloud VM's first-boot

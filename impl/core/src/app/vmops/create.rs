@@ -10,6 +10,7 @@ use std::io::Read;
 use stoat_wire::dto::AgentAccess;
 
 use super::recipe_check::check_recipes_applicable;
+use crate::hint::{Said, Setting, Value};
 use crate::images::reference::{self as image_ref, ResolvedImage};
 use crate::vm::spec::DisplayPref;
 use crate::vm::{self, StoredVm, VmConfig};
@@ -219,10 +220,15 @@ fn fit_disk_to_image(
     }
     let needed = image_bytes.div_ceil(1 << 20);
     if asked {
-        return Err(Error::InvalidSpec(format!(
-            "disk {} is smaller than the image it starts from ({} MiB); give --disk {needed}M or more",
-            config.disk, needed
-        )));
+        return Err(Error::spelled(
+            Error::InvalidSpec,
+            Said::text(format!(
+                "disk {} is smaller than the image it starts from ({needed} MiB); give ",
+                config.disk
+            ))
+            .set(Setting::Disk, Value::Text(format!("{needed}M")))
+            .then(" or more"),
+        ));
     }
     config.disk = format!("{needed}M");
     Ok(())
@@ -292,8 +298,12 @@ fn disk_for(mode: &Mode, requested: Option<&str>) -> Result<String> {
     let requested = requested.map(str::trim).filter(|d| !d.is_empty());
     match (mode, requested) {
         (Mode::Live, None) => Ok(String::new()),
-        (Mode::Live, Some(_)) => Err(Error::InvalidSpec(
-            "a live VM has no disk; drop --disk or use --mode disk".into(),
+        (Mode::Live, Some(_)) => Err(Error::spelled(
+            Error::InvalidSpec,
+            Said::text("a live VM has no disk; drop ")
+                .setting(Setting::Disk)
+                .then(" or use ")
+                .set(Setting::Mode, Value::Text("disk".into())),
         )),
         (_, None) => Ok(DEFAULT_DISK.to_owned()),
         (_, Some(size)) => {
@@ -307,9 +317,11 @@ fn disk_for(mode: &Mode, requested: Option<&str>) -> Result<String> {
 fn console_password_for(cloudinit: bool, requested: Option<&str>) -> Result<String> {
     match (cloudinit, requested) {
         (false, None) => Ok(String::new()),
-        (false, Some(_)) => Err(Error::InvalidSpec(
-            "--console-password needs a cloudinit image; other backends have no console password"
-                .into(),
+        (false, Some(_)) => Err(Error::spelled(
+            Error::InvalidSpec,
+            Said::default()
+                .setting(Setting::ConsolePassword)
+                .then(" needs a cloudinit image; other backends have no console password"),
         )),
         (true, None) => Ok(DEFAULT_CONSOLE_PASSWORD.to_owned()),
         (true, Some("random")) => random_hex(16),

@@ -5,6 +5,7 @@
 
 use stoat_wire::dto::{AppliesAt, ForwardData};
 
+use crate::hint::{Said, Setting};
 use crate::vm::spec::{parse_pair, port_in_range, refuse_privileged, PortPair};
 use crate::vm::{self, ForwardConfig, Loaded, StoredVm};
 use crate::{lock, Error, Result, Root};
@@ -135,10 +136,15 @@ fn edited(stored: &StoredVm, add: &[PortPair], remove: &[Removal]) -> Result<Vec
     }
     for pair in add {
         if let Some(existing) = pairs.iter().find(|p| p.host == pair.host) {
-            return Err(Error::InvalidSpec(format!(
-                "host port {} already forwards to guest port {} on {}; --remove it first",
-                pair.host, existing.guest, stored.name
-            )));
+            return Err(Error::spelled(
+                Error::InvalidSpec,
+                Said::text(format!(
+                    "host port {} already forwards to guest port {} on {}; ",
+                    pair.host, existing.guest, stored.name
+                ))
+                .setting(Setting::Remove)
+                .then(" it first"),
+            ));
         }
         pairs.push(*pair);
     }
