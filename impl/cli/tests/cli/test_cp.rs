@@ -174,6 +174,67 @@ fn a_file_from_the_guest_replaces_its_target_only_once_whole() {
     assert_eq!(entries(&dir), ["hostname", "out.txt"]);
 }
 
+/// A file copied into the guest is all or nothing too: scp writes a hidden name beside the
+/// target, which one ssh call renames over it once scp ended well. An scp that wrote part of
+/// the file and failed leaves the guest's target as it was and nothing beside it; a directory
+/// in the way is refused, as scp refuses it. (ssh runs on this host: the "guest" directory is
+/// the test's own.)
+#[test]
+fn a_file_into_the_guest_replaces_its_target_only_once_whole() {
+    let (env, _reaper) = vm_with_fake_tools();
+    let guest = env.tmp().join("guest-dst");
+    std::fs::create_dir_all(&guest).unwrap();
+    std::fs::write(guest.join("out.txt"), "old\n").unwrap();
+    std::fs::write(env.home().join("f.txt"), "new\n").unwrap();
+    let target = format!("w:{}/out.txt", guest.display());
+    // scp's last operand is `user@host:path`; these write to that path on this host.
+    let scp_writing = |what: &str, then: &str| {
+        crate::common::stub(
+            &env,
+            "scp",
+            &format!("for arg; do dst=${{arg#*:}}; done\nprintf '{what}' > \"$dst\"\n{then}"),
+        )
+    };
+    scp_writing(
+        "half",
+        "echo \"scp: $dst: write: Broken pipe\" >&2\nexit 1\n",
+    );
+    let message = env.json(&["cp", "f.txt", &target]).error("internal");
+    assert!(message.contains("Broken pipe"), "{message}");
+    assert!(message.contains("out.txt"), "{message}");
+    assert!(!message.contains(".stoat-cp-"), "{message}");
+    assert_eq!(
+        std::fs::read_to_string(guest.join("out.txt")).unwrap(),
+        "old\n"
+    );
+    assert_eq!(entries(&guest), ["out.txt"]);
+
+    scp_writing("new\\n", "");
+    env.json(&["cp", "f.txt", &target]).data();
+    assert_eq!(
+        std::fs::read_to_string(guest.join("out.txt")).unwrap(),
+        "new\n"
+    );
+    assert_eq!(entries(&guest), ["out.txt"]);
+    // Into a directory, under the host file's name.
+    env.json(&["cp", "f.txt", &format!("w:{}", guest.display())])
+        .data();
+    assert_eq!(
+        std::fs::read_to_string(guest.join("f.txt")).unwrap(),
+        "new\n"
+    );
+    assert_eq!(entries(&guest), ["f.txt", "out.txt"]);
+    // A directory where the file would go stays, and nothing is left beside it.
+    std::fs::create_dir(guest.join("g.txt")).unwrap();
+    std::fs::write(env.home().join("g.txt"), "g\n").unwrap();
+    let message = env
+        .json(&["cp", "g.txt", &format!("w:{}/", guest.display())])
+        .error("internal");
+    assert!(message.contains("g.txt: Is a directory"), "{message}");
+    assert_eq!(entries(&guest), ["f.txt", "g.txt", "out.txt"]);
+    assert!(entries(&guest.join("g.txt")).is_empty());
+}
+
 /// ssh runs on this host; scp fails, saying `said`, for the one source whose argument holds
 /// `source`, and copies every other.
 fn scp_fails_for(env: &mut TestEnv, source: &str, said: &str) {

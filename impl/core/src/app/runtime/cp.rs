@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 
 use stoat_wire::dto::{CopyDirection, CpData};
 
-use crate::ssh::argv::{quote_remote_command, remote_spec, scp_args_with, ssh_args_with};
+use crate::ssh::argv::{remote_spec, scp_args_with, ssh_args_with};
 use crate::ssh::mux::Mux;
 use crate::ssh::reach::{reach, FirstContact, Reached};
 use crate::vm::StoredVm;
@@ -125,9 +125,11 @@ pub fn transfer(
     // One source costs no extra round trip: scp fails on a directory without copying
     // anything, and the guest is asked only then, to say why. Several are checked first.
     let several = request.sources.len() > 1;
-    if several {
-        check_guest_side(env, &key, &mux, &stored, request)?;
-    }
+    let guest_side = if several {
+        check_guest_side(env, &key, &mux, &stored, request)?
+    } else {
+        GuestSide::Unasked
+    };
     // One scp per source, each way: scp opens a session per remote source anyway, and a
     // dropbear guest closes a session that opens while the last one is still closing (about
     // one two-source copy in four through a reused connection), which an scp of its own per
@@ -161,9 +163,40 @@ pub fn transfer(
                 .flatten()
         })
         .collect();
+    // Into the guest, likewise: each plain file goes to a hidden name beside its target, and
+    // one ssh call at the end renames every one that arrived whole (and removes the others).
+    // Where that target is depends on whether the destination is a guest directory: known
+    // from the check above with several sources, else asked (one round trip).
+    let into_guest: Vec<Option<GuestStaged>> = if to_guest && !request.recursive {
+        // Only a guest that answered the question is trusted to rename at the end; one that
+        // did not (no ssh, a guest that does not say) gets scp's own writes.
+        let is_dir = match guest_side {
+            GuestSide::Directory(is_dir) => Some(is_dir),
+            GuestSide::Unanswered => None,
+            GuestSide::Unasked => guest_directories(
+                env,
+                &key,
+                &mux,
+                &stored,
+                std::slice::from_ref(&request.destination),
+            )
+            .map(|answer| answer[0]),
+        };
+        locals
+            .iter()
+            .enumerate()
+            .map(|(index, local)| {
+                is_dir.and_then(|is_dir| {
+                    GuestStaged::beside(&request.destination, is_dir, local, index)
+                })
+            })
+            .collect()
+    } else {
+        request.sources.iter().map(|_| None).collect()
+    };
     // Per batch: `None` when it copied, else what scp said.
     let mut outcomes: Vec<Option<String>> = Vec::new();
-    for (batch, staged) in batches.iter().zip(&staged) {
+    for ((batch, staged), guest_staged) in batches.iter().zip(&staged).zip(&into_guest) {
         let run_scp = || -> Result<std::process::Output> {
             let route = mux.route();
             let mut command = Command::new(&scp);
@@ -173,7 +206,9 @@ pub fn transfer(
                 command.arg("-r");
             }
             command.args(batch);
-            if to_guest {
+            if let Some(guest_staged) = guest_staged {
+                command.arg(remote_spec(&stored, &guest_staged.temporary));
+            } else if to_guest {
                 command.arg(remote_spec(&stored, &request.destination));
             } else if let Some(staged) = staged {
                 command.arg(&staged.temporary);
@@ -184,7 +219,16 @@ pub fn transfer(
             crate::child::output(&mut command, crate::child::Group::Own)
                 .map_err(|e| e.into_error(&format!("{}: scp", stored.name)))
         };
-        let mut output = run_scp()?;
+        let mut output = match run_scp() {
+            Ok(output) => output,
+            Err(error) => {
+                // A cancel (or scp that could not run) after some files went to hidden names:
+                // they go, so the guest is left as it was.
+                let written: Vec<&GuestStaged> = into_guest.iter().flatten().collect();
+                remove_in_guest(env, &key, &mux, &stored, &written);
+                return Err(error);
+            }
+        };
         if !output.status.success() && !request.recursive && connection_dropped(&output.stderr) {
             // The session dropped under scp (a guest's sshd or a loaded host): plain files
             // copied again are the same files, so one more try cannot leave anything half done
@@ -208,7 +252,23 @@ pub fn transfer(
         if let Some(staged) = staged {
             outcome = staged.finish(outcome);
         }
+        if let (Some(said), Some(guest_staged)) = (&mut outcome, guest_staged) {
+            *said = said.replace(&guest_staged.temporary, &guest_staged.target);
+        }
         outcomes.push(outcome);
+    }
+    if into_guest.iter().any(Option::is_some) {
+        commit_in_guest(
+            root,
+            env,
+            &key,
+            &mux,
+            &stored,
+            &into_guest,
+            &mut outcomes,
+            reach_wait,
+            cancel,
+        )?;
     }
     if outcomes.iter().any(Option::is_some) {
         if !several {
@@ -292,6 +352,209 @@ impl Staged {
             }
         }
     }
+}
+
+/// A host file copied into the guest under a hidden name beside its target, renamed over it
+/// by [`commit_in_guest`] once scp ended well (the guest's side of [`Staged`]). Guest paths
+/// as scp takes them.
+struct GuestStaged {
+    temporary: String,
+    target: String,
+}
+
+impl GuestStaged {
+    /// Where the `index`th host file `local` lands under the guest `destination` (into it when
+    /// it is a directory, else at it), and a hidden name in the same directory, so the rename
+    /// is one step. None where the guest's own reading of the path decides (`~user`, a
+    /// pattern) or the file's name is not UTF-8: scp then writes as it would.
+    fn beside(destination: &str, is_dir: bool, local: &Path, index: usize) -> Option<GuestStaged> {
+        let home_relative = destination == "~" || destination.starts_with("~/");
+        if (destination.starts_with('~') && !home_relative) || destination.contains(['*', '?', '['])
+        {
+            return None;
+        }
+        let hidden = format!(".stoat-cp-{}-{index}", std::process::id());
+        let join = |directory: &str, name: &str| {
+            if directory.ends_with('/') {
+                format!("{directory}{name}")
+            } else {
+                format!("{directory}/{name}")
+            }
+        };
+        if is_dir {
+            let directory = match destination.trim_end_matches('/') {
+                "" => "/",
+                trimmed => trimmed,
+            };
+            let name = local.file_name()?.to_str()?;
+            return Some(GuestStaged {
+                temporary: join(directory, &hidden),
+                target: join(directory, name),
+            });
+        }
+        let temporary = match destination.rfind('/') {
+            Some(0) => join("/", &hidden),
+            Some(at) => join(&destination[..at], &hidden),
+            // Relative: scp and ssh both start in the login's home.
+            None => hidden,
+        };
+        Some(GuestStaged {
+            temporary,
+            target: destination.to_owned(),
+        })
+    }
+}
+
+/// A guest path as one word for the guest's shell: quoted, but a leading `~` (alone or before
+/// `/`) stays the login's home, as scp reads it.
+fn guest_word(path: &str) -> String {
+    if path == "~" {
+        return "\"$HOME\"".to_owned();
+    }
+    match path.strip_prefix("~/") {
+        Some(rest) => format!("\"$HOME\"/{}", crate::shell::quote(rest)),
+        None => crate::shell::quote(path),
+    }
+}
+
+/// The one ssh call that ends a copy into the guest: every file that arrived whole under its
+/// hidden name is renamed over its target, every other hidden name removed. Run to its end even
+/// after a cancel (it is the moment the copy happens, and is quick), so a copy is either done
+/// or not. A file whose rename failed, or that the guest did not confirm, becomes a failed
+/// source in `outcomes`. A dropped connection is tried once more: a rename already done leaves
+/// no hidden name behind, which the second run counts as done.
+#[allow(clippy::too_many_arguments)]
+fn commit_in_guest(
+    root: &Root,
+    env: &Env,
+    key: &Path,
+    mux: &Mux,
+    stored: &StoredVm,
+    staged: &[Option<GuestStaged>],
+    outcomes: &mut [Option<String>],
+    reach_wait: std::time::Duration,
+    cancel: &Cancel,
+) -> Result<()> {
+    let mut script = String::new();
+    let mut renamed = Vec::new();
+    for (index, (staged, outcome)) in staged.iter().zip(outcomes.iter()).enumerate() {
+        let Some(staged) = staged else { continue };
+        let (temporary, target) = (guest_word(&staged.temporary), guest_word(&staged.target));
+        if outcome.is_some() {
+            script.push_str(&format!("rm -f -- {temporary}\n"));
+            continue;
+        }
+        renamed.push(index);
+        script.push_str(&format!(
+            "if [ ! -e {temporary} ]; then echo 'stoat-cp ok'; \
+             elif [ -d {target} ]; then echo 'stoat-cp dir'; rm -f -- {temporary}; \
+             elif e=$(mv -f -- {temporary} {target} 2>&1); then echo 'stoat-cp ok'; \
+             else echo \"stoat-cp no $e\"; rm -f -- {temporary}; fi\n"
+        ));
+    }
+    let run = || -> Option<std::process::Output> {
+        let ssh = env.which("ssh")?;
+        let route = mux.route();
+        let mut command = Command::new(ssh);
+        route.configure(&mut command);
+        command
+            .args(ssh_args_with(key, stored, route.options()))
+            .arg(&script)
+            .env("PATH", env.path_var())
+            .stdin(Stdio::null());
+        crate::child::cleanup_output(&mut command, COMMIT_LIMIT).ok()
+    };
+    let mut output = run();
+    if output
+        .as_ref()
+        .is_some_and(|out| !out.status.success() && connection_dropped(&out.stderr))
+    {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        if !mux.answers() && !cancel.is_cancelled() {
+            crate::ssh::login::until_reachable(root, env, stored, reach_wait, cancel)?;
+        }
+        output = run();
+    }
+    let answers = output.as_ref().and_then(|out| commit_answers(&out.stdout));
+    for (position, index) in renamed.iter().enumerate() {
+        let target = staged[*index].as_ref().map_or("", |s| s.target.as_str());
+        let temporary = staged[*index].as_ref().map_or("", |s| s.temporary.as_str());
+        outcomes[*index] = match answers.as_ref().filter(|a| a.len() == renamed.len()) {
+            Some(answers) => answers[position].as_ref().map(|said| match said {
+                // mv would move the file into it; scp refuses to write over a directory.
+                CommitRefusal::Directory => format!("{target}: Is a directory"),
+                CommitRefusal::Said(said) => said.replace(temporary, target),
+            }),
+            None => {
+                let said = output
+                    .as_ref()
+                    .map(|out| {
+                        String::from_utf8_lossy(&out.stderr)
+                            .trim()
+                            .replace('\n', "; ")
+                    })
+                    .filter(|said| !said.is_empty())
+                    .unwrap_or_else(|| "no answer".to_owned());
+                Some(format!(
+                    "{target} arrived as {temporary} but the guest did not confirm its rename ({said})"
+                ))
+            }
+        };
+    }
+    Ok(())
+}
+
+/// How long the closing rename may take before it is given up (a guest that stopped answering).
+const COMMIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Why the guest did not rename a file that arrived.
+#[derive(Debug, PartialEq, Eq)]
+enum CommitRefusal {
+    /// The target is a directory.
+    Directory,
+    /// mv failed, in its words.
+    Said(String),
+}
+
+/// The commit's answer, one entry per renamed file: `None` when done.
+fn commit_answers(stdout: &[u8]) -> Option<Vec<Option<CommitRefusal>>> {
+    let mut answers: Vec<Option<CommitRefusal>> = Vec::new();
+    for line in String::from_utf8_lossy(stdout).lines() {
+        if line == "stoat-cp ok" {
+            answers.push(None);
+        } else if line == "stoat-cp dir" {
+            answers.push(Some(CommitRefusal::Directory));
+        } else if let Some(said) = line.strip_prefix("stoat-cp no") {
+            answers.push(Some(CommitRefusal::Said(said.trim().to_owned())));
+        } else {
+            // mv's words ran over a line: they belong to the last failure.
+            match answers.last_mut() {
+                Some(Some(CommitRefusal::Said(said))) => {
+                    said.push_str("; ");
+                    said.push_str(line.trim());
+                }
+                _ => return None,
+            }
+        }
+    }
+    Some(answers)
+}
+
+/// Removes the hidden names a stopped copy may have written (best effort, after a cancel).
+fn remove_in_guest(env: &Env, key: &Path, mux: &Mux, stored: &StoredVm, staged: &[&GuestStaged]) {
+    let Some(ssh) = env.which("ssh").filter(|_| !staged.is_empty()) else {
+        return;
+    };
+    let words: Vec<String> = staged.iter().map(|s| guest_word(&s.temporary)).collect();
+    let route = mux.route();
+    let mut command = Command::new(ssh);
+    route.configure(&mut command);
+    command
+        .args(ssh_args_with(key, stored, route.options()))
+        .arg(format!("rm -f -- {}", words.join(" ")))
+        .env("PATH", env.path_var())
+        .stdin(Stdio::null());
+    let _ = crate::child::cleanup_output(&mut command, std::time::Duration::from_secs(10));
 }
 
 /// What a failed copy says: scp's words, and with several sources (one scp each) which of
@@ -383,16 +646,16 @@ fn check_guest_side(
     mux: &Mux,
     stored: &StoredVm,
     request: &Transfer,
-) -> Result<()> {
+) -> Result<GuestSide> {
     let to_guest = request.direction == CopyDirection::ToGuest;
     let asked: &[String] = match (to_guest, request.recursive) {
         (false, false) => &request.sources,
         (true, _) if request.sources.len() > 1 => std::slice::from_ref(&request.destination),
-        _ => return Ok(()),
+        _ => return Ok(GuestSide::Unasked),
     };
     // Unanswered (no ssh, a guest that does not say): scp runs and reports what it finds.
     let Some(directories) = guest_directories(env, key, mux, stored, asked) else {
-        return Ok(());
+        return Ok(GuestSide::Unanswered);
     };
     if to_guest {
         if !directories[0] {
@@ -401,13 +664,24 @@ fn check_guest_side(
                 stored.name, request.destination
             )));
         }
+        return Ok(GuestSide::Directory(true));
     } else if let Some((path, _)) = asked.iter().zip(&directories).find(|(_, dir)| **dir) {
         return Err(Error::InvalidSpec(format!(
             "{}:{path} is a directory; use -r to copy it and what it holds",
             stored.name
         )));
     }
-    Ok(())
+    Ok(GuestSide::Unasked)
+}
+
+/// What [`check_guest_side`] learned of a destination in the guest.
+enum GuestSide {
+    /// Not asked (one source, or a copy from the guest).
+    Unasked,
+    /// Asked, and the guest gave no answer of the right shape.
+    Unanswered,
+    /// Whether it is a directory.
+    Directory(bool),
 }
 
 /// Asks the guest which of `paths` are directories (one ssh call through the VM's reused
@@ -420,9 +694,10 @@ fn guest_directories(
     paths: &[String],
 ) -> Option<Vec<bool>> {
     let ssh = env.which("ssh")?;
+    let words: Vec<String> = paths.iter().map(|path| guest_word(path)).collect();
     let script = format!(
         "for p in {}; do if [ -d \"$p\" ]; then echo d; else echo -; fi; done",
-        quote_remote_command(paths)
+        words.join(" ")
     );
     let route = mux.route();
     let mut command = Command::new(ssh);
@@ -499,5 +774,70 @@ mod tests {
             absolute_local(&env, cwd, "/abs").unwrap(),
             PathBuf::from("/abs")
         );
+    }
+
+    #[test]
+    fn a_file_into_the_guest_is_staged_beside_its_target() {
+        let pid = std::process::id();
+        let staged = |destination, is_dir| {
+            GuestStaged::beside(destination, is_dir, Path::new("/h/notes.txt"), 3)
+                .map(|s| (s.temporary, s.target))
+        };
+        let hidden = format!(".stoat-cp-{pid}-3");
+        assert_eq!(
+            staged("/tmp", true),
+            Some((format!("/tmp/{hidden}"), "/tmp/notes.txt".into()))
+        );
+        assert_eq!(
+            staged("/tmp/", true),
+            Some((format!("/tmp/{hidden}"), "/tmp/notes.txt".into()))
+        );
+        assert_eq!(
+            staged("/", true),
+            Some((format!("/{hidden}"), "/notes.txt".into()))
+        );
+        assert_eq!(
+            staged("/etc/motd", false),
+            Some((format!("/etc/{hidden}"), "/etc/motd".into()))
+        );
+        assert_eq!(
+            staged("/motd", false),
+            Some((format!("/{hidden}"), "/motd".into()))
+        );
+        assert_eq!(staged("motd", false), Some((hidden.clone(), "motd".into())));
+        assert_eq!(
+            staged("~/in", true),
+            Some((format!("~/in/{hidden}"), "~/in/notes.txt".into()))
+        );
+        assert_eq!(
+            staged("~", true),
+            Some((format!("~/{hidden}"), "~/notes.txt".into()))
+        );
+        // The guest's own reading decides: scp writes as it would.
+        assert_eq!(staged("~other/x", false), None);
+        assert_eq!(staged("/tmp/*.txt", false), None);
+    }
+
+    #[test]
+    fn a_guest_path_is_one_word_with_home_kept() {
+        assert_eq!(guest_word("/tmp/it's"), r"'/tmp/it'\''s'");
+        assert_eq!(guest_word("~"), "\"$HOME\"");
+        assert_eq!(guest_word("~/a b"), "\"$HOME\"/'a b'");
+        assert_eq!(guest_word("~x"), "'~x'");
+    }
+
+    #[test]
+    fn the_guest_answers_each_rename() {
+        assert_eq!(
+            commit_answers(b"stoat-cp ok\nstoat-cp dir\nstoat-cp no mv: can't rename\nmore\n"),
+            Some(vec![
+                None,
+                Some(CommitRefusal::Directory),
+                Some(CommitRefusal::Said("mv: can't rename; more".into())),
+            ])
+        );
+        assert_eq!(commit_answers(b""), Some(vec![]));
+        // Anything else is not the script's answer.
+        assert_eq!(commit_answers(b"Welcome!\nstoat-cp ok\n"), None);
     }
 }
