@@ -160,7 +160,7 @@ SSH=(ssh -p "$PORT" -i "$OUT/id_ed25519" -o StrictHostKeyChecking=no -o UserKnow
 B0=$(now_ms)
 qemu-system-x86_64 -accel tcg -cpu max -m 256 -smp 1 -daemonize -pidfile "$F/qemu.pid" \
   -qmp unix:"$F/qmp.sock",server=on,wait=off -display none \
-  -kernel "$OUT/vmlinux" -initrd "$OUT/initramfs-fast.cpio.gz" -append "console=ttyS0 quiet panic=-1" \
+  -kernel "$OUT/vmlinux" -initrd "$OUT/initramfs-fast.cpio.gz" -append "console=ttyS0 quiet panic=-1 no_timer_check" \
   -chardev file,id=con0,path="$F/console.log",append=on -serial chardev:con0 \
   -netdev user,id=n0,hostfwd=tcp:127.0.0.1:"$PORT"-:22 -device virtio-net,netdev=n0 \
   -virtfs local,path="$C/shared/vm",mount_tag=work,security_model=mapped-xattr
