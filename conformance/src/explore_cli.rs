@@ -61,6 +61,7 @@ pub fn command(args: ExploreArgs) -> Result<u8, HarnessError> {
         edition: Edition::default(),
         data_root_var: None,
         profile_env: Vec::new(),
+        sut_clock: None,
     };
     if let Some(clients) = args.concurrent {
         return concurrent(&engine, &args, clients as usize);

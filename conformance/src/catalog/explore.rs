@@ -73,6 +73,7 @@ fn engine(case: &Case<'_>) -> Engine {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
+        sut_clock: Some(case.watched_us.clone()),
     }
 }
 

@@ -33,6 +33,9 @@ pub struct Engine {
     pub data_root_var: Option<String>,
     /// Extra environment from the SUT profile (`run --profile`), after the suite's own.
     pub profile_env: Vec<(String, String)>,
+    /// Where the SUT's wall time is summed, in microseconds, when a run inside `run` counts
+    /// it (the suite's overhead is what is not SUT time).
+    pub sut_clock: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// One invocation of a history run: a step or a read-back after one.
@@ -224,6 +227,12 @@ impl Engine {
             signal: None,
         })?;
         let capture = spawned.capture;
+        if let Some(clock) = &self.sut_clock {
+            clock.fetch_add(
+                capture.duration_ms * 1000,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
         let context = Context {
             expect_cmd: Some(cmd.cmd().to_string()),
             canaries: sandbox.canaries(),

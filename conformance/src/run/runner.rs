@@ -153,10 +153,14 @@ pub fn run(
                 || (wants_oracle && !any_scenario_selected && tiers.contains(&d.tier))
         })
         .collect();
-    let scenarios = match config.selection.shard {
+    let mut scenarios = match config.selection.shard {
         Some(shard) => shard.part(&scenarios),
         None => scenarios,
     };
+    // The explorations run hundreds of SUT calls each (seconds, against tens of milliseconds
+    // for most scenarios): started first, they no longer run alone at the end while the
+    // other workers idle. Results are reported in catalog order whatever the order of work.
+    scenarios.sort_by_key(|def| !def.tags.contains(&"explore"));
     // The same checks judged by the SUT's own edition, for the migration view's grouping.
     let sut_env = migration.map(|sut_edition| RunEnv {
         edition: sut_edition,
