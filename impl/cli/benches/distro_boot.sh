@@ -7,7 +7,8 @@
 #          `stoat exec bench true` through that master, repeated until it works (a guard:
 #          an `up` that returned before a login worked would still be timed to one)
 #   raw:   the very argv stoat ran (read back from /proc), with the same seed ISO, on a fresh
-#          overlay for the first boot; then an ssh poll (`ssh ... true` until it works)
+#          overlay for the first boot, and QEMU's own user network with the same ssh forward
+#          in place of stoat's network socket; then an ssh poll (`ssh ... true` until it works)
 # Both end at the same point: the first login that runs a command.
 # Prints each pair and the ratio stoat/raw. Runs under flock /tmp/stoat-guest.lock.
 #
@@ -80,6 +81,14 @@ ssh_argv=("${ssh_argv[@]:0:1}" -o ConnectTimeout=5 "${ssh_argv[@]:1}")
 stoat_first=$(stoat_boot); echo "stoat first boot: ${stoat_first}s" >&2
 pid=$(cat "$STOAT_HOME/bench/qemu.pid")
 mapfile -d '' -t qemu_argv < "/proc/$pid/cmdline"
+# stoat's QEMU reaches its network through a socket (`-netdev stream`, to the network guard
+# and passt) that is gone once stoat stops the VM: the raw run gives QEMU its own user network
+# instead, with the same ssh forward, so the ratio includes what stoat's network costs.
+for i in "${!qemu_argv[@]}"; do
+    case "${qemu_argv[$i]}" in
+        stream,id=n0,*) qemu_argv[$i]="user,id=n0,hostfwd=tcp:127.0.0.1:$port-:22" ;;
+    esac
+done
 bench_console_to_file "$work/raw-console.log"
 "$stoat" down bench >/dev/null
 stoat_second=$(stoat_boot); echo "stoat second boot: ${stoat_second}s" >&2
