@@ -122,8 +122,9 @@ pub fn transfer(
         reach_wait,
         cancel,
     )?;
-    // One source costs no extra round trip: scp fails on a directory without copying
-    // anything, and the guest is asked only then, to say why. Several are checked first.
+    // From the guest, one source costs no extra round trip: scp fails on a directory without
+    // copying anything, and the guest is asked only then, to say why. Several are checked
+    // first. (Into the guest, one source asks whether the destination is a directory, below.)
     let several = request.sources.len() > 1;
     let guest_side = if several {
         check_guest_side(env, &key, &mux, &stored, request)?
@@ -219,27 +220,34 @@ pub fn transfer(
             crate::child::output(&mut command, crate::child::Group::Own)
                 .map_err(|e| e.into_error(&format!("{}: scp", stored.name)))
         };
-        let mut output = match run_scp() {
-            Ok(output) => output,
-            Err(error) => {
-                // A cancel (or scp that could not run) after some files went to hidden names:
-                // they go, so the guest is left as it was.
-                let written: Vec<&GuestStaged> = into_guest.iter().flatten().collect();
-                remove_in_guest(env, &key, &mux, &stored, &written);
-                return Err(error);
+        let copy_with_retry = || -> Result<std::process::Output> {
+            let output = run_scp()?;
+            if output.status.success() || request.recursive || !connection_dropped(&output.stderr) {
+                return Ok(output);
             }
-        };
-        if !output.status.success() && !request.recursive && connection_dropped(&output.stderr) {
             // The session dropped under scp (a guest's sshd or a loaded host): plain files
-            // copied again are the same files, so one more try cannot leave anything half done
-            // that the first did not. A tree is not copied twice (scp -r would nest it).
+            // copied again are the same files, so one more try cannot leave anything half
+            // done that the first did not. A tree is not copied twice (scp -r would nest it).
             cancel.check()?;
             std::thread::sleep(std::time::Duration::from_millis(500));
             if !mux.answers() {
                 crate::ssh::login::until_reachable(root, env, &stored, reach_wait, cancel)?;
             }
-            output = run_scp()?;
-        }
+            run_scp()
+        };
+        let output = match copy_with_retry() {
+            Ok(output) => output,
+            Err(error) => {
+                // A cancel (or an scp that could not run) after files went to hidden names:
+                // they go, so neither side is left with a half file.
+                let written: Vec<&GuestStaged> = into_guest.iter().flatten().collect();
+                remove_in_guest(env, &key, &mux, &stored, &written);
+                if let Some(staged) = staged {
+                    let _ = std::fs::remove_file(&staged.temporary);
+                }
+                return Err(error);
+            }
+        };
         // Like one scp of every source: the others are still copied, then it fails.
         let mut outcome = (!output.status.success()).then(|| {
             let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
