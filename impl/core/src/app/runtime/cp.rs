@@ -461,15 +461,7 @@ fn commit_in_guest(
         ));
     }
     let run = || -> Option<std::process::Output> {
-        let ssh = env.which("ssh")?;
-        let route = mux.route();
-        let mut command = Command::new(ssh);
-        route.configure(&mut command);
-        command
-            .args(ssh_args_with(key, stored, route.options()))
-            .arg(&script)
-            .env("PATH", env.path_var())
-            .stdin(Stdio::null());
+        let (_route, mut command) = guest_script(env, key, mux, stored, &script)?;
         crate::child::cleanup_output(&mut command, COMMIT_LIMIT).ok()
     };
     let mut output = run();
@@ -550,19 +542,35 @@ fn commit_answers(stdout: &[u8]) -> Option<Vec<Option<CommitRefusal>>> {
 
 /// Removes the hidden names a stopped copy may have written (best effort, after a cancel).
 fn remove_in_guest(env: &Env, key: &Path, mux: &Mux, stored: &StoredVm, staged: &[&GuestStaged]) {
-    let Some(ssh) = env.which("ssh").filter(|_| !staged.is_empty()) else {
+    if staged.is_empty() {
         return;
-    };
+    }
     let words: Vec<String> = staged.iter().map(|s| guest_word(&s.temporary)).collect();
+    let script = format!("rm -f -- {}", words.join(" "));
+    if let Some((_route, mut command)) = guest_script(env, key, mux, stored, &script) {
+        let _ = crate::child::cleanup_output(&mut command, std::time::Duration::from_secs(10));
+    }
+}
+
+/// ssh running `script` in the guest through the VM's reused connection, stdin closed. The
+/// route is returned beside the command: it must outlive the run. `None` without ssh on PATH.
+fn guest_script(
+    env: &Env,
+    key: &Path,
+    mux: &Mux,
+    stored: &StoredVm,
+    script: &str,
+) -> Option<(crate::ssh::mux::Route, Command)> {
+    let ssh = env.which("ssh")?;
     let route = mux.route();
     let mut command = Command::new(ssh);
     route.configure(&mut command);
     command
         .args(ssh_args_with(key, stored, route.options()))
-        .arg(format!("rm -f -- {}", words.join(" ")))
+        .arg(script)
         .env("PATH", env.path_var())
         .stdin(Stdio::null());
-    let _ = crate::child::cleanup_output(&mut command, std::time::Duration::from_secs(10));
+    Some((route, command))
 }
 
 /// What a failed copy says: scp's words, and with several sources (one scp each) which of
@@ -701,20 +709,12 @@ fn guest_directories(
     stored: &StoredVm,
     paths: &[String],
 ) -> Option<Vec<bool>> {
-    let ssh = env.which("ssh")?;
     let words: Vec<String> = paths.iter().map(|path| guest_word(path)).collect();
     let script = format!(
         "for p in {}; do if [ -d \"$p\" ]; then echo d; else echo -; fi; done",
         words.join(" ")
     );
-    let route = mux.route();
-    let mut command = Command::new(ssh);
-    route.configure(&mut command);
-    command
-        .args(ssh_args_with(key, stored, route.options()))
-        .arg(script)
-        .env("PATH", env.path_var())
-        .stdin(Stdio::null());
+    let (_route, mut command) = guest_script(env, key, mux, stored, &script)?;
     let output = crate::child::output(&mut command, crate::child::Group::Own).ok()?;
     if !output.status.success() {
         return None;
