@@ -172,7 +172,7 @@ pub fn transfer(
         // Only a guest that answered the question is trusted to rename at the end; one that
         // did not (no ssh, a guest that does not say) gets scp's own writes.
         let is_dir = match guest_side {
-            GuestSide::Directory(is_dir) => Some(is_dir),
+            GuestSide::Directory => Some(true),
             GuestSide::Unanswered => None,
             GuestSide::Unasked => guest_directories(
                 env,
@@ -680,7 +680,7 @@ fn check_guest_side(
                 stored.name, request.destination
             )));
         }
-        return Ok(GuestSide::Directory(true));
+        return Ok(GuestSide::Directory);
     } else if let Some((path, _)) = asked.iter().zip(&directories).find(|(_, dir)| **dir) {
         return Err(Error::InvalidSpec(format!(
             "{}:{path} is a directory; use -r to copy it and what it holds",
@@ -696,8 +696,8 @@ enum GuestSide {
     Unasked,
     /// Asked, and the guest gave no answer of the right shape.
     Unanswered,
-    /// Whether it is a directory.
-    Directory(bool),
+    /// The guest says it is a directory (it must be, with several sources).
+    Directory,
 }
 
 /// Asks the guest which of `paths` are directories (one ssh call through the VM's reused
