@@ -43,20 +43,20 @@ pub fn hold_signals() {
     signals::hold();
 }
 
-/// The exit status of a boot helper, when the argv is exactly `<helper arg> <path>`.
+/// The exit status of a boot helper, when the argv is exactly `<console logger arg> <log>`
+/// or `<network guard arg> <passt socket> <note>`.
 fn serve_boot_helper() -> Option<i32> {
+    use std::path::Path;
     use stoat_core::app::process;
     let argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let [mode, path] = argv.as_slice() else {
-        return None;
-    };
-    let path = std::path::Path::new(path);
-    let served = if mode == process::CONSOLE_LOGGER_ARG {
-        process::serve_console_log(path)
-    } else if mode == process::NET_GUARD_ARG {
-        process::serve_net_guard(path)
-    } else {
-        return None;
+    let served = match argv.as_slice() {
+        [mode, log] if mode == process::CONSOLE_LOGGER_ARG => {
+            process::serve_console_log(Path::new(log))
+        }
+        [mode, passt, note] if mode == process::NET_GUARD_ARG => {
+            process::serve_net_guard(Path::new(passt), Path::new(note))
+        }
+        _ => return None,
     };
     Some(i32::from(served.is_err()))
 }

@@ -91,6 +91,11 @@ fn up_starts_the_network_beside_qemu_and_down_stops_both() {
     );
     assert_eq!(net_guards(&vm_dir).len(), 1, "one guard for the boot");
     assert!(!vm_dir.join("g.sock").exists());
+    // The guard's note: the fake guest's first frame is ARP-typed with a non-zero sender field.
+    assert_eq!(
+        std::fs::read_to_string(vm_dir.join("net-state")).unwrap(),
+        "addressed"
+    );
     env.json(&["down", "n1"]);
     crate::common::eventually(Duration::from_secs(10), || net_guards(&vm_dir).is_empty());
     assert_eq!(live_pid(&vm_dir, "qemu.pid"), None);
@@ -121,6 +126,8 @@ fn up_starts_the_network_beside_qemu_and_down_stops_both() {
         "{qemu_argv:?}"
     );
     assert!(net_guards(&vm_dir).is_empty());
+    // No guard, no note: the last boot's would hold this boot's logins back.
+    assert!(!vm_dir.join("net-state").exists());
     env.json(&["down", "n1"]);
     let back = env.json(&["update", "n1", "--host-loopback=false"]);
     assert_eq!(back.data()["changed"], serde_json::json!(["host_loopback"]));
@@ -335,6 +342,11 @@ fn real_guest_reaches_the_outside_and_its_forwards_but_not_the_host_loopback() {
         up.status.success(),
         "{}",
         String::from_utf8_lossy(&up.stderr)
+    );
+    // The guard saw the guest's frames from its address (the login's reply at the latest).
+    assert_eq!(
+        std::fs::read_to_string(vm_dir.join("net-state")).unwrap(),
+        "addressed"
     );
 
     // The stoat forwards work: ssh (exec ran) and a user forward to a guest server.

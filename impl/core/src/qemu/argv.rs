@@ -32,8 +32,10 @@ pub struct VmPaths {
     /// passt's pidfile and the socket QEMU's netdev connects to (qemu/passt.rs).
     pub passt_pidfile: PathBuf,
     pub passt_socket: PathBuf,
-    /// The network guard's socket, between QEMU and passt (qemu/netguard.rs).
+    /// The network guard's socket, between QEMU and passt, and its note of how far the guest's
+    /// network has come (qemu/netguard.rs).
     pub guard_socket: PathBuf,
+    pub net_state: PathBuf,
 }
 
 impl VmPaths {
@@ -53,6 +55,7 @@ impl VmPaths {
             passt_pidfile: dir.join("passt.pid"),
             passt_socket: dir.join("n.sock"),
             guard_socket: dir.join("g.sock"),
+            net_state: dir.join("net-state"),
         }
     }
 }

@@ -61,15 +61,23 @@ pub fn start(
 /// The boot's helpers, each listening before QEMU starts: the console logger, and the
 /// network guard unless the VM opted into the host's loopback. None without a helper program.
 fn start_helpers(spec: &LaunchSpec) -> Result<Vec<Helper>, QemuError> {
+    let paths = &spec.paths;
+    // An earlier boot's note would hold this boot's logins back; without a guard there is
+    // no note and logins knock at once.
+    let _ = std::fs::remove_file(&paths.net_state);
     let Some(program) = &spec.helper_program else {
         return Ok(Vec::new());
     };
-    let paths = &spec.paths;
     let logger = super::console::spawn(program, &paths.console_socket, &paths.console_log)?;
     if !spec.guarded() {
         return Ok(vec![logger]);
     }
-    match super::netguard::spawn(program, &spec.netdev_socket(), &paths.passt_socket) {
+    match super::netguard::spawn(
+        program,
+        &spec.netdev_socket(),
+        &paths.passt_socket,
+        &paths.net_state,
+    ) {
         Ok(guard) => Ok(vec![logger, guard]),
         Err(error) => {
             logger.stop();

@@ -8,6 +8,12 @@
 //! that follow (exec, cp, `stoat ssh`, a live snapshot's unmount and remount) open no
 //! connection of their own. apply's scripts still connect afresh (`ssh::guest_shell`
 //! says why).
+//!
+//! A booting guest is knocked on only once it can answer, as the boot's network guard notes
+//! it ([`GuestNetwork`]), and an attempt never gives up on a connection before passt does:
+//! Debian 12's passt spins a host core while a connection it could not hand on to a guest
+//! without an address waits out its 10 s handshake, if the host client closed it first
+//! (docs/decisions/runtime.md "reaching a booting guest").
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -15,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::child;
 use crate::hint::{Op, Said, Setting, Step, Value};
+use crate::qemu::netguard::GuestNetwork;
 use crate::ssh::argv::ssh_args_with;
 use crate::ssh::mux::Mux;
 use crate::vm::StoredVm;
@@ -27,9 +34,18 @@ const RETRY: Duration = Duration::from_millis(300);
 /// stoat's key).
 const RETRY_AFTER_REFUSAL: Duration = Duration::from_secs(3);
 /// How long one attempt may take in all; ssh's own connect and banner bound is shorter.
-const ATTEMPT_LIMIT: Duration = Duration::from_secs(15);
-/// ssh's bound on the TCP connect and the banner exchange of one attempt.
-const CONNECT_TIMEOUT: &str = "ConnectTimeout=3";
+const ATTEMPT_LIMIT: Duration = Duration::from_secs(20);
+/// ssh's bound on the TCP connect and the banner exchange of one attempt: longer than
+/// passt's own 10 s handshake timeout, so passt ends a connection it cannot hand on first.
+const CONNECT_TIMEOUT_SECS: u64 = 12;
+/// A guest that has sent frames but no DHCP request and none from an IPv4 address (a static
+/// address sends nothing until spoken to) is knocked on after this long: a DHCP client
+/// started with the link asks well within it (measured: 0.15 s on the Debian image).
+const LINK_GRACE: Duration = Duration::from_millis(500);
+/// A guest whose DHCP request got no lease it uses, after this long (passt answers at once).
+const LEASE_GRACE: Duration = Duration::from_secs(10);
+/// A guest that has sent no frame at all (one that never speaks first), after this long.
+const SILENT_GRACE: Duration = Duration::from_secs(15);
 
 /// How one login attempt ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,14 +79,22 @@ impl Login {
         })
     }
 
-    /// One login attempt, through the VM's master when one answers (then nothing is opened).
-    pub(crate) fn attempt(&self, stored: &StoredVm) -> Result<Attempt> {
+    /// One login attempt, through the VM's master when one answers (then nothing is opened),
+    /// taking at most about `left` (the caller's deadline). A guest that cannot answer yet is
+    /// not knocked on.
+    pub(crate) fn attempt(&self, stored: &StoredVm, left: Duration) -> Result<Attempt> {
         if self.mux.answers() {
             return Ok(Attempt::In);
         }
+        if !guest_may_answer(GuestNetwork::read(&stored.files().net_state())) {
+            return Ok(Attempt::NotYet(
+                "the guest has not come up on its network yet".into(),
+            ));
+        }
         let route = self.mux.route();
-        // The first value ssh reads for an option wins: the shorter connect bound goes first.
-        let mut options = vec!["-o".to_owned(), CONNECT_TIMEOUT.to_owned()];
+        let connect = CONNECT_TIMEOUT_SECS.min(left.as_secs()).max(1);
+        // The first value ssh reads for an option wins: the connect bound goes first.
+        let mut options = vec!["-o".to_owned(), format!("ConnectTimeout={connect}")];
         options.extend(route.options().iter().cloned());
         let mut command = Command::new(&self.ssh);
         route.configure(&mut command);
@@ -92,6 +116,16 @@ impl Login {
         } else {
             Ok(Attempt::NotYet(said))
         }
+    }
+}
+
+/// Whether a booting guest can answer a connection passt hands on, as its guard saw it.
+fn guest_may_answer(network: GuestNetwork) -> bool {
+    match network {
+        GuestNetwork::Unwatched | GuestNetwork::Addressed => true,
+        GuestNetwork::Link(age) => age >= LINK_GRACE,
+        GuestNetwork::Leasing(age) => age >= LEASE_GRACE,
+        GuestNetwork::Silent(age) => age >= SILENT_GRACE,
     }
 }
 
@@ -141,7 +175,8 @@ pub fn until_reachable_telling(
                     .then(" shows how far it got"),
             ));
         }
-        let pause = match login.attempt(stored)? {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let pause = match login.attempt(stored, left)? {
             Attempt::In => return Ok(started.elapsed()),
             Attempt::NotYet(said) => (RETRY, said),
             Attempt::Refused(said) => (RETRY_AFTER_REFUSAL, said),
@@ -189,4 +224,22 @@ pub(crate) fn last_line(stderr: &[u8]) -> String {
         .unwrap_or("ssh gave no reason")
         .trim()
         .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_guest_is_knocked_on_once_it_can_answer_or_its_grace_is_over() {
+        let secs = Duration::from_secs_f64;
+        assert!(guest_may_answer(GuestNetwork::Unwatched));
+        assert!(guest_may_answer(GuestNetwork::Addressed));
+        assert!(!guest_may_answer(GuestNetwork::Link(secs(0.2))));
+        assert!(guest_may_answer(GuestNetwork::Link(secs(0.5))));
+        assert!(!guest_may_answer(GuestNetwork::Leasing(secs(9.0))));
+        assert!(guest_may_answer(GuestNetwork::Leasing(secs(10.0))));
+        assert!(!guest_may_answer(GuestNetwork::Silent(secs(14.0))));
+        assert!(guest_may_answer(GuestNetwork::Silent(secs(15.0))));
+    }
 }

@@ -109,6 +109,11 @@ impl VmDir {
         self.path.join("g.sock")
     }
 
+    /// The guard's note of how far the guest's network has come (qemu/netguard.rs).
+    pub fn net_state(&self) -> PathBuf {
+        self.path.join("net-state")
+    }
+
     /// The backends' working directory: the apkovl overlay, the cloud-init seed.
     pub fn overlay_dir(&self) -> PathBuf {
         self.path.join(OVERLAY_DIR)
@@ -192,6 +197,7 @@ impl VmDir {
             passt_pidfile: self.passt_pidfile(),
             passt_socket: self.passt_socket(),
             guard_socket: self.guard_socket(),
+            net_state: self.net_state(),
         }
     }
 }
@@ -220,6 +226,7 @@ mod tests {
             (dir.passt_pidfile(), "passt.pid"),
             (dir.passt_socket(), "n.sock"),
             (dir.guard_socket(), "g.sock"),
+            (dir.net_state(), "net-state"),
             (dir.overlay_dir(), "ovl"),
             (dir.apkovl(), "ovl/stoat.apkovl.tar.gz"),
             (dir.apkovl_partial(), "ovl/.stoat-ovl.tmp"),

@@ -65,7 +65,8 @@ pub fn wait(
     let deadline = started + timeout;
     loop {
         cancel.check()?;
-        if reached(&stored, until, login.as_ref())? {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if reached(&stored, until, login.as_ref(), left)? {
             return Ok(WaitData {
                 vm: stored.name,
                 until: until.as_str().into(),
@@ -93,7 +94,7 @@ pub fn wait(
 }
 
 /// One check; `cannot_reach` when the state can never come.
-fn reached(stored: &StoredVm, until: Until, login: Option<&Login>) -> Result<bool> {
+fn reached(stored: &StoredVm, until: Until, login: Option<&Login>, left: Duration) -> Result<bool> {
     let running = stored.running_pid().is_some();
     match until {
         Until::Stopped => Ok(!running),
@@ -103,7 +104,7 @@ fn reached(stored: &StoredVm, until: Until, login: Option<&Login>) -> Result<boo
         ))),
         // A login, never a bare connection (see `login`); it leaves the VM's master behind.
         Until::Reachable => match login {
-            Some(login) => Ok(login.attempt(stored)? == Attempt::In),
+            Some(login) => Ok(login.attempt(stored, left)? == Attempt::In),
             None => Ok(false),
         },
         Until::Applied if stored.config.recipes.is_empty() => Err(Error::CannotReach(format!(
