@@ -108,9 +108,15 @@ pub fn start(passt_binary: &OsStr, spec: &LaunchSpec) -> Result<u32, QemuError> 
     let argv = passt_argv(spec, uid, gid)?;
     let pid = super::launch::start_with_argv(passt_binary, &argv, &paths.passt_pidfile).map_err(
         |error| match error {
-            QemuError::QemuStartFailed { stderr, hint } => QemuError::QemuStartFailed {
-                stderr: format!("the network (passt) did not start: {}", quiet(&stderr)),
-                hint,
+            QemuError::QemuStartFailed { stderr, hint } => match port_not_bound(&stderr) {
+                Some(port) => QemuError::HostPortTaken {
+                    port,
+                    detail: quiet(&stderr),
+                },
+                None => QemuError::QemuStartFailed {
+                    stderr: format!("the network (passt) did not start: {}", quiet(&stderr)),
+                    hint,
+                },
             },
             other => other,
         },
@@ -122,6 +128,19 @@ pub fn start(passt_binary: &OsStr, spec: &LaunchSpec) -> Result<u32, QemuError> 
         });
     }
     Ok(pid)
+}
+
+/// The host port passt says it could not listen on, from its stderr: Debian 12's passt says
+/// `Failed to bind any port for '-t 127.0.0.1/P:22'` (the rule as given) when something else
+/// holds every port of a `-t` rule. The first such rule's host port; None for any other failure.
+fn port_not_bound(stderr: &str) -> Option<u16> {
+    const SAID: &str = "Failed to bind any port for '-t ";
+    stderr.lines().find_map(|line| {
+        let rule = line.split_once(SAID)?.1;
+        let rule = &rule[..rule.find('\'')?];
+        let host = rule.rsplit('/').next()?.split(':').next()?;
+        host.parse().ok()
+    })
 }
 
 /// passt's own words without its complaints about a missing syslog.
@@ -252,6 +271,29 @@ mod tests {
             passt_argv(&spec, 0, 0),
             Err(QemuError::InvalidOptionValue { .. })
         ));
+    }
+
+    #[test]
+    fn a_port_passt_could_not_bind_is_read_from_its_words() {
+        let stderr = "Failed to send 62 bytes to syslog\n\
+            Failed to bind any port for '-t 127.0.0.1/2231:22'\n";
+        assert_eq!(port_not_bound(stderr), Some(2231));
+        assert_eq!(
+            port_not_bound("Failed to bind any port for '-t 127.0.0.1/8080:80'"),
+            Some(8080)
+        );
+        assert_eq!(
+            port_not_bound("Failed to bind any port for '-t 2202'"),
+            Some(2202)
+        );
+        for other in [
+            "No routable interface",
+            "Failed to bind any port for '-t 127.0.0.1/x:22'",
+            "Failed to bind any port for '-t 127.0.0.1/2231:22",
+            "",
+        ] {
+            assert_eq!(port_not_bound(other), None, "{other:?}");
+        }
     }
 
     #[test]
