@@ -197,7 +197,7 @@ if [ "$runs" -lt {failures} ]; then
   done
   echo "$rule" >> '{refused}'
   echo "Failed to send 62 bytes to syslog" >&2
-  echo "Failed to bind any port for '-t $rule'" >&2
+  echo "Failed to bind any port for '-t $rule', exiting" >&2
   exit 1
 fi
 exec '{fake}' --as passt "$@"

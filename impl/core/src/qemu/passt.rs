@@ -131,12 +131,15 @@ pub fn start(passt_binary: &OsStr, spec: &LaunchSpec) -> Result<u32, QemuError> 
 }
 
 /// The host port passt says it could not listen on, from its stderr: Debian 12's passt says
-/// `Failed to bind any port for '-t 127.0.0.1/P:22'` (the rule as given) when something else
-/// holds every port of a `-t` rule. The first such rule's host port; None for any other failure.
+/// `Failed to bind any port for '-t 127.0.0.1/P:22', exiting` (the rule as given) when
+/// something else holds every port of a `-t` rule, and some versions `Failed to bind port P
+/// (Address already in use) for option '-t ...'`. The first such rule's host port; None for
+/// any other failure.
 fn port_not_bound(stderr: &str) -> Option<u16> {
-    const SAID: &str = "Failed to bind any port for '-t ";
     stderr.lines().find_map(|line| {
-        let rule = line.split_once(SAID)?.1;
+        let taken = line.contains("Failed to bind any port for '-t ")
+            || (line.contains("Failed to bind port ") && line.contains("Address already in use"));
+        let rule = line.split_once("'-t ").filter(|_| taken)?.1;
         let rule = &rule[..rule.find('\'')?];
         let host = rule.rsplit('/').next()?.split(':').next()?;
         host.parse().ok()
@@ -276,7 +279,7 @@ mod tests {
     #[test]
     fn a_port_passt_could_not_bind_is_read_from_its_words() {
         let stderr = "Failed to send 62 bytes to syslog\n\
-            Failed to bind any port for '-t 127.0.0.1/2231:22'\n";
+            Failed to bind any port for '-t 127.0.0.1/2231:22', exiting\n";
         assert_eq!(port_not_bound(stderr), Some(2231));
         assert_eq!(
             port_not_bound("Failed to bind any port for '-t 127.0.0.1/8080:80'"),
@@ -290,6 +293,7 @@ mod tests {
             "No routable interface",
             "Failed to bind any port for '-t 127.0.0.1/x:22'",
             "Failed to bind any port for '-t 127.0.0.1/2231:22",
+            "Failed to bind port 2203 (Permission denied) for option '-t 127.0.0.1/2203:22'",
             "",
         ] {
             assert_eq!(port_not_bound(other), None, "{other:?}");
