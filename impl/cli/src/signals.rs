@@ -2,6 +2,9 @@
 //! and let the operation answer once they have ended and it has undone (or finished) what
 //! they started. `canceled` then means nothing changed.
 //!
+//! The signal handler itself sets the cancel flag; a thread then does the rest (stops the
+//! tools, watches the operation, answers for it when it must).
+//!
 //! The signals are held (blocked, so they stay pending) from before `main` until the
 //! handler is in place, so a signal at any instant still ends a `--json` run with exactly
 //! one result line. Only a second signal, an operation that stays quiet (no tool running, no
@@ -45,7 +48,13 @@ fn set_mask(how: libc::c_int) {
 }
 
 /// Puts the handler in place, then lets held signals through; starts the signal thread.
+/// The handler itself sets the cancel flag, before the thread wakes: a tool that shares the
+/// terminal's process group (ssh) dies of the same Ctrl-C, and the work that sees it die must
+/// already read the cancel, or it answers with the tool's status instead of `canceled`.
 pub fn install(cancel: Cancel, terminator: Option<Terminator>) {
+    for signal in [SIGINT, SIGTERM] {
+        let _ = signal_hook::flag::register(signal, cancel.flag());
+    }
     let signals = Signals::new([SIGINT, SIGTERM]);
     set_mask(libc::SIG_UNBLOCK);
     let Ok(mut signals) = signals else {

@@ -360,7 +360,7 @@ fn qemu_code(error: &crate::qemu::QemuError) -> ErrorCode {
     match error {
         Q::QemuMissing { .. } => ErrorCode::QemuMissing,
         Q::KvmUnusable { .. } => ErrorCode::KvmUnusable,
-        Q::QemuStartFailed { .. } => ErrorCode::QemuStartFailed,
+        Q::QemuStartFailed { .. } | Q::HostPortTaken { .. } => ErrorCode::QemuStartFailed,
         Q::UnknownAccel { .. } | Q::InvalidOptionValue { .. } => ErrorCode::InvalidSpec,
         Q::MonitorUnreachable { .. } => ErrorCode::MonitorUnreachable,
         Q::MonitorRejected { .. } => ErrorCode::MonitorRejected,
@@ -381,6 +381,7 @@ fn qemu_message(error: &crate::qemu::QemuError) -> String {
         Q::QemuMissing { .. }
         | Q::KvmUnusable { .. }
         | Q::QemuStartFailed { .. }
+        | Q::HostPortTaken { .. }
         | Q::MonitorUnreachable { .. }
         | Q::MonitorRejected { .. } => one_line(&error.to_string()),
     }
@@ -641,5 +642,16 @@ mod tests {
             hint: None,
         });
         assert_eq!(start.to_string(), "qemu failed to start: boom");
+        // passt that could not listen on a port another program took says so as before.
+        let taken = Error::from(QemuError::HostPortTaken {
+            port: 2231,
+            detail: "Failed to bind any port for '-t 127.0.0.1/2231:22'".into(),
+        });
+        assert_eq!(taken.code(), ErrorCode::QemuStartFailed);
+        assert_eq!(
+            taken.message(),
+            "qemu failed to start: the network (passt) did not start: \
+             Failed to bind any port for '-t 127.0.0.1/2231:22'"
+        );
     }
 }

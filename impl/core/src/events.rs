@@ -36,6 +36,11 @@ impl Cancel {
         self.0.store(true, Ordering::SeqCst);
     }
 
+    /// The flag itself, for a signal handler to set (async-signal-safe: a plain store).
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.0)
+    }
+
     /// Returns whether the work was cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::SeqCst)

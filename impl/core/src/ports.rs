@@ -1,7 +1,9 @@
 //! ssh port allocation: the first port in 2200-2299 that no VM claims (its ssh port or a
 //! forward, broken VMs included) and that binds on 127.0.0.1 right now; and the check `up`
 //! makes that every host port a VM needs binds before QEMU is asked to take them, moving a
-//! VM's ssh port that stoat picked when another program (another data root's VM) took it.
+//! VM's ssh port that stoat picked when another program (another data root's VM) took it, or
+//! when the VM's network could not listen on it because another program took it in the moment
+//! after the check.
 //!
 //! Callers hold the data-root lock from choosing a port until vm.toml is saved, which is what
 //! makes concurrent `create`s get distinct ports. Across data roots (another user, another
@@ -90,14 +92,15 @@ fn probe_socket(port: u16) -> std::io::Result<Socket> {
 
 /// Picks a free ssh port for a new VM.
 pub fn free_ssh_port(root: &Root) -> Result<u16> {
-    free_ssh_port_except(root, None)
+    free_ssh_port_except(root, None, &[])
 }
 
-/// Picks a free ssh port, ignoring the ports `except` (a VM about to move) claims.
-fn free_ssh_port_except(root: &Root, except: Option<&str>) -> Result<u16> {
+/// Picks a free ssh port, ignoring the ports `except` (a VM about to move) claims and never
+/// one of `avoid`.
+fn free_ssh_port_except(root: &Root, except: Option<&str>, avoid: &[u16]) -> Result<u16> {
     let claimed = claimed_ports(root, except)?;
     SSH_PORTS
-        .filter(|port| !claimed.contains(port))
+        .filter(|port| !claimed.contains(port) && !avoid.contains(port))
         .find(|port| probe(*port).is_ok())
         .ok_or_else(|| Error::Internal("no free port in 2200-2299".into()))
 }
@@ -115,7 +118,36 @@ pub struct Moved {
 /// as it is ([`ensure_free`] then names it). Takes the data-root lock to choose, as create
 /// does, so two VMs of one root never move onto the same port.
 pub fn settle_ssh_port(root: &Root, name: &str) -> Result<Option<Moved>> {
-    let movable = |vm: &crate::vm::StoredVm| vm.running_pid().is_none() && ssh_port_lost(vm);
+    move_ssh_port_when(root, name, ssh_port_lost, &[])
+}
+
+/// After a start whose network could not listen on the VM's ssh port `lost` (another program
+/// took it after the check, and may have let it go since): a port stoat picked moves to a
+/// free one other than `lost` and `avoid`, whether `lost` looks taken now or not. A pinned
+/// port, or one that is no longer `lost` (another command changed it), stays.
+pub fn move_lost_ssh_port(
+    root: &Root,
+    name: &str,
+    lost: u16,
+    avoid: &[u16],
+) -> Result<Option<Moved>> {
+    let mut avoid = avoid.to_vec();
+    avoid.push(lost);
+    let still_lost =
+        |vm: &crate::vm::StoredVm| !vm.config.sshport_pinned && vm.config.sshport == lost;
+    move_ssh_port_when(root, name, still_lost, &avoid)
+}
+
+/// Moves the ssh port of the stopped VM `name` when `condition` holds for it, to a free port
+/// none of `avoid`: saved in vm.toml and logged. `condition` is asked again under the
+/// data-root lock, which is held from the choice until vm.toml is saved.
+fn move_ssh_port_when(
+    root: &Root,
+    name: &str,
+    condition: impl Fn(&crate::vm::StoredVm) -> bool,
+    avoid: &[u16],
+) -> Result<Option<Moved>> {
+    let movable = |vm: &crate::vm::StoredVm| vm.running_pid().is_none() && condition(vm);
     if !movable(&vm::load_ok(root, name)?) {
         return Ok(None);
     }
@@ -125,7 +157,7 @@ pub fn settle_ssh_port(root: &Root, name: &str) -> Result<Option<Moved>> {
         return Ok(None);
     }
     let from = stored.config.sshport;
-    let to = free_ssh_port_except(root, Some(name))?;
+    let to = free_ssh_port_except(root, Some(name), avoid)?;
     stored.config.sshport = to;
     vm::save(&stored)?;
     crate::log::append(

@@ -1,5 +1,6 @@
 //! What a person meets, through the real binary in the fake tier: `up` refuses a host port
-//! something else holds before QEMU runs (moving an ssh port stoat picked instead); `forward` edits the list (`--add`/`--remove`) and
+//! something else holds before QEMU runs (moving an ssh port stoat picked instead, also when
+//! the network could not bind it after the check); `forward` edits the list (`--add`/`--remove`) and
 //! says what is live in the running QEMU; `doctor` shows every check, the accelerator, QEMU's
 //! version and the way to software emulation (insta snapshots, this machine's paths masked).
 
@@ -8,7 +9,7 @@ use std::net::TcpListener;
 use serde_json::json;
 
 use crate::common::{
-    fake_booted_qemu, fake_qemu, free_port, stub, Reaper, TestEnv, PLANTED_PASSWORD,
+    fake_booted_qemu, fake_qemu, free_port, stoat_fake, stub, Reaper, TestEnv, PLANTED_PASSWORD,
 };
 
 /// A live VM `name` with ssh port `port` and `extra` vm.toml lines; its kernel is already
@@ -174,6 +175,149 @@ fn a_port_another_root_is_starting_on_is_taken_for_this_up() {
     let started = starting.resume();
     assert_eq!(started.data()["vm"]["ssh_port"], port, "{}", started.stdout);
     exec_then_down([&first, &second]);
+}
+
+/// Makes `passt` fail its first `failures` runs as Debian 12's passt does when another program
+/// holds the ssh port of its `-t` rule (a syslog complaint, then the rule it could not bind);
+/// later runs are stoat-fake's passt. Each refused rule is appended to `<tmp>/passt-refused`.
+fn passt_losing_its_port(env: &TestEnv, failures: u32) {
+    let tmp = env.tmp();
+    let fake = stoat_fake();
+    stub(
+        env,
+        "passt",
+        &format!(
+            r#"runs=$(cat '{count}' 2>/dev/null || echo 0)
+echo $((runs + 1)) > '{count}'
+if [ "$runs" -lt {failures} ]; then
+  rule= previous=
+  for arg in "$@"; do
+    if [ "$previous" = -t ]; then case "$arg" in *:22) rule=$arg ;; esac; fi
+    previous=$arg
+  done
+  echo "$rule" >> '{refused}'
+  echo "Failed to send 62 bytes to syslog" >&2
+  echo "Failed to bind any port for '-t $rule', exiting" >&2
+  exit 1
+fi
+exec '{fake}' --as passt "$@"
+"#,
+            count = tmp.join("passt-runs").display(),
+            refused = tmp.join("passt-refused").display(),
+            fake = fake.display(),
+        ),
+    );
+}
+
+/// The host ports passt refused to listen on, oldest first, and how often passt ran.
+fn passt_refused(env: &TestEnv) -> (Vec<u16>, u32) {
+    let refused = std::fs::read_to_string(env.tmp().join("passt-refused"))
+        .unwrap_or_default()
+        .lines()
+        .map(|rule| {
+            let host = rule.split('/').nth(1).unwrap().split(':').next().unwrap();
+            host.parse().unwrap()
+        })
+        .collect();
+    let runs = std::fs::read_to_string(env.tmp().join("passt-runs"))
+        .map(|text| text.trim().parse().unwrap())
+        .unwrap_or(0);
+    (refused, runs)
+}
+
+/// The ports every `ssh` call stoat made went to (`-p PORT`).
+fn ssh_ports_used(env: &TestEnv) -> Vec<u16> {
+    env.fake_argvs("ssh")
+        .iter()
+        .filter_map(|argv| {
+            let at = argv.iter().position(|arg| arg == "-p")?;
+            argv.get(at + 1)?.parse().ok()
+        })
+        .collect()
+}
+
+/// Another program takes the ssh port after up's check and before passt binds it, and has let
+/// it go again by the time up looks: the port stoat picked moves anyway, never back onto the
+/// lost one, and the wait for ssh goes to the new port.
+#[test]
+fn a_port_lost_to_another_program_after_the_check_moves_even_when_free_again() {
+    let env = TestEnv::new();
+    passt_losing_its_port(&env, 1);
+    fake_booted_qemu(&env);
+    let _reaper = Reaper::watch(&env, &["s"]);
+    let lost = free_port();
+    live_vm(&env, "s", lost, "");
+    let up = env.json(&["up", "s"]);
+    assert_eq!(up.data()["vm"]["state"], "running", "{}", up.stderr);
+    assert_eq!(passt_refused(&env), (vec![lost], 2));
+    let now = env.json(&["get", "s"]).data()["vm"]["ssh_port"]
+        .as_u64()
+        .unwrap() as u16;
+    assert_ne!(now, lost, "the VM stayed on the port passt could not bind");
+    assert_eq!(up.data()["vm"]["ssh_port"], now);
+    // The wait logged in on the new port, never on the old one.
+    let used = ssh_ports_used(&env);
+    assert!(!used.is_empty(), "up did not wait for ssh");
+    assert!(used.iter().all(|port| *port == now), "{used:?}, now {now}");
+    assert!(env.vm_toml("s").contains(&format!("sshport = {now}")));
+    env.json(&["down", "s"]).data();
+}
+
+/// A port that is held when up checks is moved, and the port it moved to is then lost to
+/// another program before passt binds it: up moves once more, onto neither, and says it went
+/// from the first port to the last.
+#[test]
+fn two_moves_in_one_up_are_told_as_one_from_the_first_port_to_the_last() {
+    let env = TestEnv::new();
+    passt_losing_its_port(&env, 1);
+    fake_booted_qemu(&env);
+    let _reaper = Reaper::watch(&env, &["s"]);
+    let (_holder, held) = held_port();
+    live_vm(&env, "s", held, "");
+    let human = env.run(&["up", "s"]);
+    assert!(human.status.success(), "{human:?}");
+    let stderr = String::from_utf8_lossy(&human.stderr);
+    let (refused, runs) = passt_refused(&env);
+    assert_eq!(runs, 2);
+    let [between] = refused[..] else {
+        panic!("{refused:?}")
+    };
+    let now = env.json(&["get", "s"]).data()["vm"]["ssh_port"]
+        .as_u64()
+        .unwrap() as u16;
+    assert!(now != held && now != between, "{held} {between} {now}");
+    assert!(
+        stderr.contains(&format!(
+            "ssh port {held} is in use by another program; it now uses {now}"
+        )),
+        "{stderr}"
+    );
+    assert!(ssh_ports_used(&env).iter().all(|port| *port == now));
+    env.json(&["down", "s"]).data();
+}
+
+/// A port the user pinned is never moved: passt that cannot bind it gets one more start on it,
+/// then up fails naming the port and the VM stays stopped on it.
+#[test]
+fn a_pinned_port_passt_cannot_bind_fails_naming_it_and_stays() {
+    let env = TestEnv::new();
+    passt_losing_its_port(&env, u32::MAX);
+    fake_booted_qemu(&env);
+    let _reaper = Reaper::watch(&env, &["s"]);
+    live_vm(&env, "s", free_port(), "");
+    let pinned = free_port();
+    env.json(&["update", "s", "--ssh-port", &pinned.to_string()])
+        .data();
+    let message = env.json(&["up", "s"]).error("qemu_start_failed");
+    assert!(
+        message.contains(&format!("127.0.0.1/{pinned}:22")),
+        "{message}"
+    );
+    assert_eq!(passt_refused(&env), (vec![pinned, pinned], 2));
+    let vm = env.json(&["get", "s"]).data()["vm"].clone();
+    assert_eq!(vm["state"], "stopped");
+    assert_eq!(vm["ssh_port"], pinned);
+    assert!(ssh_ports_used(&env).is_empty(), "up waited for ssh");
 }
 
 #[test]

@@ -22,6 +22,12 @@ pub enum QemuError {
         hint: Option<&'static str>,
     },
 
+    /// `qemu_start_failed`: the network (passt) could not listen on host port `port`, which
+    /// another program took after stoat's check. `detail` is passt's own words, as the
+    /// message of a plain [`QemuError::QemuStartFailed`] of passt's would carry them.
+    #[error("qemu failed to start: the network (passt) did not start: {detail}")]
+    HostPortTaken { port: u16, detail: String },
+
     /// `kvm_unusable`: STOAT_ACCEL=kvm (the default) but /dev/kvm cannot be
     /// opened read-write. `reason` is the OS error.
     #[error(

@@ -108,9 +108,15 @@ pub fn start(passt_binary: &OsStr, spec: &LaunchSpec) -> Result<u32, QemuError> 
     let argv = passt_argv(spec, uid, gid)?;
     let pid = super::launch::start_with_argv(passt_binary, &argv, &paths.passt_pidfile).map_err(
         |error| match error {
-            QemuError::QemuStartFailed { stderr, hint } => QemuError::QemuStartFailed {
-                stderr: format!("the network (passt) did not start: {}", quiet(&stderr)),
-                hint,
+            QemuError::QemuStartFailed { stderr, hint } => match port_not_bound(&stderr) {
+                Some(port) => QemuError::HostPortTaken {
+                    port,
+                    detail: quiet(&stderr),
+                },
+                None => QemuError::QemuStartFailed {
+                    stderr: format!("the network (passt) did not start: {}", quiet(&stderr)),
+                    hint,
+                },
             },
             other => other,
         },
@@ -122,6 +128,22 @@ pub fn start(passt_binary: &OsStr, spec: &LaunchSpec) -> Result<u32, QemuError> 
         });
     }
     Ok(pid)
+}
+
+/// The host port passt says it could not listen on, from its stderr: Debian 12's passt says
+/// `Failed to bind any port for '-t 127.0.0.1/P:22', exiting` (the rule as given) when
+/// something else holds every port of a `-t` rule, and some versions `Failed to bind port P
+/// (Address already in use) for option '-t ...'`. The first such rule's host port; None for
+/// any other failure.
+fn port_not_bound(stderr: &str) -> Option<u16> {
+    stderr.lines().find_map(|line| {
+        let taken = line.contains("Failed to bind any port for '-t ")
+            || (line.contains("Failed to bind port ") && line.contains("Address already in use"));
+        let rule = line.split_once("'-t ").filter(|_| taken)?.1;
+        let rule = &rule[..rule.find('\'')?];
+        let host = rule.rsplit('/').next()?.split(':').next()?;
+        host.parse().ok()
+    })
 }
 
 /// passt's own words without its complaints about a missing syslog.
@@ -252,6 +274,30 @@ mod tests {
             passt_argv(&spec, 0, 0),
             Err(QemuError::InvalidOptionValue { .. })
         ));
+    }
+
+    #[test]
+    fn a_port_passt_could_not_bind_is_read_from_its_words() {
+        let stderr = "Failed to send 62 bytes to syslog\n\
+            Failed to bind any port for '-t 127.0.0.1/2231:22', exiting\n";
+        assert_eq!(port_not_bound(stderr), Some(2231));
+        assert_eq!(
+            port_not_bound("Failed to bind any port for '-t 127.0.0.1/8080:80'"),
+            Some(8080)
+        );
+        assert_eq!(
+            port_not_bound("Failed to bind any port for '-t 2202'"),
+            Some(2202)
+        );
+        for other in [
+            "No routable interface",
+            "Failed to bind any port for '-t 127.0.0.1/x:22'",
+            "Failed to bind any port for '-t 127.0.0.1/2231:22",
+            "Failed to bind port 2203 (Permission denied) for option '-t 127.0.0.1/2203:22'",
+            "",
+        ] {
+            assert_eq!(port_not_bound(other), None, "{other:?}");
+        }
     }
 
     #[test]

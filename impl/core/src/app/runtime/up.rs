@@ -2,7 +2,8 @@
 //! (`not_found`, `broken`), `already_running`, the accelerator (`invalid_spec`,
 //! `kvm_unusable`), the QEMU binary (`qemu_missing`), the shares (`share_invalid`,
 //! `no_xattr`), the host ports (`qemu_start_failed` naming the port), the backend (disk and
-//! seed, or kernel and overlay), then the launch (`qemu_start_failed`).
+//! seed, or kernel and overlay), then the launch (`qemu_start_failed`; naming the port when the
+//! network could not listen on one).
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -25,15 +26,24 @@ const INSTALLED_DISK_BYTES: u64 = 10 * 1024 * 1024;
 pub struct Started {
     /// The VM re-read afterwards (its state is authoritative).
     pub vm: Vm,
-    /// Its ssh port, when up had to move it (`ports::settle_ssh_port`).
+    /// Its ssh port, when up had to move it: from the port it had before up to the one it
+    /// started on, however many moves that took.
     pub moved: Option<ports::Moved>,
     /// Its host ports, kept from other stoats until the caller has waited for the guest (a
     /// network process may bind them only once the guest is up).
     pub claims: ports::Claims,
 }
 
-/// Starts `name`. A port stoat picked that something else took is moved first, and once more
-/// when it was taken in the moment between the check and QEMU's bind. `checked`: see [`start`].
+/// The most starts one `up` makes: a first, and one after each move of the ssh port (a port
+/// it moved to can be taken again in the same way, by another root's stoat moving at the
+/// same moment).
+const MAX_STARTS: usize = 3;
+
+/// Starts `name`. A port stoat picked that something else took is moved first, and again
+/// when it was taken in the moment between the check and the network's bind (then never back
+/// onto a port it left, even when the other program has let it go again); a pinned port gets
+/// one more start on that port. A start that moved nothing is the last. `checked`: see
+/// [`start`].
 pub(crate) fn up(
     root: &Root,
     env: &Env,
@@ -41,22 +51,71 @@ pub(crate) fn up(
     checked: Option<&HostReady>,
 ) -> Result<Started> {
     let mut moved = ports::settle_ssh_port(root, name)?;
-    let (vm, claims) = match start(root, env, name, checked) {
-        Err(error) if is_start_failure(&error) && lost_port(root, name) => {
-            moved = ports::settle_ssh_port(root, name)?.or(moved);
-            start(root, env, name, checked)?
+    let mut left: Vec<u16> = moved.iter().map(|moved| moved.from).collect();
+    let (mut starts, mut last) = (0, false);
+    loop {
+        starts += 1;
+        let error = match start(root, env, name, checked) {
+            Ok((vm, claims)) => return Ok(Started { vm, moved, claims }),
+            Err(error) => error,
+        };
+        let retry = match retry_for(root, name, &error) {
+            Some(retry) if !last && starts < MAX_STARTS => retry,
+            _ => return Err(error),
+        };
+        let again = match retry {
+            Retry::SamePort => None,
+            Retry::IfTaken => ports::settle_ssh_port(root, name)?,
+            Retry::MoveOff(lost) => ports::move_lost_ssh_port(root, name, lost, &left)?,
+        };
+        match again {
+            Some(again) => {
+                left.push(again.from);
+                moved = joined(moved, Some(again));
+            }
+            None => last = true,
         }
-        other => other?,
-    };
-    Ok(Started { vm, moved, claims })
+    }
 }
 
-fn is_start_failure(error: &Error) -> bool {
-    error.code() == stoat_wire::ErrorCode::QemuStartFailed
+/// How `up` tries again after a start that failed.
+enum Retry {
+    /// The same port (the user pinned it).
+    SamePort,
+    /// Move the ssh port if it is taken now ([`ports::settle_ssh_port`]).
+    IfTaken,
+    /// The network could not listen on this ssh port: move off it whether it looks taken now
+    /// or not.
+    MoveOff(u16),
 }
 
-fn lost_port(root: &Root, name: &str) -> bool {
-    vm::load_ok(root, name).is_ok_and(|stored| ports::ssh_port_lost(&stored))
+/// Whether a start that failed with `error` is worth one more: a network that could not listen
+/// on the VM's ssh port, or a `qemu_start_failed` while its ssh port, which stoat picked, is
+/// taken.
+fn retry_for(root: &Root, name: &str, error: &Error) -> Option<Retry> {
+    if error.code() != stoat_wire::ErrorCode::QemuStartFailed {
+        return None;
+    }
+    let stored = vm::load_ok(root, name).ok()?;
+    match error {
+        Error::Qemu(qemu::QemuError::HostPortTaken { port, .. })
+            if *port == stored.config.sshport =>
+        {
+            Some(if stored.config.sshport_pinned {
+                Retry::SamePort
+            } else {
+                Retry::MoveOff(*port)
+            })
+        }
+        _ => ports::ssh_port_lost(&stored).then_some(Retry::IfTaken),
+    }
+}
+
+/// Two moves in a row as one: from the first's port to the last's.
+fn joined(first: Option<ports::Moved>, then: Option<ports::Moved>) -> Option<ports::Moved> {
+    let from = first.or(then)?.from;
+    let to = then.or(first)?.to;
+    (from != to).then_some(ports::Moved { from, to })
 }
 
 /// What this host needs to boot any VM, found before anything is made.
@@ -276,5 +335,23 @@ fn remove_stale_sockets(files: &VmDir) {
         files.console_socket(),
     ] {
         let _ = std::fs::remove_file(socket);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_moves_are_reported_from_the_first_port_to_the_last() {
+        let moved = |from, to| Some(ports::Moved { from, to });
+        assert_eq!(joined(None, None), None);
+        assert_eq!(joined(moved(2200, 2201), None), moved(2200, 2201));
+        assert_eq!(joined(None, moved(2201, 2202)), moved(2201, 2202));
+        assert_eq!(
+            joined(moved(2200, 2201), moved(2201, 2202)),
+            moved(2200, 2202)
+        );
+        assert_eq!(joined(moved(2200, 2201), moved(2201, 2200)), None);
     }
 }
