@@ -253,6 +253,15 @@ fn up_then_down_reports_authoritative_state() {
         "{network:?}"
     );
     assert!(env.root().join("shared/w").is_dir());
+    // up's login waits past passt's own 10 s handshake timeout: ssh keeps the first value of
+    // an option, and the common options carry a 5 s bound.
+    let login = env.fake_argvs("ssh").pop().expect("up logged in");
+    let bound = login.iter().find(|a| a.starts_with("ConnectTimeout="));
+    assert_eq!(
+        bound.map(String::as_str),
+        Some("ConnectTimeout=12"),
+        "{login:?}"
+    );
     assert!(env
         .json(&["up", "w"])
         .error("already_running")

@@ -15,7 +15,7 @@
 //! without an address waits out its 10 s handshake, if the host client closed it first
 //! (docs/decisions/runtime.md "reaching a booting guest").
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -93,13 +93,10 @@ impl Login {
         }
         let route = self.mux.route();
         let connect = CONNECT_TIMEOUT_SECS.min(left.as_secs()).max(1);
-        // The first value ssh reads for an option wins: the connect bound goes first.
-        let mut options = vec!["-o".to_owned(), format!("ConnectTimeout={connect}")];
-        options.extend(route.options().iter().cloned());
         let mut command = Command::new(&self.ssh);
         route.configure(&mut command);
         command
-            .args(ssh_args_with(&self.key, stored, &options))
+            .args(login_args(&self.key, stored, connect, route.options()))
             .arg("true")
             .env("PATH", &self.path_var)
             .stdin(Stdio::null());
@@ -117,6 +114,15 @@ impl Login {
             Ok(Attempt::NotYet(said))
         }
     }
+}
+
+/// A login attempt's ssh arguments: the common ones with `route`'s, and a connect and banner
+/// bound of `connect_secs` ahead of them all, since ssh keeps the first value it reads for an
+/// option and the common ones carry a shorter bound of their own.
+fn login_args(key: &Path, stored: &StoredVm, connect_secs: u64, route: &[String]) -> Vec<String> {
+    let mut args = vec!["-o".to_owned(), format!("ConnectTimeout={connect_secs}")];
+    args.extend(ssh_args_with(key, stored, route));
+    args
 }
 
 /// Whether a booting guest can answer a connection passt hands on, as its guard saw it.
@@ -229,6 +235,26 @@ pub(crate) fn last_line(stderr: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_login_s_connect_bound_is_the_one_ssh_keeps() {
+        let config = crate::vm::VmConfig::parse(
+            "name = \"w\"\nmode = \"cloud\"\nsshport = 2201\nsshuser = \"stoat\"\n",
+        )
+        .unwrap();
+        let stored = StoredVm {
+            name: "w".into(),
+            dir: PathBuf::from("/r/w"),
+            config,
+        };
+        let route = ["-o".to_owned(), "ControlMaster=auto".to_owned()];
+        let args = login_args(Path::new("/r/id_stoat"), &stored, 12, &route);
+        // ssh keeps the first value of an option: the login's, not the common 5 s.
+        let first = args.iter().find(|a| a.starts_with("ConnectTimeout="));
+        assert_eq!(first.map(String::as_str), Some("ConnectTimeout=12"));
+        assert!(args.contains(&"ControlMaster=auto".to_owned()));
+        assert_eq!(args.last().map(String::as_str), Some("stoat@127.0.0.1"));
+    }
 
     #[test]
     fn a_guest_is_knocked_on_once_it_can_answer_or_its_grace_is_over() {
