@@ -686,7 +686,12 @@ fn real_sigkilled_terminal_exec_takes_its_command_along_and_one_that_ends_leaves
         "( sleep 331 & ); sleep 333; echo never",
     ]);
     eventually(Duration::from_secs(60), || {
-        assert!(run.running(), "exec ended early");
+        if let Some(status) = run.try_status() {
+            panic!(
+                "exec ended early ({status:?}): {}",
+                String::from_utf8_lossy(run.stderr.bytes())
+            );
+        }
         let ps = guest_ps(&env, "x");
         has_line(&ps, "sleep 331") && has_line(&ps, "sleep 333") && ps.contains(WATCH_IN_PS)
     });
@@ -716,7 +721,12 @@ fn real_sigkilled_terminal_exec_takes_its_command_along_and_one_that_ends_leaves
             human(&args)
         };
         eventually(Duration::from_secs(60), || {
-            assert!(run.running(), "exec ended early (json={json})");
+            if let Some(status) = run.try_status() {
+                panic!(
+                    "exec ended early (json={json}, {status:?}): {}",
+                    String::from_utf8_lossy(run.stderr.bytes())
+                );
+            }
             let ps = guest_ps(&env, "x");
             has_line(&ps, daemon) && (json || ps.contains(WATCH_IN_PS))
         });
