@@ -4,12 +4,13 @@
 //! leave the command, and what it double-forked, running in the guest.
 //!
 //! So once the command has run [`WATCH_AFTER`] (a short command, `exec vm true`, pays
-//! nothing), a second ssh, the watch, starts: through the VM's master when one answers, else
-//! directly; in a process group of its own, so the terminal's Ctrl-C never reaches it; its
-//! stdin a pipe only stoat holds. In the guest it reads lines: `done` ends it quietly; the
-//! end of its input without `done` (stoat gone, even SIGKILLed: the pipe closes with it, and
-//! the watch's ssh dies with stoat, which a master passes on as the end of the session's
-//! input) sends SIGTERM to everything carrying the exec's mark and what is below it, as a
+//! nothing), a second ssh, the watch, starts: on a connection of its own, never through the
+//! VM's master (through one, its session was seen to get the end of its input while stoat
+//! still held the pipe, and it then stopped a command nobody had cancelled); in a process
+//! group of its own, so the terminal's Ctrl-C never reaches it; its stdin a pipe only stoat
+//! holds. In the guest it reads lines: `done` ends it quietly; the end of its input without
+//! `done` (stoat gone, even SIGKILLed: the pipe closes with it, and the watch's ssh dies with
+//! stoat) sends SIGTERM to everything carrying the exec's mark and what is below it, as a
 //! cancel does, and SIGKILL to what is left 2 s later. When the command ends, however it
 //! ends, stoat writes `done`, closes the pipe and reaps the watch, so what the command meant
 //! to leave running (a daemon) stays. A cancel still stops the command itself, directly.
