@@ -177,6 +177,16 @@ fn a_port_another_root_is_starting_on_is_taken_for_this_up() {
     exec_then_down([&first, &second]);
 }
 
+/// A sandbox whose QEMU boots (fake) and whose `passt` loses its ssh port on its first
+/// `failures` runs ([`passt_losing_its_port`]), with VM `s`'s processes reaped at the end.
+fn losing_its_port(failures: u32) -> (TestEnv, Reaper) {
+    let env = TestEnv::new();
+    passt_losing_its_port(&env, failures);
+    fake_booted_qemu(&env);
+    let reaper = Reaper::watch(&env, &["s"]);
+    (env, reaper)
+}
+
 /// Makes `passt` fail its first `failures` runs as Debian 12's passt does when another program
 /// holds the ssh port of its `-t` rule (a syslog complaint, then the rule it could not bind);
 /// later runs are stoat-fake's passt. Each refused rule is appended to `<tmp>/passt-refused`.
@@ -241,10 +251,7 @@ fn ssh_ports_used(env: &TestEnv) -> Vec<u16> {
 /// lost one, and the wait for ssh goes to the new port.
 #[test]
 fn a_port_lost_to_another_program_after_the_check_moves_even_when_free_again() {
-    let env = TestEnv::new();
-    passt_losing_its_port(&env, 1);
-    fake_booted_qemu(&env);
-    let _reaper = Reaper::watch(&env, &["s"]);
+    let (env, _reaper) = losing_its_port(1);
     let lost = free_port();
     live_vm(&env, "s", lost, "");
     let up = env.json(&["up", "s"]);
@@ -268,10 +275,7 @@ fn a_port_lost_to_another_program_after_the_check_moves_even_when_free_again() {
 /// from the first port to the last.
 #[test]
 fn two_moves_in_one_up_are_told_as_one_from_the_first_port_to_the_last() {
-    let env = TestEnv::new();
-    passt_losing_its_port(&env, 1);
-    fake_booted_qemu(&env);
-    let _reaper = Reaper::watch(&env, &["s"]);
+    let (env, _reaper) = losing_its_port(1);
     let (_holder, held) = held_port();
     live_vm(&env, "s", held, "");
     let human = env.run(&["up", "s"]);
@@ -300,10 +304,7 @@ fn two_moves_in_one_up_are_told_as_one_from_the_first_port_to_the_last() {
 /// then up fails naming the port and the VM stays stopped on it.
 #[test]
 fn a_pinned_port_passt_cannot_bind_fails_naming_it_and_stays() {
-    let env = TestEnv::new();
-    passt_losing_its_port(&env, u32::MAX);
-    fake_booted_qemu(&env);
-    let _reaper = Reaper::watch(&env, &["s"]);
+    let (env, _reaper) = losing_its_port(u32::MAX);
     live_vm(&env, "s", free_port(), "");
     let pinned = free_port();
     env.json(&["update", "s", "--ssh-port", &pinned.to_string()])

@@ -35,11 +35,12 @@ pub fn ssh_args(key: &Path, vm: &StoredVm) -> Vec<String> {
     ssh_args_with(key, vm, &[])
 }
 
-/// [`ssh_args`] with `extra` options after the common ones (a connection route's).
+/// [`ssh_args`] with `extra` options (a connection route's, a login's bound) ahead of the
+/// common ones: ssh keeps the first value it reads for an option, so a caller's wins.
 pub fn ssh_args_with(key: &Path, vm: &StoredVm, extra: &[String]) -> Vec<String> {
     let mut args = vec!["-p".to_owned(), vm.config.sshport.to_string()];
-    args.extend(options());
     args.extend(extra.iter().cloned());
+    args.extend(options());
     args.push("-i".to_owned());
     args.push(key.display().to_string());
     args.push(login(vm));
@@ -61,15 +62,16 @@ pub fn scp_args(key: &Path, vm: &StoredVm) -> Vec<String> {
     scp_args_with(key, vm, &[])
 }
 
-/// [`scp_args`] with `extra` options after the common ones (a connection route's).
+/// [`scp_args`] with `extra` options ahead of the common ones (a connection route's; ssh keeps
+/// the first value of an option).
 pub fn scp_args_with(key: &Path, vm: &StoredVm, extra: &[String]) -> Vec<String> {
     let mut args = vec![
         "-P".to_owned(),
         vm.config.sshport.to_string(),
         "-q".to_owned(),
     ];
-    args.extend(options());
     args.extend(extra.iter().cloned());
+    args.extend(options());
     args.push("-i".to_owned());
     args.push(key.display().to_string());
     args

@@ -116,13 +116,12 @@ impl Login {
     }
 }
 
-/// A login attempt's ssh arguments: the common ones with `route`'s, and a connect and banner
-/// bound of `connect_secs` ahead of them all, since ssh keeps the first value it reads for an
-/// option and the common ones carry a shorter bound of their own.
+/// A login attempt's ssh arguments: `route`'s options and a connect and banner bound of
+/// `connect_secs`, which overrides the common options' shorter one.
 fn login_args(key: &Path, stored: &StoredVm, connect_secs: u64, route: &[String]) -> Vec<String> {
-    let mut args = vec!["-o".to_owned(), format!("ConnectTimeout={connect_secs}")];
-    args.extend(ssh_args_with(key, stored, route));
-    args
+    let mut options = vec!["-o".to_owned(), format!("ConnectTimeout={connect_secs}")];
+    options.extend(route.iter().cloned());
+    ssh_args_with(key, stored, &options)
 }
 
 /// Whether a booting guest can answer a connection passt hands on, as its guard saw it.
