@@ -15,9 +15,10 @@
 use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::linux::net::SocketAddrExt;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::{SocketAddr, UnixListener};
 
-use socket2::{Domain, Socket, Type};
+use socket2::{Domain, SockAddr, Socket, Type};
 
 use crate::hint::{Op, Said, Setting, Step, Value};
 use crate::vm::{self, Loaded};
@@ -60,9 +61,38 @@ pub fn broken_ssh_port(dir: &std::path::Path) -> Option<u16> {
 /// SO_REUSEADDR and SO_REUSEPORT: a listener that holds the port (a QEMU's hostfwd, any
 /// server) still makes it fail, but another stoat's probe of the same port in the same
 /// instant does not, so concurrent commands never see each other's probes as a taken port.
-/// A port claimed by another stoat that is starting a VM on it counts as taken.
+/// A port claimed by another stoat that is starting a VM on it counts as taken; the probe
+/// only asks the claim ([`claimed`]), never holds it, so no probe makes a real claim fail.
 fn probe(port: u16) -> std::io::Result<()> {
-    take(port).map(drop)
+    if claimed(port) {
+        return Err(std::io::ErrorKind::AddrInUse.into());
+    }
+    probe_socket(port).map(drop)
+}
+
+/// The abstract socket name that claims `port` on this host.
+fn claim_name(port: u16) -> String {
+    format!("stoat-port-{port}")
+}
+
+/// True while a stoat holds the claim on `port`: a connection to its socket is taken (or its
+/// queue is full). A connection nobody listens for is refused. The claim is never accepted
+/// from, so the connection only waits in its queue until the claim ends.
+fn claimed(port: u16) -> bool {
+    let mut name = vec![0u8];
+    name.extend_from_slice(claim_name(port).as_bytes());
+    let asked = SockAddr::unix(std::ffi::OsStr::from_bytes(&name)).and_then(|address| {
+        let socket = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+        socket.set_nonblocking(true)?;
+        socket.connect(&address)
+    });
+    match asked {
+        Ok(()) => true,
+        Err(error) => !matches!(
+            error.kind(),
+            std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound
+        ),
+    }
 }
 
 /// A host port this process is about to hand to QEMU and passt, kept from every other stoat
@@ -76,7 +106,7 @@ pub struct Claims(#[allow(dead_code)] Vec<Claim>);
 
 /// Claims `port` (fails with "address in use" while another stoat holds it), then probes it.
 fn take(port: u16) -> std::io::Result<Claim> {
-    let name = format!("stoat-port-{port}");
+    let name = claim_name(port);
     let claim = UnixListener::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes())?)?;
     probe_socket(port)?;
     Ok(Claim(claim))
@@ -140,7 +170,10 @@ pub fn move_lost_ssh_port(
 
 /// Moves the ssh port of the stopped VM `name` when `condition` holds for it, to a free port
 /// none of `avoid`: saved in vm.toml and logged. `condition` is asked again under the
-/// data-root lock, which is held from the choice until vm.toml is saved.
+/// data-root lock, which is held from the choice until vm.toml is saved, and the VM's own
+/// lock: a VM another `up` is starting on its claimed port is not stopped yet, only not
+/// running yet, and moving its port then would leave it running on a port its record no
+/// longer names.
 fn move_ssh_port_when(
     root: &Root,
     name: &str,
@@ -151,7 +184,7 @@ fn move_ssh_port_when(
     if !movable(&vm::load_ok(root, name)?) {
         return Ok(None);
     }
-    let _root_lock = crate::lock::exclusive(&root.lock_file())?;
+    let _locks = crate::lock::root_and_vm(root, name)?;
     let mut stored = vm::load_ok(root, name)?;
     if !movable(&stored) {
         return Ok(None);
@@ -246,5 +279,31 @@ mod tests {
         assert_eq!(error.kind(), std::io::ErrorKind::AddrInUse);
         drop(claim);
         assert!(probe(port).is_ok(), "a released claim leaves the port free");
+    }
+
+    #[test]
+    fn a_probe_never_makes_a_claim_fail() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let port = probe_socket(0)
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .as_socket()
+            .unwrap()
+            .port();
+        let done = Arc::new(AtomicBool::new(false));
+        let prober = {
+            let done = Arc::clone(&done);
+            std::thread::spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    let _ = probe(port);
+                }
+            })
+        };
+        let failed = (0..2000).filter(|_| take(port).is_err()).count();
+        done.store(true, Ordering::Relaxed);
+        prober.join().unwrap();
+        assert_eq!(failed, 0, "claims that failed while another command probed the port");
     }
 }

@@ -177,6 +177,36 @@ fn a_port_another_root_is_starting_on_is_taken_for_this_up() {
     exec_then_down([&first, &second]);
 }
 
+/// A second `up` of a VM another `up` is starting (its port claimed, its QEMU not started
+/// yet) never moves that port: the VM would run on a port its record no longer names. It waits
+/// for the VM's lock instead (here bounded, so it gives up while the first is held).
+#[test]
+fn a_second_up_of_a_starting_vm_leaves_its_port() {
+    let env = TestEnv::new();
+    let _reaper = Reaper::watch(&env, &["w"]);
+    fake_booted_qemu(&env);
+    let port = free_port();
+    live_vm(&env, "w", port, "");
+    let starting = crate::test_integrity::Paused::start(&env, &["up", "w"], "up-claimed");
+    let second = env
+        .cmd(&["up", "w", "--json"])
+        .env("STOAT_LOCK_WAIT_SECS", "0.5")
+        .output()
+        .unwrap();
+    crate::common::JsonRun::check(second).error("timeout");
+    let record = env.vm_toml("w");
+    assert!(
+        record.contains(&format!("sshport = {port}\n")),
+        "the second up moved the port of a VM being started:\n{record}"
+    );
+    let started = starting.resume();
+    assert_eq!(started.data()["vm"]["ssh_port"], port, "{}", started.stdout);
+    env.json(&["up", "w"]).error("already_running");
+    let exec = env.json(&["--json", "exec", "w", "true"]);
+    assert_eq!(exec.data()["exit_code"], 0);
+    env.json(&["down", "w"]).data();
+}
+
 /// A sandbox whose QEMU boots (fake) and whose `passt` loses its ssh port on its first
 /// `failures` runs ([`passt_losing_its_port`]), with VM `s`'s processes reaped at the end.
 fn losing_its_port(failures: u32) -> (TestEnv, Reaper) {
