@@ -304,6 +304,9 @@ mod tests {
         let failed = (0..2000).filter(|_| take(port).is_err()).count();
         done.store(true, Ordering::Relaxed);
         prober.join().unwrap();
-        assert_eq!(failed, 0, "claims that failed while another command probed the port");
+        assert_eq!(
+            failed, 0,
+            "claims that failed while another command probed the port"
+        );
     }
 }
