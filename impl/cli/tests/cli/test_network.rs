@@ -161,7 +161,10 @@ fn up_without_passt_says_which_package_and_starts_nothing() {
 // ---- REAL tier ----------------------------------------------------------------------------
 
 /// An HTTP server on `addr` answering every request with `body`, in a thread of this test
-/// (it ends with the test process); returns its port.
+/// (it ends with the test process); returns its port. The answer goes in one write, then the
+/// server half-closes and reads until the client closes: a socket closed with unread bytes
+/// sends a reset, and a reset can overtake the end of the answer on its way into the guest
+/// (the Debian session once got the headers without the body).
 pub(crate) fn http_server(addr: IpAddr, body: &'static str) -> u16 {
     let listener = TcpListener::bind((addr, 0)).expect("bind the host server");
     let port = listener.local_addr().unwrap().port();
@@ -170,11 +173,13 @@ pub(crate) fn http_server(addr: IpAddr, body: &'static str) -> u16 {
             let mut request = [0u8; 1024];
             let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
             let _ = stream.read(&mut request);
-            let _ = write!(
-                stream,
+            let answer = format!(
                 "HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
                 body.len()
             );
+            let _ = stream.write_all(answer.as_bytes());
+            let _ = stream.shutdown(std::net::Shutdown::Write);
+            let _ = std::io::copy(&mut stream, &mut std::io::sink());
         }
     });
     port
