@@ -265,15 +265,20 @@ mod tests {
         drop((other, listener));
     }
 
-    #[test]
-    fn a_port_another_up_has_claimed_probes_as_taken_until_released() {
-        let port = probe_socket(0)
+    /// A port the kernel found free a moment ago.
+    fn free_port() -> u16 {
+        probe_socket(0)
             .unwrap()
             .local_addr()
             .unwrap()
             .as_socket()
             .unwrap()
-            .port();
+            .port()
+    }
+
+    #[test]
+    fn a_port_another_up_has_claimed_probes_as_taken_until_released() {
+        let port = free_port();
         let claim = take(port).unwrap();
         let error = probe(port).unwrap_err();
         assert_eq!(error.kind(), std::io::ErrorKind::AddrInUse);
@@ -303,13 +308,7 @@ mod tests {
             assert!(said.contains("1 passed"), "{said}");
             return;
         }
-        let port = probe_socket(0)
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .as_socket()
-            .unwrap()
-            .port();
+        let port = free_port();
         let done = Arc::new(AtomicBool::new(false));
         let prober = {
             let done = Arc::clone(&done);
