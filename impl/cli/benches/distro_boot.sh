@@ -10,6 +10,9 @@
 #          overlay for the first boot, and QEMU's own user network with the same ssh forward
 #          in place of stoat's network socket; then an ssh poll (`ssh ... true` until it works)
 # Both end at the same point: the first login that runs a command.
+# Then, on stoat's second boot, `stoat --json exec bench true` over the VM's master against a
+# fresh raw `ssh ... true` (aim 0.25x) and against a bare ssh client through the same master
+# (aim 1.3x; with its stdin ended, and held open as exec's is), medians of RUNS (default 15).
 # Prints each pair and the ratio stoat/raw. Runs under flock /tmp/stoat-guest.lock.
 #
 #   DISTRO_GUEST=.guest-distro impl/cli/benches/distro_boot.sh   (make bench-distro)
@@ -92,6 +95,16 @@ done
 bench_console_to_file "$work/raw-console.log"
 "$stoat" down bench >/dev/null
 stoat_second=$(stoat_boot); echo "stoat second boot: ${stoat_second}s" >&2
+# A short command on this guest's OpenSSH, the VM's master up since the boot: stoat's exec,
+# a fresh raw ssh, and the floor (a bare ssh client through the same master).
+fresh_true=$(bench_median "${ssh_argv[@]}" true)
+stoat_true=$(bench_median "$stoat" --json exec bench true)
+socket=$(cd "$STOAT_HOME/bench" && ls ssh-*.sock | head -1)
+mux_argv=("${ssh_argv[0]}" -o ControlMaster=no -o "ControlPath=$socket" "${ssh_argv[@]:1}")
+mux_true=$(cd "$STOAT_HOME/bench" && bench_median "${mux_argv[@]}" true)
+# exec holds its ssh's stdin open (its end tells the guest stoat is gone): the same bare
+# client with its stdin held open, which OpenSSH answers later than one whose stdin has ended.
+mux_open=$(cd "$STOAT_HOME/bench" && STDIN_OPEN=1 bench_median "${mux_argv[@]}" true)
 "$stoat" down bench >/dev/null
 
 # Raw QEMU on a fresh overlay made the way stoat makes it, with stoat's seed ISO.
@@ -108,3 +121,7 @@ row() { printf '%-40s %7ss   %-34s %7ss   ratio %sx\n' "$1" "$2" "$3" "$4" "$(ra
 echo "Debian $(sed -n 's/^suite: //p' "$guest/manifest.txt") cloud image, TCG, 2 vCPUs, 1 GiB, disk 4G; load $(cut -d' ' -f1 /proc/loadavg)"
 row "stoat up + wait reachable (first boot)" "$stoat_first" "raw qemu + ssh poll (first boot)" "$raw_first"
 row "stoat up + wait reachable (second boot)" "$stoat_second" "raw qemu + ssh poll (second boot)" "$raw_second"
+row "stoat --json exec true (median of ${RUNS:-15})" "$stoat_true" "fresh raw ssh true" "$fresh_true"
+row "  raw ssh true through the master" "$mux_true" "fresh raw ssh true" "$fresh_true"
+row "  the same, its stdin held open" "$mux_open" "fresh raw ssh true" "$fresh_true"
+row "stoat --json exec true vs the bare client" "$stoat_true" "the same, its stdin held open" "$mux_open"

@@ -7,7 +7,9 @@
 #   bench_on_exit 'command'     runs the command on exit (before `work` goes), errors ignored
 #   now, secs T0 T1 [DIGITS], ratio A B (A/B, two decimals), bench_free_port,
 #   bench_median CMD...         median wall seconds of RUNS runs (default 15) of CMD, whose
-#                               output is discarded and which must succeed
+#                               output is discarded and which must succeed; its stdin is
+#                               /dev/null, or with STDIN_OPEN=1 a pipe held open until it ends
+#                               (as exec holds its ssh's stdin, to learn if stoat is gone)
 #   bench_ssh_argv VM           the VM's ssh argv (`ssh-command`), one argument a line
 #   bench_console_to_file FILE  in the array qemu_argv (a QEMU argv stoat ran), the serial
 #                               console written to FILE instead of stoat's console logger
@@ -50,14 +52,18 @@ secs() { awk -v a="$1" -v b="$2" -v d="${3:-3}" 'BEGIN { printf("%." d "f\n", b 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f\n", a / b }'; }
 
 bench_median() {
-    python3 - "${RUNS:-15}" "$@" <<'PY'
+    python3 - "${RUNS:-15}" "${STDIN_OPEN:-}" "$@" <<'PY'
 import statistics, subprocess, sys, time
-runs, argv = int(sys.argv[1]), sys.argv[2:]
+runs, held, argv = int(sys.argv[1]), sys.argv[2] == "1", sys.argv[3:]
+stdin = subprocess.PIPE if held else subprocess.DEVNULL
 samples = []
 for _ in range(runs):
     started = time.perf_counter()
-    subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=True)
+    with subprocess.Popen(argv, stdin=stdin, stdout=subprocess.DEVNULL) as child:
+        status = child.wait()
     samples.append(time.perf_counter() - started)
+    if status != 0:
+        sys.exit(f"bench_median: {argv[0]} exited {status}")
 print(f"{statistics.median(samples):.4f}")
 PY
 }

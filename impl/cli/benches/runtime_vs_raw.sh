@@ -70,14 +70,18 @@ row "stoat up + wait reachable" "$stoat_boot" "raw qemu + ssh poll" "$raw_boot"
 fresh_true=$(bench_median "${ssh_argv[@]}" true)
 row "stoat --json exec true (median of $RUNS)" "$(bench_median "$stoat" --json exec bench true)" "fresh raw ssh true" "$fresh_true"
 # Where exec's time goes: the floor is a bare ssh client through the same master, running
-# `true`, then the shape of the command exec sends (its own session, marked for a cancel), then
-# stoat's own start.
+# `true` (with its stdin ended, then held open as exec's is), then the shape of the command
+# exec sends (its own session, marked for a cancel), then stoat's own start.
 socket=$(cd "$STOAT_HOME/bench" && ls ssh-*.sock | head -1)
 mux_argv=("${ssh_argv[0]}" -o ControlMaster=no -o "ControlPath=$socket" "${ssh_argv[@]:1}")
-wrapped='exec 3<&0; if command -v setsid >/dev/null 2>&1; then set -- setsid; else set --; fi; STOAT_EXEC=bench "$@" sh -c '"'"'"$@"'"'"' sh true 3<&- </dev/null & c=$!; exec 3<&-; wait $c; exit $?'
+wrapped="printf '\\036\\037stoat-session\\037\\036' >/dev/null; "'exec 3<&0; if command -v setsid >/dev/null 2>&1; then set -- setsid; else set --; fi; STOAT_EXEC=bench "$@" sh -c '"'"'"$@"'"'"' sh true 3<&- </dev/null & c=$!; { while read -r _; do :; done; kill -TERM -$c 2>/dev/null || kill -TERM $c; sleep 2; kill -KILL -$c 2>/dev/null; } <&3 >/dev/null 2>&1 & w=$!; exec 3<&-; wait $c; s=$?; kill $w 2>/dev/null; exit $s'
 mux_true=$(cd "$STOAT_HOME/bench" && bench_median "${mux_argv[@]}" true)
 row "  raw ssh true through the master" "$mux_true" "fresh raw ssh true" "$fresh_true"
-row "  raw ssh <exec's command> through the master" "$(cd "$STOAT_HOME/bench" && bench_median "${mux_argv[@]}" "$wrapped")" "fresh raw ssh true" "$fresh_true"
+# exec holds its ssh's stdin open (its end tells the guest stoat is gone); an OpenSSH guest
+# answers a session whose stdin is still open later than one whose stdin has ended.
+mux_open=$(cd "$STOAT_HOME/bench" && STDIN_OPEN=1 bench_median "${mux_argv[@]}" true)
+row "  the same, its stdin held open" "$mux_open" "fresh raw ssh true" "$fresh_true"
+row "  raw ssh <exec's command> through the master" "$(cd "$STOAT_HOME/bench" && STDIN_OPEN=1 bench_median "${mux_argv[@]}" "$wrapped")" "fresh raw ssh true" "$fresh_true"
 row "  stoat --json version" "$(bench_median "$stoat" --json version)" "fresh raw ssh true" "$fresh_true"
 
 # 3. exec of 16 MiB (median of 3 runs each; peak RSS from one more run).
