@@ -48,13 +48,13 @@ pub enum Command {
     #[command(after_help = crate::examples::UP, alias = "start")]
     Up(UpArgs),
     /// Stop a VM
-    #[command(after_help = crate::examples::DOWN, alias = "stop")]
+    #[command(after_help = crate::examples::DOWN, aliases = ["stop", "halt"])]
     Down(OptVmArg),
     /// Wait until a VM is reachable, stopped, or has its recipes applied
     #[command(after_help = crate::examples::WAIT)]
     Wait(WaitArgs),
     /// Delete a VM
-    #[command(after_help = crate::examples::RM, alias = "delete")]
+    #[command(after_help = crate::examples::RM, aliases = ["delete", "destroy"])]
     Rm(RmArgs),
     /// Copy a stopped VM (the copy and its source share nothing writable)
     #[command(after_help = crate::examples::CLONE)]
@@ -71,7 +71,7 @@ pub enum Command {
     #[command(after_help = crate::examples::SSH_COMMAND)]
     SshCommand(VmArg),
     /// Copy files or trees: stoat cp [-r] <src>... <dst>, one side <vm>:<path>
-    #[command(after_help = crate::examples::CP)]
+    #[command(after_help = crate::examples::CP, alias = "copy")]
     Cp(CpArgs),
     /// Show, set or clear a VM's port forwards (HOST:GUEST)
     #[command(after_help = crate::examples::FORWARD)]
@@ -440,6 +440,10 @@ pub struct SnapshotArgs {
     /// Replace the snapshot TAG if there is one (a save refuses a tag in use otherwise)
     #[arg(long, conflicts_with_all = ["restore", "delete"])]
     pub force: bool,
+    /// Words past the tag (`snapshot work save s1`, as Vagrant spells a save), taken so the
+    /// usage error can name stoat's form instead of clap's "unexpected argument".
+    #[arg(hide = true, trailing_var_arg = false)]
+    pub extra: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -697,12 +701,20 @@ impl Command {
     }
 }
 
-/// Maps a raw command token to the `cmd` a usage error reports.
+/// Maps a raw command token to the `cmd` a usage error reports: a hidden alias (the verbs
+/// Lima and Vagrant users bring) answers as the command it stands for.
 pub fn wire_name_of_token(token: &str) -> String {
     match token {
-        "provision" => "apply".to_owned(),
-        other => other.to_owned(),
+        "provision" => "apply",
+        "start" => "up",
+        "stop" | "halt" => "down",
+        "delete" | "destroy" => "rm",
+        "shell" => "ssh",
+        "list" => "ls",
+        "copy" => "cp",
+        other => other,
     }
+    .to_owned()
 }
 
 #[cfg(test)]

@@ -170,24 +170,30 @@ fn run(
         },
     };
     ctx.finish_progress();
+    let did_you_mean = |near: Option<String>| near.map(|near| format!("did you mean {near}?"));
     let hint = match &result {
         Err(_) if json => None,
-        Err(stoat_core::Error::NotFound { name }) => nearest(
+        // `snapshot list work`, as Vagrant orders it: stoat takes the VM first.
+        Err(stoat_core::Error::NotFound { name })
+            if cmd == "snapshot" && SNAPSHOT_VERBS.contains(&name.as_str()) =>
+        {
+            Some("stoat snapshot takes the VM first: `stoat snapshot VM` lists, `stoat snapshot VM TAG` saves".into())
+        }
+        Err(stoat_core::Error::NotFound { name }) => did_you_mean(nearest(
             name,
             stoat_core::app::complete::vm_names(&ctx.env).into_iter(),
-        ),
+        )),
         // `create --image`: a catalog id or a file in isos/; `pull`: the catalog alone.
-        Err(stoat_core::Error::ImageNotFound { id }) => nearest(
+        Err(stoat_core::Error::ImageNotFound { id }) => did_you_mean(nearest(
             id,
             stoat_core::app::complete::image_ids(&ctx.env).into_iter(),
-        ),
-        Err(stoat_core::Error::NoSuchImage { id }) => nearest(
+        )),
+        Err(stoat_core::Error::NoSuchImage { id }) => did_you_mean(nearest(
             id,
             stoat_core::app::complete::catalog_ids(&ctx.env).into_iter(),
-        ),
+        )),
         _ => None,
-    }
-    .map(|near| format!("did you mean {near}?"));
+    };
     output::Output::new(emitter).finish_hinted(cmd, result, hint)
 }
 
@@ -198,6 +204,12 @@ fn install_json_panic_hook(terminator: stoat_wire::Terminator) {
         terminator.terminate(&WireError::internal(message));
     }));
 }
+
+/// The words other tools put before the VM in a snapshot command.
+const SNAPSHOT_VERBS: &[&str] = &[
+    "save", "create", "take", "restore", "apply", "revert", "rollback", "delete", "rm", "remove",
+    "list", "ls",
+];
 
 /// The name closest to a mistyped one among `known` (at most two edits away, or one for
 /// short names), for a person's `not found`: a VM name, an image id.

@@ -79,11 +79,48 @@ pub(crate) fn parse(args: &[String], raw: &[std::ffi::OsString]) -> Result<Parse
         Err(err) if err.kind() == clap::error::ErrorKind::DisplayHelp => {
             Ok(Parsed::Help(err.render().to_string()))
         }
-        Err(err) => Err(UsageError {
-            line: clap_message(&err),
-            full: Some(err.render().to_string()),
-        }),
+        Err(err) => {
+            let token = args.iter().find(|a| !a.starts_with('-'));
+            let habit = (err.kind() == clap::error::ErrorKind::InvalidSubcommand)
+                .then(|| token.and_then(|t| other_tools_verb(t)))
+                .flatten();
+            match habit {
+                Some(way) => {
+                    Err(format!("{} is not a stoat command; {way}", token.unwrap()).into())
+                }
+                None => Err(UsageError {
+                    line: clap_message(&err),
+                    full: Some(err.render().to_string()),
+                }),
+            }
+        }
     }
+}
+
+/// stoat's way to do what another VM tool's verb does, for the verbs that are not hidden
+/// aliases of a stoat command (those mean the same thing and just run). clap's own guess for
+/// these is a command spelled alike, which misleads (`suspend` → `up`, `console` → `clone`).
+fn other_tools_verb(token: &str) -> Option<&'static str> {
+    Some(match token {
+        "restart" | "reload" | "reboot" => "stop and start the VM: `stoat down VM && stoat up VM`",
+        "suspend" | "pause" | "resume" | "unpause" => {
+            "stoat does not suspend VMs: `stoat down VM` stops one, `stoat up VM` starts it again"
+        }
+        "info" | "show" | "inspect" | "describe" => "`stoat get VM` shows a VM",
+        "run" => "`stoat exec VM -- CMD` runs a command in a VM",
+        "console" => {
+            "`stoat logs VM --which console` shows a VM's serial console, `stoat ssh VM` opens a shell"
+        }
+        "new" => "`stoat create NAME --image ID` makes a VM",
+        "port" | "ports" | "port-forward" => {
+            "`stoat forward VM` shows a VM's port forwards, `stoat forward VM --add 8080:80` adds one"
+        }
+        "edit" | "set" | "config" | "configure" | "modify" => {
+            "`stoat update VM --cpus 2 --ram 2G` changes a VM's settings"
+        }
+        "download" | "fetch" => "`stoat pull ID` downloads a catalog image",
+        _ => return None,
+    })
 }
 
 /// Returns clap's whole error as one line: its `error:` prefix and "try --help" footer

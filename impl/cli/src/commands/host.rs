@@ -202,6 +202,9 @@ fn prune_human(data: &PruneData) -> String {
 
 /// `snapshot <vm> [tag] [--restore|--delete]`.
 pub fn snapshot(ctx: &Ctx, args: &SnapshotArgs) -> Result<Reply> {
+    if !args.extra.is_empty() {
+        return Err(Error::Usage(snapshot_words_misplaced(args)));
+    }
     let action = match (args.restore, args.delete, args.force) {
         (true, _, _) => Some(SnapshotAction::Restore),
         (_, true, _) => Some(SnapshotAction::Delete),
@@ -252,6 +255,43 @@ pub fn snapshot(ctx: &Ctx, args: &SnapshotArgs) -> Result<Reply> {
             Ok(Reply::new(&data, human))
         }
     }
+}
+
+/// The usage error for more words than VM and tag: other tools put the action in a word
+/// (`vagrant snapshot save VM TAG`, `limactl snapshot create VM --tag TAG`); stoat's form
+/// for the action found among them, else the grammar.
+fn snapshot_words_misplaced(args: &SnapshotArgs) -> String {
+    let mut words = vec![args.vm.as_str()];
+    words.extend(args.tag.as_deref());
+    words.extend(args.extra.iter().map(String::as_str));
+    let action = |word: &str| match word {
+        "save" | "create" | "take" => Some(""),
+        "restore" | "apply" | "revert" | "rollback" => Some(" --restore"),
+        "delete" | "rm" | "remove" => Some(" --delete"),
+        "list" | "ls" => Some("list"),
+        _ => None,
+    };
+    let found = words.iter().position(|w| action(w).is_some());
+    let (Some(at), 3) = (found, words.len()) else {
+        return "snapshot takes a VM and at most one tag: `stoat snapshot VM [TAG] [--restore|--delete|--force]`".into();
+    };
+    let flag = action(words[at]).unwrap_or_default();
+    let rest: Vec<&str> = words
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != at)
+        .map(|(_, w)| *w)
+        .collect();
+    let (vm, tag) = (rest[0], rest[1]);
+    let form = if flag == "list" {
+        format!("`stoat snapshot {vm}` lists the snapshots")
+    } else {
+        format!("`stoat snapshot {vm} {tag}{flag}`")
+    };
+    format!(
+        "snapshot takes the action as a flag, not the word {:?}: {form}",
+        words[at]
+    )
 }
 
 fn snapshot_list_human(data: &SnapshotListData) -> String {

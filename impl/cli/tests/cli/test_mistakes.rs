@@ -159,10 +159,111 @@ fn the_verbs_lima_and_vagrant_users_type_do_what_they_mean() {
     );
     // `start` is `up` (the VM's QEMU is missing here: the answer is up's own error).
     assert_eq!(env.json(&["start", "work"]).result["cmd"], "up");
-    // `delete` is `rm`.
+    // Vagrant's `halt` is `down`, Lima's `copy` is `cp`; a usage error of an alias names the
+    // command it stands for.
+    let halt = env.run(&["halt", "work"]);
+    assert_eq!(
+        String::from_utf8_lossy(&halt.stdout),
+        "work is already stopped\n"
+    );
+    assert_eq!(env.json(&["halt", "work"]).result["cmd"], "down");
+    let copy = env.json(&["copy", "a", "b"]);
+    assert_eq!(copy.result["cmd"], "cp");
+    copy.error("usage");
+    assert_eq!(env.json(&["stop", "--bogus"]).result["cmd"], "down");
+    // `delete` and Vagrant's `destroy` are `rm`.
     let deleted = env.json(&["delete", "work", "-y"]);
     assert_eq!(deleted.result["cmd"], "rm");
     assert_eq!(env.json(&["ls"]).data()["vms"], serde_json::json!([]));
+    env.json(&["create", "work", "--image", "alpine-virt"])
+        .data();
+    assert_eq!(env.json(&["destroy", "work", "-y"]).result["cmd"], "rm");
+    assert_eq!(env.json(&["ls"]).data()["vms"], serde_json::json!([]));
+}
+
+/// Other tools' verbs that stoat has no alias for are a usage error naming stoat's way, not
+/// clap's guess at a command spelled alike (`suspend` was "did you mean up", `console`
+/// "clone"), and change nothing.
+#[test]
+fn other_tools_verbs_are_answered_with_stoats_way() {
+    let env = with_work();
+    let before = state(&env);
+    for (verb, way) in [
+        ("restart", "`stoat down VM && stoat up VM`"),
+        ("suspend", "`stoat down VM`"),
+        ("resume", "`stoat up VM`"),
+        ("show", "`stoat get VM`"),
+        ("info", "`stoat get VM`"),
+        ("run", "`stoat exec VM -- CMD`"),
+        ("console", "`stoat logs VM --which console`"),
+        ("ports", "`stoat forward VM`"),
+        ("edit", "`stoat update VM"),
+    ] {
+        let args = [verb, "work"];
+        let message = env.json(&args).error("usage");
+        assert!(
+            message.starts_with(&format!("{verb} is not a stoat command; "))
+                && message.contains(way),
+            "{verb}: {message}"
+        );
+        let human = env.run(&args);
+        assert_eq!(human.status.code(), Some(2), "{verb}");
+        let stderr = String::from_utf8_lossy(&human.stderr);
+        assert!(stderr.contains(way) && !stderr.contains("tip:"), "{stderr}");
+    }
+    assert_eq!(state(&env), before);
+    // A word no tool uses keeps clap's answer.
+    env.json(&["frobnicate"]).error("usage");
+}
+
+/// A snapshot spelled with the action as a word, as Vagrant and Lima spell it, is a usage
+/// error naming stoat's form with the user's own VM and tag; the VM first is a hint.
+#[test]
+fn snapshot_actions_spelled_as_words_name_the_flag() {
+    let env = with_work();
+    let before = state(&env);
+    for (args, form) in [
+        (
+            &["snapshot", "work", "save", "s1"][..],
+            "`stoat snapshot work s1`",
+        ),
+        (
+            &["snapshot", "save", "work", "s1"],
+            "`stoat snapshot work s1`",
+        ),
+        (
+            &["snapshot", "create", "work", "s1"],
+            "`stoat snapshot work s1`",
+        ),
+        (
+            &["snapshot", "work", "restore", "s1"],
+            "`stoat snapshot work s1 --restore`",
+        ),
+        (
+            &["snapshot", "apply", "work", "s1"],
+            "`stoat snapshot work s1 --restore`",
+        ),
+        (
+            &["snapshot", "delete", "work", "s1"],
+            "`stoat snapshot work s1 --delete`",
+        ),
+        (&["snapshot", "work", "a", "b"], "at most one tag"),
+    ] {
+        let message = env.json(args).error("usage");
+        assert!(message.contains(form), "{args:?}: {message}");
+        let human = env.run(args);
+        assert_eq!(human.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&human.stderr).contains(form));
+    }
+    let listed = env.run(&["snapshot", "list", "work"]);
+    assert_eq!(listed.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&listed.stderr);
+    assert!(
+        stderr.contains("not found: list")
+            && stderr.contains("hint: stoat snapshot takes the VM first"),
+        "{stderr}"
+    );
+    assert_eq!(state(&env), before);
 }
 
 /// `forward work add 8080:80`, as other tools spell it, is a usage error naming the flag it
