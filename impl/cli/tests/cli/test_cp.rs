@@ -249,16 +249,17 @@ fn scp_fails_for(env: &mut TestEnv, source: &str, said: &str) {
 #[test]
 fn a_failed_guest_source_is_named_beside_the_sources_that_were_copied() {
     let (mut env, _reaper) = vm_with_fake_tools();
+    // A source that is there and scp cannot read (a missing one is refused before any copy).
     scp_fails_for(
         &mut env,
-        "/etc/gone",
-        "scp: /etc/gone: No such file or directory\n",
+        "/etc/shadow",
+        "scp: /etc/shadow: Permission denied\n",
     );
     std::fs::create_dir_all(env.home().join("back")).unwrap();
     let out = env.run(&[
         "cp",
         "w:/etc/hostname",
-        "w:/etc/gone",
+        "w:/etc/shadow",
         "w:/etc/hosts",
         "back",
     ]);
@@ -267,7 +268,7 @@ fn a_failed_guest_source_is_named_beside_the_sources_that_were_copied() {
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     assert!(
         stderr.contains(
-            "1 of 3 sources failed: w:/etc/gone (scp: /etc/gone: No such file or directory); copied: w:/etc/hostname, w:/etc/hosts"
+            "1 of 3 sources failed: w:/etc/shadow (/etc/shadow: Permission denied); copied: w:/etc/hostname, w:/etc/hosts"
         ),
         "{stderr}"
     );
@@ -296,7 +297,7 @@ fn a_failed_host_source_is_named_beside_the_sources_that_were_copied() {
     let home = env.home().display().to_string();
     assert!(
         stderr.contains(&format!(
-            "1 of 2 sources failed: {home}/two.txt (scp: dest open \"/tmp/two.txt\": Permission denied); copied: {home}/one.txt"
+            "1 of 2 sources failed: {home}/two.txt (dest open \"/tmp/two.txt\": Permission denied); copied: {home}/one.txt"
         )),
         "{stderr}"
     );
@@ -362,11 +363,28 @@ fn bad_copies_are_refused_and_copy_nothing() {
         format!("invalid spec: {src} is a directory; use -r to copy it and what it holds")
     );
     assert_eq!(env.fake_argvs("scp").len(), 1);
-    // A failure that is not a directory keeps scp's text.
+    // A source the guest does not have: copied nothing, and said so (not scp's `internal`).
     let missing = format!("w:{}/nope", guest_dir.display());
-    let message = env.json(&["cp", &missing, "out"]).error("internal");
-    assert!(message.contains("not a regular file"), "{message}");
+    let message = env.json(&["cp", &missing, "out"]).error("invalid_spec");
+    assert_eq!(
+        message,
+        format!("invalid spec: {missing} does not exist in the guest; nothing was copied")
+    );
+    // A failure on a file that is there keeps scp's words, without scp's program name.
+    std::fs::write(guest_dir.join("there"), "x").unwrap();
+    let there = format!("w:{}/there", guest_dir.display());
+    let message = env.json(&["cp", &there, "out"]).error("internal");
+    assert!(
+        message.contains("w: download /x/: not a regular file"),
+        "{message}"
+    );
     env.clear_fake_calls();
+    // Several with one the guest does not have: asked first, and scp never runs.
+    let out = env.run(&["cp", "w:/etc/hostname", &missing, "."]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("does not exist in the guest"), "{stderr}");
+    assert_eq!(env.fake_argvs("scp").len(), 0);
     // Several: the guest is asked first, and scp never runs.
     let out = env.run(&["cp", "w:/etc/hostname", &src, "."]);
     assert_eq!(out.status.code(), Some(1));

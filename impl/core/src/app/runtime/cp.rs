@@ -122,9 +122,9 @@ pub fn transfer(
         reach_wait,
         cancel,
     )?;
-    // From the guest, one source costs no extra round trip: scp fails on a directory without
-    // copying anything, and the guest is asked only then, to say why. Several are checked
-    // first. (Into the guest, one source asks whether the destination is a directory, below.)
+    // From the guest, one source costs no extra round trip: scp fails on a directory or a
+    // missing file without copying anything, and the guest is asked only then, to say why.
+    // Several are checked first. (Into the guest, one source asks whether the destination is a directory, below.)
     let several = request.sources.len() > 1;
     let guest_side = if several {
         check_guest_side(env, &key, &mux, &stored, request)?
@@ -174,14 +174,14 @@ pub fn transfer(
         let is_dir = match guest_side {
             GuestSide::Directory => Some(true),
             GuestSide::Unanswered => None,
-            GuestSide::Unasked => guest_directories(
+            GuestSide::Unasked => guest_paths(
                 env,
                 &key,
                 &mux,
                 &stored,
                 std::slice::from_ref(&request.destination),
             )
-            .map(|answer| answer[0]),
+            .map(|answer| answer[0] == GuestPath::Directory),
         };
         locals
             .iter()
@@ -250,7 +250,7 @@ pub fn transfer(
         };
         // Like one scp of every source: the others are still copied, then it fails.
         let mut outcome = (!output.status.success()).then(|| {
-            let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
+            let stderr = scp_words(&output.stderr);
             if stderr.is_empty() {
                 output.status.to_string()
             } else {
@@ -609,6 +609,26 @@ fn failure_message(vm: &str, labels: &[String], outcomes: &[Option<String>]) -> 
     )
 }
 
+/// scp's stderr as one message: each line without the program name scp puts before it (the
+/// guest's `/usr/bin/scp: `, the host's `scp: `), which the error's own `scp: ` already says.
+fn scp_words(stderr: &[u8]) -> String {
+    let said = String::from_utf8_lossy(stderr);
+    let lines: Vec<&str> = said
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .map(|line| match line.split_once(": ") {
+            Some((program, rest))
+                if (program == "scp" || program.ends_with("/scp")) && !rest.is_empty() =>
+            {
+                rest
+            }
+            _ => line,
+        })
+        .collect();
+    lines.join("; ")
+}
+
 /// True when scp says its connection went away (not that a file was refused).
 fn connection_dropped(stderr: &[u8]) -> bool {
     let said = String::from_utf8_lossy(stderr);
@@ -654,8 +674,8 @@ fn check_host_side(request: &Transfer, locals: &[PathBuf]) -> Result<()> {
 }
 
 /// What only the guest can tell, asked in one ssh call (scp copies the other sources first,
-/// and names a guest directory "not a regular file", as it does a missing file): a guest
-/// directory without `-r`; several sources into a guest path that is not a directory.
+/// and names a guest directory "not a regular file"): a guest source that is not there; a
+/// guest directory without `-r`; several sources into a guest path that is not a directory.
 fn check_guest_side(
     env: &Env,
     key: &Path,
@@ -664,24 +684,41 @@ fn check_guest_side(
     request: &Transfer,
 ) -> Result<GuestSide> {
     let to_guest = request.direction == CopyDirection::ToGuest;
-    let asked: &[String] = match (to_guest, request.recursive) {
-        (false, false) => &request.sources,
-        (true, _) if request.sources.len() > 1 => std::slice::from_ref(&request.destination),
-        _ => return Ok(GuestSide::Unasked),
+    let asked: &[String] = match to_guest {
+        false => &request.sources,
+        true if request.sources.len() > 1 => std::slice::from_ref(&request.destination),
+        true => return Ok(GuestSide::Unasked),
     };
     // Unanswered (no ssh, a guest that does not say): scp runs and reports what it finds.
-    let Some(directories) = guest_directories(env, key, mux, stored, asked) else {
+    let Some(kinds) = guest_paths(env, key, mux, stored, asked) else {
         return Ok(GuestSide::Unanswered);
     };
     if to_guest {
-        if !directories[0] {
+        if kinds[0] != GuestPath::Directory {
             return Err(Error::InvalidSpec(format!(
                 "{}:{} is not a directory in the guest; several sources are copied into an existing directory",
                 stored.name, request.destination
             )));
         }
         return Ok(GuestSide::Directory);
-    } else if let Some((path, _)) = asked.iter().zip(&directories).find(|(_, dir)| **dir) {
+    }
+    // As on the host: a source that is not there copies nothing (with several, before any
+    // is copied; with one, said in place of scp's words).
+    if let Some((path, _)) = asked
+        .iter()
+        .zip(&kinds)
+        .find(|(_, kind)| **kind == GuestPath::Missing)
+    {
+        return Err(Error::InvalidSpec(format!(
+            "{}:{path} does not exist in the guest; nothing was copied",
+            stored.name
+        )));
+    }
+    if let Some((path, _)) = asked
+        .iter()
+        .zip(&kinds)
+        .find(|(_, kind)| **kind == GuestPath::Directory && !request.recursive)
+    {
         return Err(Error::InvalidSpec(format!(
             "{}:{path} is a directory; use -r to copy it and what it holds",
             stored.name
@@ -700,18 +737,34 @@ enum GuestSide {
     Directory,
 }
 
-/// Asks the guest which of `paths` are directories (one ssh call through the VM's reused
-/// connection). `None` when the guest gave no answer of the right shape.
-fn guest_directories(
+/// What the guest says a path is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GuestPath {
+    Directory,
+    /// There, and not a directory.
+    Other,
+    Missing,
+    /// Not seen, behind a directory the user may not search.
+    Unknown,
+}
+
+/// Asks the guest what each of `paths` is (one ssh call through the VM's reused connection).
+/// `None` when the guest gave no answer of the right shape.
+fn guest_paths(
     env: &Env,
     key: &Path,
     mux: &Mux,
     stored: &StoredVm,
     paths: &[String],
-) -> Option<Vec<bool>> {
+) -> Option<Vec<GuestPath>> {
     let words: Vec<String> = paths.iter().map(|path| guest_word(path)).collect();
+    // A path that is not there is `-` only when its nearest existing ancestor is a directory
+    // the user may search; behind one it may not (`/root/x` for a plain user) it is `?`:
+    // perhaps there, unreadable, which scp's own words say better.
     let script = format!(
-        "for p in {}; do if [ -d \"$p\" ]; then echo d; else echo -; fi; done",
+        "for p in {}; do if [ -d \"$p\" ]; then echo d; elif [ -e \"$p\" ] || [ -h \"$p\" ]; then echo f; else \
+q=$p; while :; do case $q in */*) q=${{q%/*}};; *) q=.;; esac; [ -n \"$q\" ] || q=/; [ -e \"$q\" ] && break; done; \
+if [ -d \"$q\" ] && [ -x \"$q\" ]; then echo -; else echo '?'; fi; fi; done",
         words.join(" ")
     );
     let (_route, mut command) = guest_script(env, key, mux, stored, &script)?;
@@ -722,11 +775,13 @@ fn guest_directories(
     let answers = String::from_utf8_lossy(&output.stdout)
         .lines()
         .map(|line| match line {
-            "d" => Some(true),
-            "-" => Some(false),
+            "d" => Some(GuestPath::Directory),
+            "f" => Some(GuestPath::Other),
+            "-" => Some(GuestPath::Missing),
+            "?" => Some(GuestPath::Unknown),
             _ => None,
         })
-        .collect::<Option<Vec<bool>>>()?;
+        .collect::<Option<Vec<GuestPath>>>()?;
     (answers.len() == paths.len()).then_some(answers)
 }
 
@@ -755,6 +810,19 @@ pub fn absolute_local(env: &Env, cwd: &Path, local: &str) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scp_words_drop_the_program_name_on_each_line() {
+        let said = b"/usr/bin/scp: dest open \"/x/\": No such file or directory\nscp: failed to upload file /f to /x/\n";
+        assert_eq!(
+            scp_words(said),
+            "dest open \"/x/\": No such file or directory; failed to upload file /f to /x/"
+        );
+        assert_eq!(
+            scp_words(b"ssh: connect to host: refused\n"),
+            "ssh: connect to host: refused"
+        );
+    }
 
     #[test]
     fn local_paths_become_absolute_lexically() {
