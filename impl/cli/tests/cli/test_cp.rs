@@ -426,6 +426,28 @@ fn bad_copies_are_refused_and_copy_nothing() {
     assert_eq!(std::fs::read(&guest_file).unwrap(), b"keep");
     assert_eq!(std::fs::read(env.home().join("one.txt")).unwrap(), b"one\n");
 
+    // One source into a guest directory that is not there: scp fails, the guest says why.
+    env.fake_script(&serde_json::json!({"tools": {
+        "ssh": [{"run_locally": true}],
+        "scp": [{"when": {"arg_contains": "no-such-dir"}, "exit": 1,
+                 "stderr": {"text": "scp: dest open \"/x\": No such file or directory\n"}}],
+    }}));
+    let nowhere = env.tmp().join("no-such-dir");
+    for dst in [
+        format!("w:{}/x", nowhere.display()),
+        format!("w:{}/", nowhere.display()),
+    ] {
+        let message = env.json(&["cp", "one.txt", &dst]).error("invalid_spec");
+        assert_eq!(
+            message,
+            format!(
+                "invalid spec: w:{} does not exist in the guest; nothing was copied",
+                nowhere.display()
+            )
+        );
+    }
+    assert!(!nowhere.exists());
+
     // Sides that do not fit: usage errors, whatever the mode.
     for (args, says) in [
         (&["cp", "w:/a", "v:/b", "out"][..], "two VMs"),

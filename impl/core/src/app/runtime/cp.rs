@@ -675,7 +675,8 @@ fn check_host_side(request: &Transfer, locals: &[PathBuf]) -> Result<()> {
 
 /// What only the guest can tell, asked in one ssh call (scp copies the other sources first,
 /// and names a guest directory "not a regular file"): a guest source that is not there; a
-/// guest directory without `-r`; several sources into a guest path that is not a directory.
+/// guest directory without `-r`; several sources into a guest path that is not a directory;
+/// one source into a guest directory that is not there.
 fn check_guest_side(
     env: &Env,
     key: &Path,
@@ -687,7 +688,18 @@ fn check_guest_side(
     let asked: &[String] = match to_guest {
         false => &request.sources,
         true if request.sources.len() > 1 => std::slice::from_ref(&request.destination),
-        true => return Ok(GuestSide::Unasked),
+        // One source, asked after scp failed: the directory it was to land in.
+        true => {
+            let landing = landing_directory(&request.destination);
+            let asked = std::slice::from_ref(&landing);
+            if guest_paths(env, key, mux, stored, asked) == Some(vec![GuestPath::Missing]) {
+                return Err(Error::InvalidSpec(format!(
+                    "{}:{landing} does not exist in the guest; nothing was copied",
+                    stored.name
+                )));
+            }
+            return Ok(GuestSide::Unasked);
+        }
     };
     // Unanswered (no ssh, a guest that does not say): scp runs and reports what it finds.
     let Some(kinds) = guest_paths(env, key, mux, stored, asked) else {
@@ -725,6 +737,20 @@ fn check_guest_side(
         )));
     }
     Ok(GuestSide::Unasked)
+}
+
+/// The guest directory a copy to `destination` writes in: the destination itself when it
+/// ends in `/`, else the directory that holds it (`.`, the user's home, for a bare name).
+fn landing_directory(destination: &str) -> String {
+    if destination.ends_with('/') {
+        let trimmed = destination.trim_end_matches('/');
+        return if trimmed.is_empty() { "/" } else { trimmed }.to_owned();
+    }
+    match destination.rsplit_once('/') {
+        Some(("", _)) => "/".to_owned(),
+        Some((parent, _)) => parent.to_owned(),
+        None => ".".to_owned(),
+    }
 }
 
 /// What [`check_guest_side`] learned of a destination in the guest.
@@ -822,6 +848,20 @@ mod tests {
             scp_words(b"ssh: connect to host: refused\n"),
             "ssh: connect to host: refused"
         );
+    }
+
+    #[test]
+    fn a_copy_lands_in_the_destination_or_the_directory_holding_it() {
+        for (destination, landing) in [
+            ("/tmp/x/", "/tmp/x"),
+            ("/tmp/x", "/tmp"),
+            ("/x", "/"),
+            ("/", "/"),
+            ("notes.txt", "."),
+            ("sub/notes.txt", "sub"),
+        ] {
+            assert_eq!(landing_directory(destination), landing, "{destination}");
+        }
     }
 
     #[test]
