@@ -266,6 +266,10 @@ pub struct CreateArgs {
     /// it cannot)
     #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value = "false", default_missing_value = "true")]
     pub host_loopback: bool,
+    /// Host port forwarded to the guest's ssh, kept as given (default: a free one in
+    /// 2200-2299, moved at `up` when something else holds it by then)
+    #[arg(long)]
+    pub ssh_port: Option<u16>,
 }
 
 #[derive(Debug, Args)]

@@ -38,6 +38,7 @@ pub fn create(ctx: &Ctx, args: CreateArgs) -> Result<Reply> {
         agent_access: access_given(args.agent_access.as_deref())?,
         display: display_given(args.display.as_deref())?,
         host_loopback: args.host_loopback,
+        ssh_port: args.ssh_port,
         ..CreateSpec::default()
     };
     let data = vmops::create(ctx, &spec)?;

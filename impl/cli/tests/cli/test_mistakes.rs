@@ -372,3 +372,29 @@ fn a_file_that_is_no_image_is_refused_saying_what_image_takes() {
         ],
     );
 }
+
+/// `create --ssh-port` keeps the port given (pinned: `up` names it when taken instead of
+/// moving the VM), refused like `update --ssh-port` when it is privileged or another VM's.
+#[test]
+fn create_takes_an_ssh_port_and_keeps_it() {
+    let env = TestEnv::new();
+    env.plant_image(DEBIAN_CLOUD);
+    let made = env.json(&["create", "w", "--image", "debian-13", "--ssh-port", "2290"]);
+    assert_eq!(made.data()["vm"]["ssh_port"], 2290);
+    assert!(env.vm_toml("w").contains("sshport_pinned = true"));
+    refused(
+        &env,
+        &["create", "v", "--image", "debian-13", "--ssh-port", "2290"],
+        "invalid_spec",
+        &["2290", "w's ssh port"],
+    );
+    refused(
+        &env,
+        &["create", "v", "--image", "debian-13", "--ssh-port", "22"],
+        "invalid_spec",
+        &["ssh port", "below 1024"],
+    );
+    // Without the flag a free port is picked, and left free to move at `up`.
+    env.json(&["create", "v", "--image", "debian-13"]).data();
+    assert!(!env.vm_toml("v").contains("sshport_pinned = true"));
+}

@@ -217,6 +217,17 @@ pub fn refuse_privileged(host_port: u16) -> Result<()> {
     Ok(())
 }
 
+/// A host port the user gives for a VM's ssh: in range and not privileged, said as the ssh
+/// port's (whether it is free of other VMs' claims is the caller's, under the data-root lock).
+pub fn check_ssh_port(port: u16) -> Result<()> {
+    let prefixed = |e: Error| match e {
+        Error::InvalidSpec(why) => Error::InvalidSpec(format!("ssh port: {why}")),
+        other => other,
+    };
+    port_in_range(i64::from(port), "host").map_err(prefixed)?;
+    refuse_privileged(port).map_err(prefixed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,6 +47,8 @@ pub struct CreateSpec {
     pub display: Option<DisplayPref>,
     /// The opt-in: the guest reaches the host's loopback through its gateway.
     pub host_loopback: bool,
+    /// A host port for ssh the user chose (kept at `up`); `None`: a free one, picked here.
+    pub ssh_port: Option<u16>,
     /// The absolute directory of the declaring stoat.toml, `""` outside a project.
     pub project: String,
     /// The declaration key in that stoat.toml, `""` outside a project.
@@ -65,7 +67,15 @@ pub fn create(root: &Root, env: &Env, spec: &CreateSpec) -> Result<StoredVm> {
     let mut config = config;
     settle_image(root, env, &image, &mut config)?;
     fit_disk_to_image(env, &image, spec.disk.is_some(), &mut config)?;
-    config.sshport = ports::free_ssh_port(root)?;
+    match spec.ssh_port {
+        // Checked against the other VMs under the data-root lock, as a picked port is.
+        Some(port) => {
+            super::forward::check_other_vms(root, name, &[port], "ssh port: ")?;
+            config.sshport = port;
+            config.sshport_pinned = true;
+        }
+        None => config.sshport = ports::free_ssh_port(root)?,
+    }
     vm::shared::make(root, name)?;
     let disk_size = (config.mode == Mode::Disk).then(|| config.disk.clone());
     let made = vm::save_new(root, name, config, |dir| match &disk_size {
@@ -97,6 +107,9 @@ fn plan(
     name: &str,
     image: &ResolvedImage,
 ) -> Result<VmConfig> {
+    if let Some(port) = spec.ssh_port {
+        crate::vm::spec::check_ssh_port(port)?;
+    }
     let (os, backend) = os_and_backend(spec, image)?;
     let mode = mode_for(&backend, spec.mode.as_ref())?;
     // An explicit 0 is a mistake to name, not a way to ask for the default.

@@ -192,12 +192,7 @@ fn planned_config(
 
 /// A new ssh port must pass the forward rules and not be one of this VM's own forwards.
 fn check_ssh_port(root: &Root, stored: &StoredVm, port: u16) -> Result<()> {
-    let prefixed = |e: Error| match e {
-        Error::InvalidSpec(why) => Error::InvalidSpec(format!("ssh port: {why}")),
-        other => other,
-    };
-    crate::vm::spec::port_in_range(i64::from(port), "host").map_err(prefixed)?;
-    crate::vm::spec::refuse_privileged(port).map_err(prefixed)?;
+    crate::vm::spec::check_ssh_port(port)?;
     if stored.config.forwards.iter().any(|f| f.hostport == port) {
         return Err(Error::InvalidSpec(format!(
             "ssh port: host port {port} is one of {}'s own forwards",
