@@ -446,7 +446,7 @@ pub struct SnapshotArgs {
     pub force: bool,
     /// Words past the tag (`snapshot work save s1`, as Vagrant spells a save), taken so the
     /// usage error can name stoat's form instead of clap's "unexpected argument".
-    #[arg(hide = true, trailing_var_arg = false)]
+    #[arg(hide = true)]
     pub extra: Vec<String>,
 }
 

@@ -80,14 +80,12 @@ pub(crate) fn parse(args: &[String], raw: &[std::ffi::OsString]) -> Result<Parse
             Ok(Parsed::Help(err.render().to_string()))
         }
         Err(err) => {
-            let token = args.iter().find(|a| !a.starts_with('-'));
             let habit = (err.kind() == clap::error::ErrorKind::InvalidSubcommand)
-                .then(|| token.and_then(|t| other_tools_verb(t)))
-                .flatten();
+                .then(|| args.iter().find(|a| !a.starts_with('-')))
+                .flatten()
+                .and_then(|verb| Some((verb, other_tools_verb(verb)?)));
             match habit {
-                Some(way) => {
-                    Err(format!("{} is not a stoat command; {way}", token.unwrap()).into())
-                }
+                Some((verb, way)) => Err(format!("{verb} is not a stoat command; {way}").into()),
                 None => Err(UsageError {
                     line: clap_message(&err),
                     full: Some(err.render().to_string()),

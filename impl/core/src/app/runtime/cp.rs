@@ -124,7 +124,8 @@ pub fn transfer(
     )?;
     // From the guest, one source costs no extra round trip: scp fails on a directory or a
     // missing file without copying anything, and the guest is asked only then, to say why.
-    // Several are checked first. (Into the guest, one source asks whether the destination is a directory, below.)
+    // Several are checked first. (Into the guest, one source asks whether the destination is
+    // a directory, below.)
     let several = request.sources.len() > 1;
     let guest_side = if several {
         check_guest_side(env, &key, &mux, &stored, request)?
@@ -690,15 +691,8 @@ fn check_guest_side(
         true if request.sources.len() > 1 => std::slice::from_ref(&request.destination),
         // One source, asked after scp failed: the directory it was to land in.
         true => {
-            let landing = landing_directory(&request.destination);
-            let asked = std::slice::from_ref(&landing);
-            if guest_paths(env, key, mux, stored, asked) == Some(vec![GuestPath::Missing]) {
-                return Err(Error::InvalidSpec(format!(
-                    "{}:{landing} does not exist in the guest; nothing was copied",
-                    stored.name
-                )));
-            }
-            return Ok(GuestSide::Unasked);
+            return check_landing(env, key, mux, stored, &request.destination)
+                .map(|()| GuestSide::Unasked)
         }
     };
     // Unanswered (no ssh, a guest that does not say): scp runs and reports what it finds.
@@ -737,6 +731,25 @@ fn check_guest_side(
         )));
     }
     Ok(GuestSide::Unasked)
+}
+
+/// `invalid_spec` when the guest directory a copy to `destination` lands in is not there.
+fn check_landing(
+    env: &Env,
+    key: &Path,
+    mux: &Mux,
+    stored: &StoredVm,
+    destination: &str,
+) -> Result<()> {
+    let landing = landing_directory(destination);
+    let asked = std::slice::from_ref(&landing);
+    if guest_paths(env, key, mux, stored, asked) == Some(vec![GuestPath::Missing]) {
+        return Err(Error::InvalidSpec(format!(
+            "{}:{landing} does not exist in the guest; nothing was copied",
+            stored.name
+        )));
+    }
+    Ok(())
 }
 
 /// The guest directory a copy to `destination` writes in: the destination itself when it
