@@ -129,8 +129,10 @@ fn finish(output: Output, cmd: &str, result: Result<Reply, Error>, hint: Option<
         }
         (Output::Human, Err(err)) => {
             eprintln!("stoat: {cmd}: {}", err.message_in(&CLI));
-            if let Error::ImageNotDownloaded { id } = &err {
-                eprintln!("hint: stoat pull {id}");
+            match &err {
+                Error::ImageNotDownloaded { id } => eprintln!("hint: stoat pull {id}"),
+                Error::NotRunning { name } => eprintln!("hint: start it with `stoat up {name}`"),
+                _ => {}
             }
             if let Some(hint) = hint {
                 eprintln!("hint: {hint}");

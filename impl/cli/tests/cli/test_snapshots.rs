@@ -276,6 +276,7 @@ fn errors_in_human_mode() {
     insta::assert_snapshot!(human(&env, &["exec", "w", "--", "true"], false), @r"
     --- stderr
     stoat: exec: not running: w is not running
+    hint: start it with `stoat up w`
     ");
     insta::assert_snapshot!(human(&env, &["rm", "ghost", "--yes"], false), @r"
     --- stderr
@@ -502,14 +503,17 @@ fn runtime_errors_in_human_mode() {
     insta::assert_snapshot!(human(&env, &["screenshot", "w"], false), @r"
     --- stderr
     stoat: screenshot: not running: w is not running
+    hint: start it with `stoat up w`
     ");
     insta::assert_snapshot!(human(&env, &["cp", "w:/etc/hosts", "hosts"], false), @r"
     --- stderr
     stoat: cp: not running: w is not running
+    hint: start it with `stoat up w`
     ");
     insta::assert_snapshot!(human(&env, &["apply", "w"], false), @r"
     --- stderr
     stoat: apply: not running: w is not running
+    hint: start it with `stoat up w`
     ");
     insta::assert_snapshot!(human(&env, &["pull", "nope"], false), @r"
     --- stderr
