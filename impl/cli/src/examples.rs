@@ -15,6 +15,7 @@ pub const CREATE: &str = "Examples:
   stoat create work --image debian-13
   stoat create work --image debian-13 --cpus 4 --ram 4G --disk 20G
   stoat create dev --image debian-13 --recipes docker,devtools
+  stoat create web --image debian-13 --forward 8080:80   host port 8080 to the guest's 80
   stoat create work --image debian-13 --console-password random   one shown only now (default: stoat)
   stoat create mine --image ./disk.qcow2   a disk image of your own (stored absolute)";
 

@@ -270,6 +270,10 @@ pub struct CreateArgs {
     /// 2200-2299, moved at `up` when something else holds it by then)
     #[arg(long)]
     pub ssh_port: Option<u16>,
+    /// Forward a host port to a guest port, HOST:GUEST (repeatable; `stoat forward` changes
+    /// them later)
+    #[arg(long = "forward", value_name = "HOST:GUEST")]
+    pub forwards: Vec<String>,
 }
 
 #[derive(Debug, Args)]

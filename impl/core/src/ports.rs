@@ -120,9 +120,10 @@ fn probe_socket(port: u16) -> std::io::Result<Socket> {
     Ok(socket)
 }
 
-/// Picks a free ssh port for a new VM.
-pub fn free_ssh_port(root: &Root) -> Result<u16> {
-    free_ssh_port_except(root, None, &[])
+/// Picks a free ssh port for a new VM, never one of `avoid` (the host ports of the
+/// forwards it is created with).
+pub fn free_ssh_port(root: &Root, avoid: &[u16]) -> Result<u16> {
+    free_ssh_port_except(root, None, avoid)
 }
 
 /// Picks a free ssh port, ignoring the ports `except` (a VM about to move) claims and never

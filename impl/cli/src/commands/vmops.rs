@@ -39,6 +39,16 @@ pub fn create(ctx: &Ctx, args: CreateArgs) -> Result<Reply> {
         display: display_given(args.display.as_deref())?,
         host_loopback: args.host_loopback,
         ssh_port: args.ssh_port,
+        forwards: args
+            .forwards
+            .iter()
+            .map(|pair| {
+                vmops::parse_pair(pair).map_err(|e| match e {
+                    Error::Usage(why) => Error::Usage(why.replacen("forward: ", "--forward ", 1)),
+                    other => other,
+                })
+            })
+            .collect::<Result<_>>()?,
         ..CreateSpec::default()
     };
     let data = vmops::create(ctx, &spec)?;

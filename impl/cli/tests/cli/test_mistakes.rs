@@ -398,3 +398,56 @@ fn create_takes_an_ssh_port_and_keeps_it() {
     env.json(&["create", "v", "--image", "debian-13"]).data();
     assert!(!env.vm_toml("v").contains("sshport_pinned = true"));
 }
+
+/// `create --forward HOST:GUEST` (repeatable) sets the forwards `forward` would, checked the
+/// same way, and the ssh port create picks is never one of them.
+#[test]
+fn create_takes_forwards_checked_as_forward_does() {
+    let env = TestEnv::new();
+    env.plant_image(DEBIAN_CLOUD);
+    let made = env.json(&[
+        "create",
+        "w",
+        "--image",
+        "debian-13",
+        "--forward",
+        "8080:80",
+        "--forward",
+        "2200:22",
+    ]);
+    let vm = &made.data()["vm"];
+    assert_eq!(
+        vm["forwards"],
+        serde_json::json!([
+            {"host_port": 8080, "guest_port": 80},
+            {"host_port": 2200, "guest_port": 22}
+        ])
+    );
+    assert_ne!(vm["ssh_port"], 2200);
+    let create = |extra: &[&'static str]| {
+        let mut args = vec!["create", "v", "--image", "debian-13"];
+        args.extend_from_slice(extra);
+        args
+    };
+    for (extra, names) in [
+        (
+            &["--forward", "9080:80", "--forward", "9080:81"][..],
+            &["9080", "twice"][..],
+        ),
+        (&["--forward", "80:80"], &["80", "below 1024"]),
+        (
+            &["--forward", "9080:80", "--ssh-port", "9080"],
+            &["9080", "own ssh port"],
+        ),
+        (&["--forward", "8080:80"], &["8080", "w's declared forward"]),
+    ] {
+        refused(&env, &create(extra), "invalid_spec", names);
+    }
+    let before = state(&env);
+    let message = env.json(&create(&["--forward", "9080"])).error("usage");
+    assert!(
+        message.contains("--forward \"9080\" is not HOST:GUEST"),
+        "{message}"
+    );
+    assert_eq!(state(&env), before);
+}

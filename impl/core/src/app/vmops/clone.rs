@@ -48,7 +48,7 @@ pub fn clone(
         )));
     }
     let mut config = copied_config(&src.config, new_name);
-    config.sshport = ports::free_ssh_port(root)?;
+    config.sshport = ports::free_ssh_port(root, &[])?;
     vm::shared::make(root, new_name)?;
     let made = vm::save_new(root, new_name, config, |dir| {
         if has_disk {

@@ -49,6 +49,8 @@ pub struct CreateSpec {
     pub host_loopback: bool,
     /// A host port for ssh the user chose (kept at `up`); `None`: a free one, picked here.
     pub ssh_port: Option<u16>,
+    /// Port forwards (`HOST:GUEST`), checked as `forward` checks them.
+    pub forwards: Vec<crate::vm::spec::PortPair>,
     /// The absolute directory of the declaring stoat.toml, `""` outside a project.
     pub project: String,
     /// The declaration key in that stoat.toml, `""` outside a project.
@@ -74,8 +76,16 @@ pub fn create(root: &Root, env: &Env, spec: &CreateSpec) -> Result<StoredVm> {
             config.sshport = port;
             config.sshport_pinned = true;
         }
-        None => config.sshport = ports::free_ssh_port(root)?,
+        None => {
+            let hosts: Vec<u16> = spec
+                .forwards
+                .iter()
+                .filter_map(|pair| u16::try_from(pair.host).ok())
+                .collect();
+            config.sshport = ports::free_ssh_port(root, &hosts)?;
+        }
     }
+    config.forwards = super::forward::validate_for(root, name, config.sshport, &spec.forwards)?;
     vm::shared::make(root, name)?;
     let disk_size = (config.mode == Mode::Disk).then(|| config.disk.clone());
     let made = vm::save_new(root, name, config, |dir| match &disk_size {
@@ -110,6 +120,9 @@ fn plan(
     if let Some(port) = spec.ssh_port {
         crate::vm::spec::check_ssh_port(port)?;
     }
+    // Before any work: the forwards' own checks and the other VMs' claims as they are now
+    // (port 0 stands for the ssh port not picked yet); again under the data-root lock.
+    super::forward::validate_for(root, name, 0, &spec.forwards)?;
     let (os, backend) = os_and_backend(spec, image)?;
     let mode = mode_for(&backend, spec.mode.as_ref())?;
     // An explicit 0 is a mistake to name, not a way to ask for the default.

@@ -154,6 +154,16 @@ fn edited(stored: &StoredVm, add: &[PortPair], remove: &[Removal]) -> Result<Vec
 /// Checks requested forwards in upstream's order: range, privileged host ports, duplicates,
 /// this VM's ssh port, then every other VM's claims.
 fn validate(root: &Root, stored: &StoredVm, pairs: &[PortPair]) -> Result<Vec<ForwardConfig>> {
+    validate_for(root, &stored.name, stored.config.sshport, pairs)
+}
+
+/// [`validate`] for the VM `name` whose ssh port is `ssh_port` (a VM `create` is making).
+pub(super) fn validate_for(
+    root: &Root,
+    name: &str,
+    ssh_port: u16,
+    pairs: &[PortPair],
+) -> Result<Vec<ForwardConfig>> {
     let mut forwards: Vec<ForwardConfig> = Vec::with_capacity(pairs.len());
     for pair in pairs {
         let forward = ForwardConfig {
@@ -167,16 +177,16 @@ fn validate(root: &Root, stored: &StoredVm, pairs: &[PortPair]) -> Result<Vec<Fo
                 forward.hostport
             )));
         }
-        if forward.hostport == stored.config.sshport {
+        if forward.hostport == ssh_port {
             return Err(Error::InvalidSpec(format!(
-                "host port {} is {}'s own ssh port",
-                forward.hostport, stored.name
+                "host port {} is {name}'s own ssh port",
+                forward.hostport
             )));
         }
         forwards.push(forward);
     }
     let hosts: Vec<u16> = forwards.iter().map(|f| f.hostport).collect();
-    check_other_vms(root, &stored.name, &hosts, "")?;
+    check_other_vms(root, name, &hosts, "")?;
     Ok(forwards)
 }
 
