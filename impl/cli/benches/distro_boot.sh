@@ -99,8 +99,7 @@ stoat_second=$(stoat_boot); echo "stoat second boot: ${stoat_second}s" >&2
 # a fresh raw ssh, and the floor (a bare ssh client through the same master).
 fresh_true=$(bench_median "${ssh_argv[@]}" true)
 stoat_true=$(bench_median "$stoat" --json exec bench true)
-socket=$(cd "$STOAT_HOME/bench" && ls ssh-*.sock | head -1)
-mux_argv=("${ssh_argv[0]}" -o ControlMaster=no -o "ControlPath=$socket" "${ssh_argv[@]:1}")
+bench_mux_argv bench
 mux_true=$(cd "$STOAT_HOME/bench" && bench_median "${mux_argv[@]}" true)
 # exec holds its ssh's stdin open (its end tells the guest stoat is gone): the same bare
 # client with its stdin held open, which OpenSSH answers later than one whose stdin has ended.

@@ -11,6 +11,9 @@
 #                               /dev/null, or with STDIN_OPEN=1 a pipe held open until it ends
 #                               (as exec holds its ssh's stdin, to learn if stoat is gone)
 #   bench_ssh_argv VM           the VM's ssh argv (`ssh-command`), one argument a line
+#   bench_mux_argv VM           sets the array mux_argv: the array ssh_argv (the VM's ssh argv)
+#                               as a bare client of the VM's live master, never becoming one;
+#                               run it from the VM's directory ($STOAT_HOME/VM)
 #   bench_console_to_file FILE  in the array qemu_argv (a QEMU argv stoat ran), the serial
 #                               console written to FILE instead of stoat's console logger
 # shellcheck shell=bash
@@ -74,6 +77,12 @@ bench_free_port() {
 
 bench_ssh_argv() {
     "$stoat" --json ssh-command "$1" | python3 -c 'import json,sys; [print(a) for a in json.loads(sys.stdin.read())["data"]["argv"]]'
+}
+
+bench_mux_argv() {
+    local socket
+    socket=$(cd "$STOAT_HOME/$1" && ls ssh-*.sock | head -1)
+    mux_argv=("${ssh_argv[0]}" -o ControlMaster=no -o "ControlPath=$socket" "${ssh_argv[@]:1}")
 }
 
 # stoat's QEMU writes its console to a socket its logger process listens on; a raw rerun of

@@ -72,8 +72,7 @@ row "stoat --json exec true (median of $RUNS)" "$(bench_median "$stoat" --json e
 # Where exec's time goes: the floor is a bare ssh client through the same master, running
 # `true` (with its stdin ended, then held open as exec's is), then the shape of the command
 # exec sends (its own session, marked for a cancel), then stoat's own start.
-socket=$(cd "$STOAT_HOME/bench" && ls ssh-*.sock | head -1)
-mux_argv=("${ssh_argv[0]}" -o ControlMaster=no -o "ControlPath=$socket" "${ssh_argv[@]:1}")
+bench_mux_argv bench
 wrapped="printf '\\036\\037stoat-session\\037\\036' >/dev/null; "'exec 3<&0; if command -v setsid >/dev/null 2>&1; then set -- setsid; else set --; fi; STOAT_EXEC=bench "$@" sh -c '"'"'"$@"'"'"' sh true 3<&- </dev/null & c=$!; { while read -r _; do :; done; kill -TERM -$c 2>/dev/null || kill -TERM $c; sleep 2; kill -KILL -$c 2>/dev/null; } <&3 >/dev/null 2>&1 & w=$!; exec 3<&-; wait $c; s=$?; kill $w 2>/dev/null; exit $s'
 mux_true=$(cd "$STOAT_HOME/bench" && bench_median "${mux_argv[@]}" true)
 row "  raw ssh true through the master" "$mux_true" "fresh raw ssh true" "$fresh_true"

@@ -175,7 +175,7 @@ fn run(
         Err(_) if json => None,
         // `snapshot list work`, as Vagrant orders it: stoat takes the VM first.
         Err(stoat_core::Error::NotFound { name })
-            if cmd == "snapshot" && SNAPSHOT_VERBS.contains(&name.as_str()) =>
+            if cmd == "snapshot" && commands::host::snapshot_word(name).is_some() =>
         {
             Some("stoat snapshot takes the VM first: `stoat snapshot VM` lists, `stoat snapshot VM TAG` saves".into())
         }
@@ -204,12 +204,6 @@ fn install_json_panic_hook(terminator: stoat_wire::Terminator) {
         terminator.terminate(&WireError::internal(message));
     }));
 }
-
-/// The words other tools put before the VM in a snapshot command.
-const SNAPSHOT_VERBS: &[&str] = &[
-    "save", "create", "take", "restore", "apply", "revert", "rollback", "delete", "rm", "remove",
-    "list", "ls",
-];
 
 /// The name closest to a mistyped one among `known` (at most two edits away, or one for
 /// short names), for a person's `not found`: a VM name, an image id.

@@ -257,25 +257,40 @@ pub fn snapshot(ctx: &Ctx, args: &SnapshotArgs) -> Result<Reply> {
     }
 }
 
-/// The usage error for more words than VM and tag: other tools put the action in a word
-/// (`vagrant snapshot save VM TAG`, `limactl snapshot create VM --tag TAG`); stoat's form
-/// for the action found among them, else the grammar.
+/// What another tool means by a word standing where `snapshot` takes a VM or a tag
+/// (`vagrant snapshot save VM TAG`, `limactl snapshot create VM --tag TAG`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SnapshotWord {
+    Save,
+    Restore,
+    Delete,
+    List,
+}
+
+/// The action `word` names in other tools' snapshot commands, if any.
+pub(crate) fn snapshot_word(word: &str) -> Option<SnapshotWord> {
+    Some(match word {
+        "save" | "create" | "take" => SnapshotWord::Save,
+        "restore" | "apply" | "revert" | "rollback" => SnapshotWord::Restore,
+        "delete" | "rm" | "remove" => SnapshotWord::Delete,
+        "list" | "ls" => SnapshotWord::List,
+        _ => return None,
+    })
+}
+
+/// The usage error for more words than VM and tag: stoat's form for the action an action
+/// word among them names, else the grammar.
 fn snapshot_words_misplaced(args: &SnapshotArgs) -> String {
     let mut words = vec![args.vm.as_str()];
     words.extend(args.tag.as_deref());
     words.extend(args.extra.iter().map(String::as_str));
-    let action = |word: &str| match word {
-        "save" | "create" | "take" => Some(""),
-        "restore" | "apply" | "revert" | "rollback" => Some(" --restore"),
-        "delete" | "rm" | "remove" => Some(" --delete"),
-        "list" | "ls" => Some("list"),
-        _ => None,
-    };
-    let found = words.iter().position(|w| action(w).is_some());
-    let (Some(at), 3) = (found, words.len()) else {
+    let found = words
+        .iter()
+        .enumerate()
+        .find_map(|(at, word)| Some((at, snapshot_word(word)?)));
+    let (Some((at, action)), 3) = (found, words.len()) else {
         return "snapshot takes a VM and at most one tag: `stoat snapshot VM [TAG] [--restore|--delete|--force]`".into();
     };
-    let flag = action(words[at]).unwrap_or_default();
     let rest: Vec<&str> = words
         .iter()
         .enumerate()
@@ -283,10 +298,11 @@ fn snapshot_words_misplaced(args: &SnapshotArgs) -> String {
         .map(|(_, w)| *w)
         .collect();
     let (vm, tag) = (rest[0], rest[1]);
-    let form = if flag == "list" {
-        format!("`stoat snapshot {vm}` lists the snapshots")
-    } else {
-        format!("`stoat snapshot {vm} {tag}{flag}`")
+    let form = match action {
+        SnapshotWord::List => format!("`stoat snapshot {vm}` lists the snapshots"),
+        SnapshotWord::Save => format!("`stoat snapshot {vm} {tag}`"),
+        SnapshotWord::Restore => format!("`stoat snapshot {vm} {tag} --restore`"),
+        SnapshotWord::Delete => format!("`stoat snapshot {vm} {tag} --delete`"),
     };
     format!(
         "snapshot takes the action as a flag, not the word {:?}: {form}",

@@ -42,12 +42,7 @@ pub fn create(ctx: &Ctx, args: CreateArgs) -> Result<Reply> {
         forwards: args
             .forwards
             .iter()
-            .map(|pair| {
-                vmops::parse_pair(pair).map_err(|e| match e {
-                    Error::Usage(why) => Error::Usage(why.replacen("forward: ", "--forward ", 1)),
-                    other => other,
-                })
-            })
+            .map(|pair| vmops::parse_pair_named(pair, "--forward"))
             .collect::<Result<_>>()?,
         ..CreateSpec::default()
     };

@@ -213,7 +213,8 @@ fn other_tools_verbs_are_answered_with_stoats_way() {
     }
     assert_eq!(state(&env), before);
     // A word no tool uses keeps clap's answer.
-    env.json(&["frobnicate"]).error("usage");
+    let message = env.json(&["frobnicate"]).error("usage");
+    assert!(!message.contains("is not a stoat command"), "{message}");
 }
 
 /// A snapshot spelled with the action as a word, as Vagrant and Lima spell it, is a usage

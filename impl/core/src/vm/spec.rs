@@ -186,9 +186,15 @@ pub struct PortPair {
 
 /// Parses `HOST:GUEST`; anything that is not two integers is a usage error.
 pub fn parse_pair(text: &str) -> Result<PortPair> {
+    parse_pair_named(text, "forward:")
+}
+
+/// [`parse_pair`], its usage error led by `lead`, the words that name where the pair was
+/// given (`forward:` for the command, a front end's flag for another command's option).
+pub fn parse_pair_named(text: &str, lead: &str) -> Result<PortPair> {
     let usage = || {
         Error::Usage(format!(
-            "forward: {text:?} is not HOST:GUEST (two port numbers)"
+            "{lead} {text:?} is not HOST:GUEST (two port numbers)"
         ))
     };
     let (host, guest) = text.trim().split_once(':').ok_or_else(usage)?;

@@ -715,10 +715,7 @@ fn check_guest_side(
         .zip(&kinds)
         .find(|(_, kind)| **kind == GuestPath::Missing)
     {
-        return Err(Error::InvalidSpec(format!(
-            "{}:{path} does not exist in the guest; nothing was copied",
-            stored.name
-        )));
+        return Err(missing_in_guest(stored, path));
     }
     if let Some((path, _)) = asked
         .iter()
@@ -744,12 +741,17 @@ fn check_landing(
     let landing = landing_directory(destination);
     let asked = std::slice::from_ref(&landing);
     if guest_paths(env, key, mux, stored, asked) == Some(vec![GuestPath::Missing]) {
-        return Err(Error::InvalidSpec(format!(
-            "{}:{landing} does not exist in the guest; nothing was copied",
-            stored.name
-        )));
+        return Err(missing_in_guest(stored, &landing));
     }
     Ok(())
+}
+
+/// The refusal of a copy that names a guest path that is not there.
+fn missing_in_guest(stored: &StoredVm, path: &str) -> Error {
+    Error::InvalidSpec(format!(
+        "{}:{path} does not exist in the guest; nothing was copied",
+        stored.name
+    ))
 }
 
 /// The guest directory a copy to `destination` writes in: the destination itself when it

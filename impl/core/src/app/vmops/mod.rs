@@ -18,7 +18,9 @@ use stoat_wire::dto::{CloneData, ForwardData, RmData, UpdateData, VmData};
 use super::Session;
 use crate::{Error, Result};
 
-pub use crate::vm::spec::{parse_agent_access, parse_display, parse_pair, DisplayPref, PortPair};
+pub use crate::vm::spec::{
+    parse_agent_access, parse_display, parse_pair, parse_pair_named, DisplayPref, PortPair,
+};
 pub use crate::vm::{Backend, Mode};
 pub use create::CreateSpec;
 pub use forward::{parse_removal, Edit, Removal};
