@@ -43,8 +43,8 @@ pub fn hold_signals() {
     signals::hold();
 }
 
-/// The exit status of a boot helper, when the argv is exactly `<console logger arg> <log>`
-/// or `<network guard arg> <passt socket> <note>`.
+/// The exit status of a helper, when the argv is exactly `<console logger arg> <log>`,
+/// `<network guard arg> <passt socket> <note>` or `<ssh relay arg> <host> <port>`.
 fn serve_boot_helper() -> Option<i32> {
     use std::path::Path;
     use stoat_core::app::process;
@@ -56,6 +56,9 @@ fn serve_boot_helper() -> Option<i32> {
         [mode, passt, note] if mode == process::NET_GUARD_ARG => {
             process::serve_net_guard(Path::new(passt), Path::new(note))
         }
+        [mode, host, port] if mode == process::SSH_RELAY_ARG => {
+            process::serve_ssh_relay(&host.to_string_lossy(), &port.to_string_lossy())
+        }
         _ => return None,
     };
     Some(i32::from(served.is_err()))
@@ -64,7 +67,7 @@ fn serve_boot_helper() -> Option<i32> {
 /// Runs stoat with the process's argv and environment; returns the exit status.
 pub fn main() -> i32 {
     // `up` runs this binary again as the boot's console logger and network guard (core
-    // qemu/helper.rs).
+    // qemu/helper.rs), and ssh runs it as the VM master's relay (core ssh/relay.rs).
     if let Some(status) = serve_boot_helper() {
         return status;
     }

@@ -73,6 +73,49 @@ fn out(env: &TestEnv, vm: &str, script: &str) -> String {
     run.data()["stdout"].as_str().unwrap_or_default().to_owned()
 }
 
+/// Whether the guest runs a process whose command line is exactly `line`.
+fn guest_runs(env: &TestEnv, vm: &str, line: &str) -> bool {
+    out(env, vm, "ps -eo args")
+        .lines()
+        .any(|l| l.trim() == line)
+}
+
+/// On OpenSSH the login shell leads the exec's process group and runs the command itself
+/// (core exec.rs `leader_form`): a SIGKILLed exec (its watchdog) and a canceled one (the stop
+/// by mark) still take the command and the child it double-forked along, and a daemon that a
+/// command which ended left behind, its output elsewhere, stays.
+fn exec_is_stopped_with_stoat(env: &TestEnv, vm: &str) {
+    use crate::common::{eventually, Spawned};
+    use crate::test_cancel::ANSWER;
+    use std::time::{Duration, Instant};
+    for (signal, child, command) in [
+        (libc::SIGKILL, "sleep 411", "sleep 413"),
+        (libc::SIGTERM, "sleep 421", "sleep 423"),
+    ] {
+        let script = format!("( {child} & ); {command}; echo never");
+        let mut run =
+            Spawned::start_group(&mut env.std_cmd(&["--json", "exec", vm, "sh", "-c", &script]));
+        eventually(Duration::from_secs(60), || {
+            guest_runs(env, vm, child) && guest_runs(env, vm, command)
+        });
+        run.signal(signal);
+        eventually(ANSWER, || run.try_status());
+        eventually(Duration::from_secs(30), || {
+            !guest_runs(env, vm, child) && !guest_runs(env, vm, command)
+        });
+    }
+    let daemons = "setsid sleep 431 </dev/null >/dev/null 2>&1 & ( sleep 433 </dev/null >/dev/null 2>&1 & ); echo ok";
+    assert_eq!(out(env, vm, daemons), "ok\n");
+    // Looked at again and again for 3 s: the watchdog, had it fired, acts within that.
+    let since = Instant::now();
+    while since.elapsed() < Duration::from_secs(3) {
+        for daemon in ["sleep 431", "sleep 433"] {
+            assert!(guest_runs(env, vm, daemon), "{daemon} went away");
+        }
+    }
+    out(env, vm, "kill $(pgrep -x -f 'sleep 43[13]')");
+}
+
 /// Why cloud-init did not finish cleanly, or Ok: `cloud-init status --long` must exit 0, say
 /// `status: done` (a recoverable error exits 2 and says `degraded`, an error exits 1) and name
 /// the NoCloud datasource (a seed cloud-init never found ends `done` on `DataSourceNone`).
@@ -296,6 +339,7 @@ fn distro_lifecycle_on_a_debian_cloud_image() {
     let bin = exec(&env, "deb", "printf '\\377\\376'; exit 7");
     assert_eq!(bin.data()["stdout_base64"], "//4=");
     assert_eq!(bin.data()["exit_code"], 7);
+    exec_is_stopped_with_stoat(&env, "deb");
 
     // cp both ways, byte-exact.
     let local = env.tmp().join("in.bin");

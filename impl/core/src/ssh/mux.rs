@@ -20,6 +20,7 @@ use std::process::{Command, Stdio};
 use sha2::{Digest, Sha256};
 
 use super::argv as ssh_argv;
+use super::relay;
 use crate::lock::{self, LockGuard};
 use crate::vm::{StoredVm, VmDir};
 use crate::Env;
@@ -87,15 +88,20 @@ impl Mux {
         // A socket nobody answers on is left by a master that was killed: ssh would refuse to
         // bind over it.
         let _ = std::fs::remove_file(self.socket_path());
+        let mut master = vec![
+            "ControlMaster=auto".to_owned(),
+            format!("ControlPath={}", self.socket),
+            format!("ControlPersist={PERSIST_SECS}"),
+            // A master whose guest stopped answering (a reset guest) ends instead of hanging.
+            "ServerAliveInterval=15".to_owned(),
+            "ServerAliveCountMax=4".to_owned(),
+        ];
+        // The master's connection goes through stoat's relay (relay.rs says why).
+        if let Ok(program) = std::env::current_exe() {
+            master.push(relay::proxy_command(&program));
+        }
         Route {
-            options: options(&[
-                "ControlMaster=auto",
-                &format!("ControlPath={}", self.socket),
-                &format!("ControlPersist={PERSIST_SECS}"),
-                // A master whose guest stopped answering (a reset guest) ends instead of hanging.
-                "ServerAliveInterval=15",
-                "ServerAliveCountMax=4",
-            ]),
+            options: options(&master.iter().map(String::as_str).collect::<Vec<_>>()),
             cwd: Some(self.vm_dir.clone()),
             _becoming_master: Some(guard),
         }

@@ -256,18 +256,50 @@ fn exec_mark() -> String {
     format!("{}.{nanos:09}", std::process::id())
 }
 
-/// The remote command. The guest command runs in a session of its own (`setsid`, where the
-/// guest has it), so it and everything it starts, double-forked children included, form one
-/// process group, and carries `STOAT_EXEC=<mark>` in its environment, which its children
-/// inherit: a cancel finds them by it. Nothing is written in the guest and nothing is left to
-/// remove, so the common case pays no extra process. With `watch` (the captured form, whose
-/// ssh stdin is a pipe stoat holds open and never writes), a watchdog reads that stdin: its
-/// end means stoat is gone, killed or not, and the watchdog stops the group (SIGTERM, SIGKILL
-/// 2 s later). The guest command itself reads /dev/null then, as before. Then the status is
-/// passed on.
+/// The remote command. The guest command and everything it starts, double-forked children
+/// included, form one process group, and carry `STOAT_EXEC=<mark>` in their environment: a
+/// cancel finds them by it. Nothing is written in the guest and nothing is left to remove.
+///
+/// With `watch` (the captured form, whose ssh stdin is a pipe stoat holds open and never
+/// writes), a watchdog reads that stdin: its end means stoat is gone, killed or not, and the
+/// watchdog stops the group (SIGTERM, SIGKILL 2 s later). The command reads /dev/null then.
+/// Where the guest's sshd made the login shell a process group's leader (OpenSSH does) that
+/// group is the command's: the login shell runs the command itself, as `ssh vm cmd` would, and
+/// the watchdog is the one process stoat adds ([`leader_form`]). Elsewhere (dropbear) the
+/// command gets a session of its own from `setsid`, where the guest has it ([`setsid_form`]).
+/// Then the status is passed on.
 fn marked_command(mark: &str, quoted: &std::ffi::OsStr, watch: bool) -> OsString {
+    let mut remote = OsString::from(WRITE_MARK);
+    remote.push("exec 3<&0; ");
+    if watch {
+        // The fifth field of /proc/$$/stat is the shell's process group.
+        remote.push(
+            "g=; { read -r _ _ _ _ g _ < /proc/$$/stat; } 2>/dev/null; if [ \"$g\" = $$ ]; then ",
+        );
+        remote.push(leader_form(mark, quoted));
+        remote.push("fi; ");
+    }
+    remote.push(setsid_form(mark, quoted, watch));
+    remote
+}
+
+/// The watched command run by a login shell that leads its process group: the watchdog
+/// stops the shell's group, and ignores the SIGTERM it sends itself so that the SIGKILL
+/// follows.
+fn leader_form(mark: &str, quoted: &std::ffi::OsStr) -> OsString {
+    let mut remote = OsString::from(
+        "{ while read -r _; do :; done; trap '' TERM; kill -TERM -$$; sleep 2; kill -KILL -$$; } <&3 >/dev/null 2>&1 & w=$!; exec 3<&-; ",
+    );
+    remote.push(format!("STOAT_EXEC={mark} "));
+    remote.push(quoted);
+    remote.push(" </dev/null; s=$?; kill $w 2>/dev/null; exit $s; ");
+    remote
+}
+
+/// The command in a session of its own (`setsid`, where the guest has it), run by `sh`.
+fn setsid_form(mark: &str, quoted: &std::ffi::OsStr, watch: bool) -> OsString {
     let mut remote = OsString::from(format!(
-        "{WRITE_MARK}exec 3<&0; if command -v setsid >/dev/null 2>&1; then set -- setsid; else set --; fi; STOAT_EXEC={mark} \"$@\" sh -c '\"$@\"' sh "
+        "if command -v setsid >/dev/null 2>&1; then set -- setsid; else set --; fi; STOAT_EXEC={mark} \"$@\" sh -c '\"$@\"' sh "
     ));
     remote.push(quoted);
     // An asynchronous command reads /dev/null unless told otherwise: without the watch, the
@@ -292,8 +324,9 @@ fn marked_command(mark: &str, quoted: &std::ffi::OsStr, watch: bool) -> OsString
 }
 
 /// The remote command that stops a cancelled exec: every process whose environment carries
-/// the mark, the groups they lead, and everything below them (a child that cleared its
-/// environment, `sudo`'s for one, is still below a marked parent).
+/// the mark, the groups they lead, the group of the login shell that ran the command (its
+/// command line holds the mark: [`leader_form`]), and everything below them (a child that
+/// cleared its environment, `sudo`'s for one, is still below a marked parent).
 fn stop_marked(mark: &str) -> OsString {
     OsString::from(signal_marked(mark, "TERM"))
 }
@@ -302,9 +335,104 @@ fn stop_marked(mark: &str) -> OsString {
 fn signal_marked(mark: &str, signal: &str) -> String {
     format!(
         "m=STOAT_EXEC={mark}; p=$(grep -lszx -F \"$m\" /proc/[0-9]*/environ | sed 's,^/proc/,,; s,/environ$,,'); [ -n \"$p\" ] || exit 0; \
-for q in $p; do kill -{signal} -$q 2>/dev/null; done; \
+for q in $p; do kill -{signal} -$q 2>/dev/null; g=; {{ read -r _ _ _ _ g _ < /proc/$q/stat; }} 2>/dev/null; [ -n \"$g\" ] && grep -qsaF \"$m\" /proc/$g/cmdline && kill -{signal} -$g 2>/dev/null; done; \
 kids() {{ pgrep -P \"$1\" 2>/dev/null || for s in /proc/[0-9]*/stat; do read -r c _ _ pp _ < \"$s\" && [ \"$pp\" = \"$1\" ] && echo \"$c\"; done 2>/dev/null; }}; \
 all=$p; todo=$p; while [ -n \"$todo\" ]; do next=; for q in $todo; do next=\"$next $(kids $q)\"; done; todo=$(echo $next); all=\"$all $todo\"; done; \
 kill -{signal} $all 2>/dev/null; exit 0"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// exec's remote command for `argv`, run by the host's `sh` standing in for the guest's
+    /// login shell: leading its own process group (as OpenSSH starts it) or not (as
+    /// dropbear does, where the command gets `setsid`).
+    fn remote(argv: &[&str], leads: bool) -> std::process::Child {
+        let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
+        let script = marked_command("0.000000001", &quote_remote_argv(&argv), true);
+        let mut shell = Command::new(if leads { "setsid" } else { "sh" });
+        if leads {
+            shell.arg("sh");
+        }
+        shell
+            .arg("-c")
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Kills the processes whose PIDs the test's command wrote, however the test ends.
+    struct Reap(Vec<PathBuf>);
+
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            for pid in self.0.iter().filter_map(|file| read_pid(file)) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+    }
+
+    fn read_pid(file: &Path) -> Option<rustix::process::Pid> {
+        let pid: i32 = std::fs::read_to_string(file).ok()?.trim().parse().ok()?;
+        rustix::process::Pid::from_raw(pid)
+    }
+
+    fn gone(pid: rustix::process::Pid) -> bool {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.as_raw_nonzero()));
+        stat.map_or(true, |stat| {
+            stat.rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+        })
+    }
+
+    #[test]
+    fn the_command_s_output_and_status_come_back_whoever_leads_the_group() {
+        for leads in [true, false] {
+            let mut run = remote(&["sh", "-c", "echo out; echo err >&2; exit 3"], leads);
+            // Held open, as exec holds it: its end would be stoat gone.
+            let _stdin = run.stdin.take();
+            let run = run.wait_with_output().unwrap();
+            assert_eq!(run.status.code(), Some(3), "leads: {leads}");
+            assert_eq!(run.stdout, b"out\n");
+            assert_eq!(session_mark::split(&run.stderr), (true, b"err\n".to_vec()));
+        }
+    }
+
+    #[test]
+    fn the_end_of_stdin_stops_the_command_and_the_child_it_double_forked() {
+        for leads in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let (child, command) = (dir.path().join("child"), dir.path().join("command"));
+            let _reap = Reap(vec![child.clone(), command.clone()]);
+            let script = format!(
+                "( sleep 300 & echo $! > {} ); echo $$ > {}; exec sleep 301",
+                child.display(),
+                command.display()
+            );
+            let mut run = remote(&["sh", "-c", &script], leads);
+            let started = Instant::now();
+            let pids = loop {
+                if let (Some(a), Some(b)) = (read_pid(&child), read_pid(&command)) {
+                    break [a, b];
+                }
+                assert!(started.elapsed() < Duration::from_secs(10), "never started");
+                std::thread::yield_now();
+            };
+            drop(run.stdin.take());
+            while run.try_wait().unwrap().is_none() || !pids.iter().all(|pid| gone(*pid)) {
+                assert!(
+                    started.elapsed() < Duration::from_secs(20),
+                    "still running (leads: {leads})"
+                );
+                std::thread::yield_now();
+            }
+        }
+    }
 }
