@@ -102,7 +102,9 @@ stoat_true=$(bench_median "$stoat" --json exec bench true)
 bench_mux_argv bench
 mux_true=$(cd "$STOAT_HOME/bench" && bench_median "${mux_argv[@]}" true)
 # exec holds its ssh's stdin open (its end tells the guest stoat is gone): the same bare
-# client with its stdin held open, which OpenSSH answers later than one whose stdin has ended.
+# client with its stdin held open (until the master went through stoat's relay, core
+# ssh/relay.rs, OpenSSH's answer to it came 20-40 ms later: passt's Nagle, the host's
+# delayed ack).
 mux_open=$(cd "$STOAT_HOME/bench" && STDIN_OPEN=1 bench_median "${mux_argv[@]}" true)
 "$stoat" down bench >/dev/null
 
@@ -123,4 +125,5 @@ row "stoat up + wait reachable (second boot)" "$stoat_second" "raw qemu + ssh po
 row "stoat --json exec true (median of ${RUNS:-15})" "$stoat_true" "fresh raw ssh true" "$fresh_true"
 row "  raw ssh true through the master" "$mux_true" "fresh raw ssh true" "$fresh_true"
 row "  the same, its stdin held open" "$mux_open" "fresh raw ssh true" "$fresh_true"
+row "stoat --json exec true vs the bare client" "$stoat_true" "raw ssh true through the master" "$mux_true"
 row "stoat --json exec true vs the bare client" "$stoat_true" "the same, its stdin held open" "$mux_open"
