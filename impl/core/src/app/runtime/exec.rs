@@ -265,8 +265,10 @@ fn exec_mark() -> String {
 /// watchdog stops the group (SIGTERM, SIGKILL 2 s later). The command reads /dev/null then.
 /// Where the guest's sshd made the login shell a process group's leader (OpenSSH does) that
 /// group is the command's: the login shell runs the command itself, as `ssh vm cmd` would, and
-/// the watchdog is the one process stoat adds ([`leader_form`]). Elsewhere (dropbear) the
-/// command gets a session of its own from `setsid`, where the guest has it ([`setsid_form`]).
+/// the watchdog is the one process stoat adds ([`leader_form`]). Elsewhere (dropbear) a login
+/// shell that takes job control without a terminal (bash) runs the command as a job, which
+/// leads a group of its own ([`job_form`]); any other gets a session of its own for the
+/// command from `setsid`, where the guest has it ([`setsid_form`]).
 /// Then the status is passed on.
 fn marked_command(mark: &str, quoted: &std::ffi::OsStr, watch: bool) -> OsString {
     let mut remote = OsString::from(WRITE_MARK);
@@ -278,6 +280,11 @@ fn marked_command(mark: &str, quoted: &std::ffi::OsStr, watch: bool) -> OsString
         );
         remote.push(leader_form(mark, quoted));
         remote.push("fi; ");
+        // A shell that takes job control without a terminal (bash) gives a background job a
+        // group of its own; `$-` has `m` only then (busybox sh and dash refuse).
+        remote.push("set -m 2>/dev/null; case $- in *m*) ");
+        remote.push(job_form(mark, quoted));
+        remote.push(";; esac; ");
     }
     remote.push(setsid_form(mark, quoted, watch));
     remote
@@ -293,6 +300,19 @@ fn leader_form(mark: &str, quoted: &std::ffi::OsStr) -> OsString {
     remote.push(format!("STOAT_EXEC={mark} "));
     remote.push(quoted);
     remote.push(" </dev/null; s=$?; kill $w 2>/dev/null; exit $s; ");
+    remote
+}
+
+/// The watched command run by a login shell with job control on: the command is a job, so it
+/// leads a group of its own, which the watchdog stops. The shell's own stderr goes to
+/// /dev/null (fd 4 keeps the session's for the command): job control makes it report a job
+/// that ended (`[1]+ Done`, `Killed`) there.
+fn job_form(mark: &str, quoted: &std::ffi::OsStr) -> OsString {
+    let mut remote = OsString::from(format!("exec 4>&2 2>/dev/null; STOAT_EXEC={mark} "));
+    remote.push(quoted);
+    remote.push(
+        " 2>&4 4>&- 3<&- </dev/null & c=$!; { while read -r _; do :; done; kill -TERM -$c 2>/dev/null || kill -TERM $c; sleep 2; kill -KILL -$c 2>/dev/null; } <&3 >/dev/null 2>&1 4>&- & w=$!; exec 3<&- 4>&-; wait $c; s=$?; kill $w 2>/dev/null; exit $s",
+    );
     remote
 }
 
@@ -347,17 +367,21 @@ mod tests {
     use super::*;
     use std::path::PathBuf;
 
-    /// exec's remote command for `argv`, run by the host's `sh` standing in for the guest's
-    /// login shell: leading its own process group (as OpenSSH starts it) or not (as
-    /// dropbear does, where the command gets `setsid`).
-    fn remote(argv: &[&str], leads: bool) -> std::process::Child {
+    /// The guest's login shells, as the host's shells stand in for them: one that leads its
+    /// own process group (OpenSSH starts it so), bash that does not (dropbear), and a shell
+    /// without job control that does not.
+    const LOGINS: [(&str, &[&str]); 3] = [
+        ("leader", &["setsid", "sh"]),
+        ("bash", &["bash"]),
+        ("sh", &["sh"]),
+    ];
+
+    /// exec's remote command for `argv`, run by `login` (one of [`LOGINS`]).
+    fn remote(argv: &[&str], login: &[&str]) -> std::process::Child {
         let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
         let script = marked_command("0.000000001", &quote_remote_argv(&argv), true);
-        let mut shell = Command::new(if leads { "setsid" } else { "sh" });
-        if leads {
-            shell.arg("sh");
-        }
-        shell
+        Command::new(login[0])
+            .args(&login[1..])
             .arg("-c")
             .arg(script)
             .stdin(Stdio::piped())
@@ -393,21 +417,26 @@ mod tests {
     }
 
     #[test]
-    fn the_command_s_output_and_status_come_back_whoever_leads_the_group() {
-        for leads in [true, false] {
-            let mut run = remote(&["sh", "-c", "echo out; echo err >&2; exit 3"], leads);
+    fn the_command_s_output_and_status_come_back_whatever_the_login_shell() {
+        for (name, login) in LOGINS {
+            let mut run = remote(&["sh", "-c", "echo out; echo err >&2; exit 3"], login);
             // Held open, as exec holds it: its end would be stoat gone.
             let _stdin = run.stdin.take();
             let run = run.wait_with_output().unwrap();
-            assert_eq!(run.status.code(), Some(3), "leads: {leads}");
+            assert_eq!(run.status.code(), Some(3), "{name}");
             assert_eq!(run.stdout, b"out\n");
-            assert_eq!(session_mark::split(&run.stderr), (true, b"err\n".to_vec()));
+            // Nothing of the shell's own (a job's end) beside the command's.
+            assert_eq!(
+                session_mark::split(&run.stderr),
+                (true, b"err\n".to_vec()),
+                "{name}"
+            );
         }
     }
 
     #[test]
     fn the_end_of_stdin_stops_the_command_and_the_child_it_double_forked() {
-        for leads in [true, false] {
+        for (name, login) in LOGINS {
             let dir = tempfile::tempdir().unwrap();
             let (child, command) = (dir.path().join("child"), dir.path().join("command"));
             let _reap = Reap(vec![child.clone(), command.clone()]);
@@ -416,7 +445,7 @@ mod tests {
                 child.display(),
                 command.display()
             );
-            let mut run = remote(&["sh", "-c", &script], leads);
+            let mut run = remote(&["sh", "-c", &script], login);
             let started = Instant::now();
             let pids = loop {
                 if let (Some(a), Some(b)) = (read_pid(&child), read_pid(&command)) {
@@ -429,7 +458,7 @@ mod tests {
             while run.try_wait().unwrap().is_none() || !pids.iter().all(|pid| gone(*pid)) {
                 assert!(
                     started.elapsed() < Duration::from_secs(20),
-                    "still running (leads: {leads})"
+                    "still running ({name})"
                 );
                 std::thread::yield_now();
             }
