@@ -49,10 +49,10 @@ pub fn serve(host: &str, port: &str) -> std::io::Result<()> {
     let mut to_guest = guest.try_clone()?;
     // Ends with the process once the guest side has ended.
     std::thread::spawn(move || {
-        let _ = pump(stdin, &mut to_guest, |_| ());
+        let _ = pump(stdin, &mut to_guest, || ());
         let _ = to_guest.shutdown(Shutdown::Write);
     });
-    pump(&guest, stdout, |_| {
+    pump(&guest, stdout, || {
         // Acknowledges what was just read now, not after the delayed-ack timer: the kernel
         // leaves quick-ack mode again by itself, so it is asked after every read.
         let _ = SockRef::from(&guest).set_tcp_quickack(true);
@@ -63,7 +63,7 @@ pub fn serve(host: &str, port: &str) -> std::io::Result<()> {
 fn pump(
     mut from: impl Read,
     mut to: impl Write,
-    mut after_read: impl FnMut(usize),
+    mut after_read: impl FnMut(),
 ) -> std::io::Result<()> {
     let mut buffer = vec![0u8; CHUNK];
     loop {
@@ -73,7 +73,7 @@ fn pump(
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(error) => return Err(error),
         };
-        after_read(n);
+        after_read();
         to.write_all(&buffer[..n])?;
     }
 }
@@ -102,7 +102,7 @@ mod tests {
         let data: Vec<u8> = (0..CHUNK * 2 + 7).map(|i| i as u8).collect();
         let mut out = Vec::new();
         let mut reads = 0;
-        pump(&data[..], &mut out, |_| reads += 1).unwrap();
+        pump(&data[..], &mut out, || reads += 1).unwrap();
         assert_eq!(out, data);
         assert_eq!(reads, 3);
     }
