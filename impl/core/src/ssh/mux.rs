@@ -101,7 +101,7 @@ impl Mux {
             master.push(relay::proxy_command(&program));
         }
         Route {
-            options: options(&master.iter().map(String::as_str).collect::<Vec<_>>()),
+            options: options(&master),
             cwd: Some(self.vm_dir.clone()),
             _becoming_master: Some(guard),
         }
@@ -151,10 +151,10 @@ impl Route {
     }
 }
 
-fn options(pairs: &[&str]) -> Vec<String> {
+fn options(pairs: &[impl AsRef<str>]) -> Vec<String> {
     pairs
         .iter()
-        .flat_map(|pair| ["-o".to_owned(), (*pair).to_owned()])
+        .flat_map(|pair| ["-o".to_owned(), pair.as_ref().to_owned()])
         .collect()
 }
 

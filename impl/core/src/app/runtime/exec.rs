@@ -290,6 +290,11 @@ fn marked_command(mark: &str, quoted: &std::ffi::OsStr, watch: bool) -> OsString
     remote
 }
 
+/// The watchdog of a command that leads its own group, `$c`: it reads the session's stdin
+/// (fd 3) to its end, then stops the group (the command alone where it leads none), SIGKILL
+/// 2 s after SIGTERM.
+const GROUP_WATCHDOG: &str = "{ while read -r _; do :; done; kill -TERM -$c 2>/dev/null || kill -TERM $c; sleep 2; kill -KILL -$c 2>/dev/null; } <&3 >/dev/null 2>&1";
+
 /// The watched command run by a login shell that leads its process group: the watchdog
 /// stops the shell's group, and ignores the SIGTERM it sends itself so that the SIGKILL
 /// follows.
@@ -310,9 +315,9 @@ fn leader_form(mark: &str, quoted: &std::ffi::OsStr) -> OsString {
 fn job_form(mark: &str, quoted: &std::ffi::OsStr) -> OsString {
     let mut remote = OsString::from(format!("exec 4>&2 2>/dev/null; STOAT_EXEC={mark} "));
     remote.push(quoted);
-    remote.push(
-        " 2>&4 4>&- 3<&- </dev/null & c=$!; { while read -r _; do :; done; kill -TERM -$c 2>/dev/null || kill -TERM $c; sleep 2; kill -KILL -$c 2>/dev/null; } <&3 >/dev/null 2>&1 4>&- & w=$!; exec 3<&- 4>&-; wait $c; s=$?; kill $w 2>/dev/null; exit $s",
-    );
+    remote.push(" 2>&4 4>&- 3<&- </dev/null & c=$!; ");
+    remote.push(GROUP_WATCHDOG);
+    remote.push(" 4>&- & w=$!; exec 3<&- 4>&-; wait $c; s=$?; kill $w 2>/dev/null; exit $s");
     remote
 }
 
@@ -331,9 +336,8 @@ fn setsid_form(mark: &str, quoted: &std::ffi::OsStr, watch: bool) -> OsString {
     });
     remote.push("c=$!; ");
     if watch {
-        remote.push(
-            "{ while read -r _; do :; done; kill -TERM -$c 2>/dev/null || kill -TERM $c; sleep 2; kill -KILL -$c 2>/dev/null; } <&3 >/dev/null 2>&1 & w=$!; ",
-        );
+        remote.push(GROUP_WATCHDOG);
+        remote.push(" & w=$!; ");
     }
     remote.push("exec 3<&-; wait $c; s=$?; ");
     if watch {
