@@ -12,7 +12,8 @@
 # Both end at the same point: the first login that runs a command.
 # Then, on stoat's second boot, `stoat --json exec bench true` over the VM's master against a
 # fresh raw `ssh ... true` (aim 0.25x) and against a bare ssh client through the same master
-# (aim 1.3x; with its stdin ended, and held open as exec's is), medians of RUNS (default 15).
+# (aim 1.3x; with its stdin ended as exec's is, and held open as a terminal exec's is),
+# medians of RUNS (default 15).
 # Prints each pair and the ratio stoat/raw. Runs under flock /tmp/stoat-guest.lock.
 #
 #   DISTRO_GUEST=.guest-distro impl/cli/benches/distro_boot.sh   (make bench-distro)
@@ -101,10 +102,9 @@ fresh_true=$(bench_median "${ssh_argv[@]}" true)
 stoat_true=$(bench_median "$stoat" --json exec bench true)
 bench_mux_argv bench
 mux_true=$(cd "$STOAT_HOME/bench" && bench_median "${mux_argv[@]}" true)
-# exec holds its ssh's stdin open (its end tells the guest stoat is gone): the same bare
-# client with its stdin held open (until the master went through stoat's relay, core
-# ssh/relay.rs, OpenSSH's answer to it came 20-40 ms later: passt's Nagle, the host's
-# delayed ack).
+# The same bare client with its stdin held open, as a terminal exec's is (until the master
+# went through stoat's relay, core ssh/relay.rs, OpenSSH's answer to it came 20-40 ms later:
+# passt's Nagle, the host's delayed ack).
 mux_open=$(cd "$STOAT_HOME/bench" && STDIN_OPEN=1 bench_median "${mux_argv[@]}" true)
 "$stoat" down bench >/dev/null
 

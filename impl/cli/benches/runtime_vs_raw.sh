@@ -4,7 +4,8 @@
 #      stoat used, read back from /proc, with QEMU's own user network in place of passt's
 #      socket) + an ssh poll, both on a second boot.                          aim: 1.05x
 #   2. `stoat --json exec vm true` (over the VM's reused connection) vs a fresh raw
-#      `ssh ... true`, median of RUNS each.                                   aim: 0.25x
+#      `ssh ... true`, median of RUNS each,                                  aim: 0.25x
+#      and vs a bare ssh client through the same master.                     aim: 1.3x
 #   3. `stoat --json exec vm cat <16 MiB>` vs raw `ssh ... cat`, for UTF-8 and binary output,
 #      with stoat's peak RSS.                                     aim: 1.1x, RSS < 4x output
 #   4. `stoat cp` of 16 MiB to and from the guest vs a fresh raw `scp` with the same options.
@@ -68,21 +69,23 @@ row "stoat up + wait reachable" "$stoat_boot" "raw qemu + ssh poll" "$raw_boot"
 "$stoat" wait bench --until reachable --timeout 300s >/dev/null
 "$stoat" exec bench -- sh -c 'head -c 16777216 /dev/urandom > /tmp/bin; base64 /tmp/bin | head -c 16777216 > /tmp/txt' >/dev/null
 fresh_true=$(bench_median "${ssh_argv[@]}" true)
-row "stoat --json exec true (median of $RUNS)" "$(bench_median "$stoat" --json exec bench true)" "fresh raw ssh true" "$fresh_true"
+stoat_true=$(bench_median "$stoat" --json exec bench true)
+row "stoat --json exec true (median of $RUNS)" "$stoat_true" "fresh raw ssh true" "$fresh_true"
 # Where exec's time goes: the floor is a bare ssh client through the same master, running
-# `true` (with its stdin ended, then held open as exec's is), then the shape of the command
-# exec sends (marked for a cancel, in a group of its own, its watchdog beside it), then
-# stoat's own start.
+# `true` (its stdin ended, as exec's is; then held open, as a terminal exec's is), then the
+# command exec sends (the session mark, the guest command marked for a cancel and run by the
+# login shell as a job of its own), then stoat's own start.
 bench_mux_argv bench
-wrapped="printf '\\036\\037stoat-session\\037\\036' >&2; "'exec 3<&0; g=; { read -r _ _ _ _ g _ < /proc/$$/stat; } 2>/dev/null; if [ "$g" = $$ ]; then { while read -r _; do :; done; trap '"'"''"'"' TERM; kill -TERM -$$; sleep 2; kill -KILL -$$; } <&3 >/dev/null 2>&1 & w=$!; exec 3<&-; STOAT_EXEC=bench '"'"'true'"'"' </dev/null; s=$?; kill $w 2>/dev/null; exit $s; fi; set -m 2>/dev/null; case $- in *m*) exec 4>&2 2>/dev/null; STOAT_EXEC=bench '"'"'true'"'"' 2>&4 4>&- 3<&- </dev/null & c=$!; { while read -r _; do :; done; kill -TERM -$c 2>/dev/null || kill -TERM $c; sleep 2; kill -KILL -$c 2>/dev/null; } <&3 >/dev/null 2>&1 4>&- & w=$!; exec 3<&- 4>&-; wait $c; s=$?; kill $w 2>/dev/null; exit $s;; esac; if command -v setsid >/dev/null 2>&1; then set -- setsid; else set --; fi; STOAT_EXEC=bench "$@" sh -c '"'"'"$@"'"'"' sh '"'"'true'"'"' 3<&- </dev/null & c=$!; { while read -r _; do :; done; kill -TERM -$c 2>/dev/null || kill -TERM $c; sleep 2; kill -KILL -$c 2>/dev/null; } <&3 >/dev/null 2>&1 & w=$!; exec 3<&-; wait $c; s=$?; kill $w 2>/dev/null; exit $s'
+wrapped="printf '\\036\\037stoat-session\\037\\036' >&2; "'exec 4>&2 2>/dev/null; set -m; STOAT_EXEC=bench '"'"'true'"'"' 2>&4 4>&- </dev/null'
 mux_true=$(cd "$STOAT_HOME/bench" && bench_median "${mux_argv[@]}" true)
 row "  raw ssh true through the master" "$mux_true" "fresh raw ssh true" "$fresh_true"
-# exec holds its ssh's stdin open (its end tells the guest stoat is gone); through stoat's relay
-# (core ssh/relay.rs) that costs nothing, where passt's Nagle and the host's delayed ack had
-# made an OpenSSH guest answer such a session 20-40 ms later.
+# Through stoat's relay (core ssh/relay.rs) a held-open stdin costs nothing, where passt's
+# Nagle and the host's delayed ack had made an OpenSSH guest answer such a session 20-40 ms
+# later.
 mux_open=$(cd "$STOAT_HOME/bench" && STDIN_OPEN=1 bench_median "${mux_argv[@]}" true)
 row "  the same, its stdin held open" "$mux_open" "fresh raw ssh true" "$fresh_true"
-row "  raw ssh <exec's command> through the master" "$(cd "$STOAT_HOME/bench" && STDIN_OPEN=1 bench_median "${mux_argv[@]}" "$wrapped")" "fresh raw ssh true" "$fresh_true"
+row "  raw ssh <exec's command> through the master" "$(cd "$STOAT_HOME/bench" && bench_median "${mux_argv[@]}" "$wrapped")" "fresh raw ssh true" "$fresh_true"
+row "stoat --json exec true vs the bare client" "$stoat_true" "raw ssh true through the master" "$mux_true"
 row "  stoat --json version" "$(bench_median "$stoat" --json version)" "fresh raw ssh true" "$fresh_true"
 
 # 3. exec of 16 MiB (median of 3 runs each; peak RSS from one more run).

@@ -44,7 +44,8 @@ pub fn hold_signals() {
 }
 
 /// The exit status of a helper, when the argv is exactly `<console logger arg> <log>`,
-/// `<network guard arg> <passt socket> <note>` or `<ssh relay arg> <host> <port>`.
+/// `<network guard arg> <passt socket> <note>`, `<ssh relay arg> <host> <port>` or
+/// `<exec guard arg> <ssh argv…>`.
 fn serve_boot_helper() -> Option<i32> {
     use std::path::Path;
     use stoat_core::app::process;
@@ -59,6 +60,7 @@ fn serve_boot_helper() -> Option<i32> {
         [mode, host, port] if mode == process::SSH_RELAY_ARG => {
             process::serve_ssh_relay(&host.to_string_lossy(), &port.to_string_lossy())
         }
+        [mode, stop @ ..] if mode == process::EXEC_GUARD_ARG => process::serve_exec_guard(stop),
         _ => return None,
     };
     Some(i32::from(served.is_err()))
@@ -67,7 +69,8 @@ fn serve_boot_helper() -> Option<i32> {
 /// Runs stoat with the process's argv and environment; returns the exit status.
 pub fn main() -> i32 {
     // `up` runs this binary again as the boot's console logger and network guard (core
-    // qemu/helper.rs), and ssh runs it as the VM master's relay (core ssh/relay.rs).
+    // qemu/helper.rs), ssh runs it as the VM master's relay (core ssh/relay.rs), and exec
+    // as its guard (core app/runtime/exec_guard.rs).
     if let Some(status) = serve_boot_helper() {
         return status;
     }

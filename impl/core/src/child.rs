@@ -168,16 +168,6 @@ pub fn status_consuming_stderr<T: Send + 'static>(
     Ok((status, reader.and_then(|thread| thread.join().ok())))
 }
 
-/// Starts `command` in a process group of its own (a terminal's Ctrl-C does not reach it)
-/// that dies with stoat, without registering it: a cancel does not forward to it, and the
-/// caller alone waits for it and stops it. For a helper whose own end is what it tells
-/// (exec's watch in a terminal: its stdin ending without a word stops the guest command).
-pub fn spawn_unregistered(command: &mut Command) -> std::io::Result<Child> {
-    command.process_group(0);
-    die_with_stoat(command);
-    command.spawn()
-}
-
 /// Starts and registers the tool, unless a cancel came first (a cleanup tool starts anyway).
 fn start(command: &mut Command, group: Group, cleanup: bool) -> Result<Child, RunError> {
     if group == Group::Own {

@@ -537,7 +537,8 @@ fn a_resize_that_took_before_its_tool_died_is_reported_done() {
 }
 
 /// Waits until the guest's process list has none of `words` (a guest command stopped by its
-/// watchdog takes a moment: the watchdog polls once a second, then SIGTERM, SIGKILL 2 s on).
+/// guard takes a moment: the guard's own login, or apply's watchdog polling once a second,
+/// then SIGTERM, SIGKILL 2 s on).
 fn wait_gone(env: &TestEnv, vm: &str, words: &[&str]) {
     eventually(Duration::from_secs(30), || {
         let ps = guest_ps(env, vm);
@@ -565,8 +566,8 @@ fn guest_count(env: &TestEnv, vm: &str, glob: &str) -> String {
 }
 
 /// A SIGKILLed stoat (no handler runs) still takes the guest command along, and the
-/// children it double-forked: exec's watchdog sees its stdin end, apply's sees its
-/// connection's ssh server go; neither leaves its temporary file in the guest.
+/// children it double-forked: exec's guard on the host sees its pipe end, apply's watchdog
+/// sees its connection's ssh server go; neither leaves its temporary file in the guest.
 #[test]
 #[ignore = "needs STOAT_REAL_GUEST"]
 fn real_sigkilled_exec_and_apply_take_the_guest_command_and_its_children_along() {
@@ -637,9 +638,19 @@ fn has_line(ps: &str, line: &str) -> bool {
     ps.lines().any(|l| l.trim() == line)
 }
 
-/// The guest's view of a terminal exec's watch (`exec_watch.rs`'s script, in the `ps` of the
-/// login shell that runs it).
-const WATCH_IN_PS: &str = "while read -r l; do [ \"$l\" = done ]";
+/// The host's exec guards (core exec_guard.rs) of `env`'s VMs: processes whose command line
+/// holds the guard's argument and `env`'s data root (the guard's ssh names the VM's key).
+fn host_guards(env: &TestEnv) -> Vec<String> {
+    let root = env.root().display().to_string();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
+        .map(|cmdline| String::from_utf8_lossy(&cmdline).replace('\0', " "))
+        .filter(|line| line.contains("__exec-guard") && line.contains(&root))
+        .collect()
+}
 
 /// Fails unless `line` stays in the guest's process list for `stay`, looked at again and
 /// again meanwhile.
@@ -654,10 +665,10 @@ fn stays(env: &TestEnv, vm: &str, line: &str, stay: Duration) {
     }
 }
 
-/// In a terminal (no `--json`), ssh's stdin is the user's, so no pipe of stoat's tells the
-/// guest it is gone; the watch (exec_watch.rs) does: a SIGKILLed human exec takes its command
-/// and the child it double-forked along. A command that ends normally leaves the daemon it
-/// started running, in a terminal and under `--json` alike: its watch heard `done`.
+/// In a terminal (no `--json`) as under it, a SIGKILLed exec's guard on the host (core
+/// exec_guard.rs) stops its command and the child it double-forked, then ends. A command
+/// that ends normally leaves the daemon it started running, in a terminal and under `--json`
+/// alike: its guard heard `done` and is gone with the exec.
 #[test]
 #[ignore = "needs STOAT_REAL_GUEST"]
 fn real_sigkilled_terminal_exec_takes_its_command_along_and_one_that_ends_leaves_its_daemon() {
@@ -675,9 +686,7 @@ fn real_sigkilled_terminal_exec_takes_its_command_along_and_one_that_ends_leaves
     env.json(&["up", "x"]).data();
     let human = |args: &[&str]| Spawned::start_group(env.std_cmd(args).stdin(Stdio::null()));
 
-    // SIGKILLed once its command, the child that left it and the watch all run in the guest
-    // (a SIGKILL before the watch is in place, the command's first 200 ms and the watch's
-    // own start, is not covered: docs/decisions/vmops.md).
+    // SIGKILLed once its command and the child that left it run in the guest.
     let mut run = human(&[
         "exec",
         "x",
@@ -693,8 +702,9 @@ fn real_sigkilled_terminal_exec_takes_its_command_along_and_one_that_ends_leaves
             );
         }
         let ps = guest_ps(&env, "x");
-        has_line(&ps, "sleep 331") && has_line(&ps, "sleep 333") && ps.contains(WATCH_IN_PS)
+        has_line(&ps, "sleep 331") && has_line(&ps, "sleep 333")
     });
+    assert_eq!(host_guards(&env).len(), 1, "{:?}", host_guards(&env));
     run.signal(libc::SIGKILL);
     let killed = Instant::now();
     eventually(ANSWER, || run.try_status());
@@ -703,12 +713,12 @@ fn real_sigkilled_terminal_exec_takes_its_command_along_and_one_that_ends_leaves
         "TIMING the SIGKILLed terminal exec's command gone after {:.2?}",
         killed.elapsed()
     );
-    // The watch itself ends once its SIGKILL (2 s after the SIGTERM) has gone out.
-    wait_gone(&env, "x", &[WATCH_IN_PS]);
+    // The guard itself ends once its SIGKILL (2 s after the SIGTERM) has gone out.
+    eventually(Duration::from_secs(30), || host_guards(&env).is_empty());
     assert!(!run.stdout.bytes().windows(5).any(|w| w == b"never"));
 
-    // A command that starts a daemon and ends (once the test says so, long after its watch
-    // started): the daemon stays, in both modes.
+    // A command that starts a daemon and ends (once the test says so): the daemon stays, in
+    // both modes.
     for (json, daemon) in [(false, "sleep 337"), (true, "sleep 339")] {
         let go = format!("/tmp/.stoat-test-go-{json}");
         let script = format!(
@@ -727,8 +737,7 @@ fn real_sigkilled_terminal_exec_takes_its_command_along_and_one_that_ends_leaves
                     String::from_utf8_lossy(run.stderr.bytes())
                 );
             }
-            let ps = guest_ps(&env, "x");
-            has_line(&ps, daemon) && (json || ps.contains(WATCH_IN_PS))
+            has_line(&guest_ps(&env, "x"), daemon)
         });
         env.json_raw(&["--json", "exec", "x", "touch", &go]).data();
         if json {
@@ -740,10 +749,10 @@ fn real_sigkilled_terminal_exec_takes_its_command_along_and_one_that_ends_leaves
             assert_eq!(out.status.code(), Some(0), "{out:?}");
             assert_eq!(out.stdout, b"ok\n");
         }
-        let ps = guest_ps(&env, "x");
-        assert!(
-            !ps.contains(WATCH_IN_PS),
-            "the watch outlived its exec: {ps}"
+        assert_eq!(
+            host_guards(&env),
+            Vec::<String>::new(),
+            "the guard outlived its exec"
         );
         stays(&env, "x", daemon, Duration::from_secs(3));
         let stop = format!(

@@ -80,10 +80,10 @@ fn guest_runs(env: &TestEnv, vm: &str, line: &str) -> bool {
         .any(|l| l.trim() == line)
 }
 
-/// On OpenSSH the login shell leads the exec's process group and runs the command itself
-/// (core exec.rs `leader_form`): a SIGKILLed exec (its watchdog) and a canceled one (the stop
-/// by mark) still take the command and the child it double-forked along, and a daemon that a
-/// command which ended left behind, its output elsewhere, stays.
+/// On OpenSSH the login shell leads a process group and runs the command itself (core
+/// exec.rs `captured_form`): a SIGKILLed exec (its guard on the host) and a canceled one (the
+/// stop by mark) still take the command and the child it double-forked along, and a daemon
+/// that a command which ended left behind, its output elsewhere, stays.
 fn exec_is_stopped_with_stoat(env: &TestEnv, vm: &str) {
     use crate::common::{eventually, Spawned};
     use crate::test_cancel::ANSWER;
@@ -106,7 +106,7 @@ fn exec_is_stopped_with_stoat(env: &TestEnv, vm: &str) {
     }
     let daemons = "setsid sleep 431 </dev/null >/dev/null 2>&1 & ( sleep 433 </dev/null >/dev/null 2>&1 & ); echo ok";
     assert_eq!(out(env, vm, daemons), "ok\n");
-    // Looked at again and again for 3 s: the watchdog, had it fired, acts within that.
+    // Looked at again and again for 3 s: the guard, had it fired, acts within that.
     let since = Instant::now();
     while since.elapsed() < Duration::from_secs(3) {
         for daemon in ["sleep 431", "sleep 433"] {

@@ -5,11 +5,10 @@
 //! Why: passt, which carries the host's connection to the guest, writes to its host socket
 //! with Nagle's algorithm on, so a second small write waits until the first is acknowledged,
 //! and the host's TCP delays its acknowledgement (up to 40 ms) while the connection is
-//! request and answer. A command whose stdin is still open when it ends (every exec: the
-//! end of that stdin is how the guest's watchdog learns stoat is gone) gets its status in a
-//! second small write, and measured on the Debian image `ssh … true` through the master took
-//! 56-64 ms with the stdin held open against 35 ms with it ended; through this relay both
-//! take 34-35 ms (docs/decisions/performance.md). The relay turns Nagle off on its own side
+//! request and answer. A command whose stdin is still open when it ends (a terminal exec's,
+//! which is the user's) gets its status in a second small write, and measured on the Debian
+//! image `ssh … true` through the master took 56-64 ms with the stdin held open against
+//! 35 ms with it ended; through this relay both take 34-35 ms (docs/decisions/performance.md). The relay turns Nagle off on its own side
 //! too, and its stderr goes to /dev/null once it has connected: it lives as long as the
 //! master, which must not hold the first caller's stderr pipe open.
 

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::exec_watch::{watch_script, Watch};
+use super::exec_guard::{stop_script, Guard};
 use crate::child::{self, Group};
 use crate::ssh::argv::{quote_remote_argv, ssh_args_with};
 use crate::ssh::login::last_line;
@@ -88,6 +88,10 @@ pub fn exec(
     let ssh_to = |route: &Route, remote: OsString| {
         ssh_command(&ssh, route, &key, &stored, env.path_var(), remote)
     };
+    // Directly: the VM's master may be this exec's own ssh, gone with stoat.
+    let stop = stop_script(&signal_marked(&mark, "TERM"), &signal_marked(&mark, "KILL"));
+    let _guard = Guard::start(&ssh_to(&Route::direct(), stop.into()))
+        .map_err(|e| child::RunError::Spawn(e).into_error("exec's guard"))?;
     let mut said_waiting = false;
     let (status, stdout, stderr) = loop {
         let route = mux.route();
@@ -102,15 +106,12 @@ pub fn exec(
         let ran = match streams {
             // The terminal stays stoat's: ssh shares its process group to read it. The guest's
             // stderr is passed on as it comes; ssh's own talk waits for the session mark.
-            // A watch in the guest stops the command if stoat goes without a word
-            // (exec_watch.rs); it hears `done` when the watch is dropped, once ssh has ended.
             Streams::Inherit => {
-                let watch = terminal_watch(&ssh, &key, &stored, env, &mark);
-                let opened = watch.opened();
-                let ran = child::status_consuming_stderr(&mut ssh_cmd, Group::Shared, |pipe| {
-                    pass_guest_stderr(pipe, opened)
-                });
-                drop(watch);
+                let ran = child::status_consuming_stderr(
+                    &mut ssh_cmd,
+                    Group::Shared,
+                    pass_guest_stderr,
+                );
                 ran.map(|(status, filter)| {
                     let filter = filter.unwrap_or_default();
                     let opened = filter.opened();
@@ -118,9 +119,7 @@ pub fn exec(
                 })
             }
             Streams::Capture => {
-                // A pipe stoat never writes and holds open while ssh runs: its end (stoat
-                // gone, even by SIGKILL) is what the guest's watchdog waits for.
-                ssh_cmd.stdin(Stdio::piped());
+                ssh_cmd.stdin(Stdio::null());
                 child::output(&mut ssh_cmd, Group::Own).map(|output| {
                     (
                         output.status,
@@ -208,34 +207,16 @@ fn ssh_command(
     command
 }
 
-/// The watch of a terminal exec ([`Watch`]): its ssh logs in on a connection of its own.
-/// Through the VM's master its session sometimes got the end of its input while stoat still
-/// held the pipe open (the SIGKILL test failed about one run in four so, beside other calls on
-/// the same master; 10 of 10 passed with the watch direct), and the watch then stopped a
-/// command nobody had cancelled. A login of its own costs a handshake, in the background.
-fn terminal_watch(ssh: &Path, key: &Path, stored: &StoredVm, env: &Env, mark: &str) -> Watch {
-    let (ssh, key, stored) = (ssh.to_path_buf(), key.to_path_buf(), stored.clone());
-    let path = env.path_var().to_owned();
-    let script = watch_script(&signal_marked(mark, "TERM"), &signal_marked(mark, "KILL"));
-    Watch::start(move || ssh_command(&ssh, &Route::direct(), &key, &stored, &path, script.into()))
-}
-
-/// Copies ssh's stderr to ours as it comes, once the session mark has gone by, and calls
-/// `opened` then; returns the filter, which holds what ssh said when no session opened.
-fn pass_guest_stderr(mut pipe: std::process::ChildStderr, opened: impl FnOnce()) -> MarkFilter {
+/// Copies ssh's stderr to ours as it comes, once the session mark has gone by; returns the
+/// filter, which holds what ssh said when no session opened.
+fn pass_guest_stderr(mut pipe: std::process::ChildStderr) -> MarkFilter {
     let mut filter = MarkFilter::default();
-    let mut opened = Some(opened);
     let mut chunk = [0u8; 8192];
     while let Ok(n) = pipe.read(&mut chunk) {
         if n == 0 {
             break;
         }
         let out = filter.feed(&chunk[..n]);
-        if filter.opened() {
-            if let Some(opened) = opened.take() {
-                opened();
-            }
-        }
         if !out.is_empty() {
             let mut stderr = std::io::stderr().lock();
             let _ = stderr.write_all(&out);
@@ -257,99 +238,53 @@ fn exec_mark() -> String {
 }
 
 /// The remote command. The guest command and everything it starts, double-forked children
-/// included, form one process group, and carry `STOAT_EXEC=<mark>` in their environment: a
-/// cancel finds them by it. Nothing is written in the guest and nothing is left to remove.
+/// included, carry `STOAT_EXEC=<mark>` in their environment: a cancel, or the guard of a stoat
+/// gone without a word (exec_guard.rs), finds them by it ([`signal_marked`]). Nothing is
+/// written in the guest and nothing is left to remove.
 ///
-/// With `watch` (the captured form, whose ssh stdin is a pipe stoat holds open and never
-/// writes), a watchdog reads that stdin: its end means stoat is gone, killed or not, and the
-/// watchdog stops the group (SIGTERM, SIGKILL 2 s later). The command reads /dev/null then.
-/// Where the guest's sshd made the login shell a process group's leader (OpenSSH does) that
-/// group is the command's: the login shell runs the command itself, as `ssh vm cmd` would, and
-/// the watchdog is the one process stoat adds ([`leader_form`]). Elsewhere (dropbear) a login
-/// shell that takes job control without a terminal (bash) runs the command as a job, which
-/// leads a group of its own ([`job_form`]); any other gets a session of its own for the
-/// command from `setsid`, where the guest has it ([`setsid_form`]).
-/// Then the status is passed on.
-fn marked_command(mark: &str, quoted: &std::ffi::OsStr, watch: bool) -> OsString {
+/// `captured` (`--json`, the guest reads an empty stdin): the login shell runs the command
+/// itself, as `ssh vm cmd` does, and nothing of stoat's runs beside it ([`captured_form`]).
+/// In a terminal, where the command reads the session's stdin, it gets a session of its own
+/// from `setsid`, where the guest has it ([`setsid_form`]). Then the status is passed on.
+fn marked_command(mark: &str, quoted: &std::ffi::OsStr, captured: bool) -> OsString {
     let mut remote = OsString::from(WRITE_MARK);
-    remote.push("exec 3<&0; ");
-    if watch {
-        // The fifth field of /proc/$$/stat is the shell's process group.
-        remote.push(
-            "g=; { read -r _ _ _ _ g _ < /proc/$$/stat; } 2>/dev/null; if [ \"$g\" = $$ ]; then ",
-        );
-        remote.push(leader_form(mark, quoted));
-        remote.push("fi; ");
-        // A shell that takes job control without a terminal (bash) gives a background job a
-        // group of its own; `$-` has `m` only then (busybox sh and dash refuse).
-        remote.push("set -m 2>/dev/null; case $- in *m*) ");
-        remote.push(job_form(mark, quoted));
-        remote.push(";; esac; ");
+    if captured {
+        remote.push(captured_form(mark, quoted));
+    } else {
+        remote.push(setsid_form(mark, quoted));
     }
-    remote.push(setsid_form(mark, quoted, watch));
     remote
 }
 
-/// The watchdog of a command that leads its own group, `$c`: it reads the session's stdin
-/// (fd 3) to its end, then stops the group (the command alone where it leads none), SIGKILL
-/// 2 s after SIGTERM.
-const GROUP_WATCHDOG: &str = "{ while read -r _; do :; done; kill -TERM -$c 2>/dev/null || kill -TERM $c; sleep 2; kill -KILL -$c 2>/dev/null; } <&3 >/dev/null 2>&1";
-
-/// The watched command run by a login shell that leads its process group: the watchdog
-/// stops the shell's group, and ignores the SIGTERM it sends itself so that the SIGKILL
-/// follows.
-fn leader_form(mark: &str, quoted: &std::ffi::OsStr) -> OsString {
-    let mut remote = OsString::from(
-        "{ while read -r _; do :; done; trap '' TERM; kill -TERM -$$; sleep 2; kill -KILL -$$; } <&3 >/dev/null 2>&1 & w=$!; exec 3<&-; ",
-    );
-    remote.push(format!("STOAT_EXEC={mark} "));
-    remote.push(quoted);
-    remote.push(" </dev/null; s=$?; kill $w 2>/dev/null; exit $s; ");
-    remote
-}
-
-/// The watched command run by a login shell with job control on: the command is a job, so it
-/// leads a group of its own, which the watchdog stops. The shell's own stderr goes to
-/// /dev/null (fd 4 keeps the session's for the command): job control makes it report a job
-/// that ended (`[1]+ Done`, `Killed`) there.
-fn job_form(mark: &str, quoted: &std::ffi::OsStr) -> OsString {
-    let mut remote = OsString::from(format!("exec 4>&2 2>/dev/null; STOAT_EXEC={mark} "));
-    remote.push(quoted);
-    remote.push(" 2>&4 4>&- 3<&- </dev/null & c=$!; ");
-    remote.push(GROUP_WATCHDOG);
-    remote.push(" 4>&- & w=$!; exec 3<&- 4>&-; wait $c; s=$?; kill $w 2>/dev/null; exit $s");
-    remote
-}
-
-/// The command in a session of its own (`setsid`, where the guest has it), run by `sh`.
-fn setsid_form(mark: &str, quoted: &std::ffi::OsStr, watch: bool) -> OsString {
+/// The command run by the login shell. A shell that takes job control without a terminal
+/// (bash; busybox sh and dash refuse) runs it as a job, in the foreground, which leads a
+/// process group of its own, so a stop also reaches what it started that cleared its
+/// environment (`sudo`'s children). The shell's own stderr goes to /dev/null (fd 4 keeps the
+/// session's for the command): job control reports there a job that a signal ended.
+fn captured_form(mark: &str, quoted: &std::ffi::OsStr) -> OsString {
     let mut remote = OsString::from(format!(
-        "if command -v setsid >/dev/null 2>&1; then set -- setsid; else set --; fi; STOAT_EXEC={mark} \"$@\" sh -c '\"$@\"' sh "
+        "exec 4>&2 2>/dev/null; set -m; STOAT_EXEC={mark} "
     ));
     remote.push(quoted);
-    // An asynchronous command reads /dev/null unless told otherwise: without the watch, the
-    // session's stdin (the user's, in a terminal) is the command's, as it always was.
-    remote.push(if watch {
-        " 3<&- </dev/null & "
-    } else {
-        " <&3 3<&- & "
-    });
-    remote.push("c=$!; ");
-    if watch {
-        remote.push(GROUP_WATCHDOG);
-        remote.push(" & w=$!; ");
-    }
-    remote.push("exec 3<&-; wait $c; s=$?; ");
-    if watch {
-        remote.push("kill $w 2>/dev/null; ");
-    }
-    remote.push("exit $s");
+    remote.push(" 2>&4 4>&- </dev/null");
+    remote
+}
+
+/// The command in a session of its own (`setsid`, where the guest has it), run by `sh`, with
+/// the session's stdin.
+fn setsid_form(mark: &str, quoted: &std::ffi::OsStr) -> OsString {
+    let mut remote = OsString::from(format!(
+        "exec 3<&0; if command -v setsid >/dev/null 2>&1; then set -- setsid; else set --; fi; STOAT_EXEC={mark} \"$@\" sh -c '\"$@\"' sh "
+    ));
+    remote.push(quoted);
+    remote.push(" <&3 3<&- & c=$!; exec 3<&-; wait $c; s=$?; exit $s");
     remote
 }
 
 /// The remote command that stops a cancelled exec: every process whose environment carries
 /// the mark, the groups they lead, the group of the login shell that ran the command (its
-/// command line holds the mark: [`leader_form`]), and everything below them (a child that
+/// command line holds the mark: [`captured_form`] where the login shell leads its group, as
+/// OpenSSH starts it), and everything below them (a child that
 /// cleared its environment, `sudo`'s for one, is still below a marked parent).
 fn stop_marked(mark: &str) -> OsString {
     OsString::from(signal_marked(mark, "TERM"))
@@ -372,23 +307,24 @@ mod tests {
     use std::path::PathBuf;
 
     /// The guest's login shells, as the host's shells stand in for them: one that leads its
-    /// own process group (OpenSSH starts it so), bash that does not (dropbear), and a shell
-    /// without job control that does not.
+    /// own process group (OpenSSH starts it so), bash that does not (dropbear) and takes job
+    /// control without a terminal, and a shell without job control.
     const LOGINS: [(&str, &[&str]); 3] = [
         ("leader", &["setsid", "sh"]),
         ("bash", &["bash"]),
         ("sh", &["sh"]),
     ];
 
-    /// exec's remote command for `argv`, run by `login` (one of [`LOGINS`]).
-    fn remote(argv: &[&str], login: &[&str]) -> std::process::Child {
+    /// exec's captured remote command for `argv` with `mark`, run by `login` (one of
+    /// [`LOGINS`]).
+    fn remote(argv: &[&str], mark: &str, login: &[&str]) -> std::process::Child {
         let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
-        let script = marked_command("0.000000001", &quote_remote_argv(&argv), true);
+        let script = marked_command(mark, &quote_remote_argv(&argv), true);
         Command::new(login[0])
             .args(&login[1..])
             .arg("-c")
             .arg(script)
-            .stdin(Stdio::piped())
+            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -423,24 +359,58 @@ mod tests {
     #[test]
     fn the_command_s_output_and_status_come_back_whatever_the_login_shell() {
         for (name, login) in LOGINS {
-            let mut run = remote(&["sh", "-c", "echo out; echo err >&2; exit 3"], login);
-            // Held open, as exec holds it: its end would be stoat gone.
-            let _stdin = run.stdin.take();
+            let run = remote(
+                &["sh", "-c", "echo out; echo err >&2; exit 3"],
+                "0.000000001",
+                login,
+            );
             let run = run.wait_with_output().unwrap();
             assert_eq!(run.status.code(), Some(3), "{name}");
             assert_eq!(run.stdout, b"out\n");
-            // Nothing of the shell's own (a job's end) beside the command's.
+            // Nothing of the shell's own beside the command's.
             assert_eq!(
                 session_mark::split(&run.stderr),
                 (true, b"err\n".to_vec()),
                 "{name}"
             );
+            // A command the guest does not have: the shell says so on the session's stderr.
+            let run = remote(&["stoat-no-such-program"], "0.000000001", login);
+            let run = run.wait_with_output().unwrap();
+            assert_eq!(run.status.code(), Some(127), "{name}");
+            let (opened, stderr) = session_mark::split(&run.stderr);
+            assert!(opened, "{name}");
+            assert!(
+                String::from_utf8_lossy(&stderr).contains("stoat-no-such-program"),
+                "{name}: {stderr:?}"
+            );
+            // One killed by a signal: its status, and what the login shell says of it when
+            // it runs the command bare, as `ssh vm cmd` would (dash: `Terminated`; bash:
+            // nothing), no more.
+            let killed = ["sh", "-c", "kill -TERM $$"];
+            let run = remote(&killed, "0.000000001", login);
+            let run = run.wait_with_output().unwrap();
+            assert_eq!(run.status.code(), Some(128 + 15), "{name}");
+            let argv: Vec<OsString> = killed.iter().map(OsString::from).collect();
+            let bare = Command::new(login[0])
+                .args(&login[1..])
+                .arg("-c")
+                .arg(quote_remote_argv(&argv))
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            assert_eq!(
+                session_mark::split(&run.stderr),
+                (true, bare.stderr),
+                "{name}"
+            );
         }
     }
 
+    /// What a cancel and the guard run in the guest: the command stops, and so does the child
+    /// it double-forked, whatever the login shell.
     #[test]
-    fn the_end_of_stdin_stops_the_command_and_the_child_it_double_forked() {
-        for (name, login) in LOGINS {
+    fn the_stop_by_mark_takes_the_command_and_the_child_it_double_forked() {
+        for (at, (name, login)) in LOGINS.iter().enumerate() {
             let dir = tempfile::tempdir().unwrap();
             let (child, command) = (dir.path().join("child"), dir.path().join("command"));
             let _reap = Reap(vec![child.clone(), command.clone()]);
@@ -449,7 +419,8 @@ mod tests {
                 child.display(),
                 command.display()
             );
-            let mut run = remote(&["sh", "-c", &script], login);
+            let mark = format!("{}.{at:09}", std::process::id());
+            let mut run = remote(&["sh", "-c", &script], &mark, login);
             let started = Instant::now();
             let pids = loop {
                 if let (Some(a), Some(b)) = (read_pid(&child), read_pid(&command)) {
@@ -458,7 +429,12 @@ mod tests {
                 assert!(started.elapsed() < Duration::from_secs(10), "never started");
                 std::thread::yield_now();
             };
-            drop(run.stdin.take());
+            let stop = Command::new("sh")
+                .arg("-c")
+                .arg(signal_marked(&mark, "TERM"))
+                .status()
+                .unwrap();
+            assert!(stop.success(), "{name}");
             while run.try_wait().unwrap().is_none() || !pids.iter().all(|pid| gone(*pid)) {
                 assert!(
                     started.elapsed() < Duration::from_secs(20),

@@ -8,7 +8,7 @@ mod cp;
 mod cp_stream;
 mod down;
 mod exec;
-mod exec_watch;
+pub(crate) mod exec_guard;
 mod screenshot;
 mod up;
 mod wait;
