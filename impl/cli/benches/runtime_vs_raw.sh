@@ -84,7 +84,7 @@ row "  raw ssh true through the master" "$mux_true" "fresh raw ssh true" "$fresh
 # later.
 mux_open=$(cd "$STOAT_HOME/bench" && STDIN_OPEN=1 bench_median "${mux_argv[@]}" true)
 row "  the same, its stdin held open" "$mux_open" "fresh raw ssh true" "$fresh_true"
-row "  raw ssh <exec's command> through the master" "$(cd "$STOAT_HOME/bench" && bench_median "${mux_argv[@]}" "$wrapped")" "fresh raw ssh true" "$fresh_true"
+row "  raw ssh <exec's command> through the master" "$(cd "$STOAT_HOME/bench" && bench_median "${mux_argv[@]}" "$wrapped" 2>/dev/null)" "fresh raw ssh true" "$fresh_true"
 row "stoat --json exec true vs the bare client" "$stoat_true" "raw ssh true through the master" "$mux_true"
 row "  stoat --json version" "$(bench_median "$stoat" --json version)" "fresh raw ssh true" "$fresh_true"
 

@@ -107,11 +107,8 @@ pub fn exec(
             // The terminal stays stoat's: ssh shares its process group to read it. The guest's
             // stderr is passed on as it comes; ssh's own talk waits for the session mark.
             Streams::Inherit => {
-                let ran = child::status_consuming_stderr(
-                    &mut ssh_cmd,
-                    Group::Shared,
-                    pass_guest_stderr,
-                );
+                let ran =
+                    child::status_consuming_stderr(&mut ssh_cmd, Group::Shared, pass_guest_stderr);
                 ran.map(|(status, filter)| {
                     let filter = filter.unwrap_or_default();
                     let opened = filter.opened();
@@ -262,9 +259,7 @@ fn marked_command(mark: &str, quoted: &std::ffi::OsStr, captured: bool) -> OsStr
 /// environment (`sudo`'s children). The shell's own stderr goes to /dev/null (fd 4 keeps the
 /// session's for the command): job control reports there a job that a signal ended.
 fn captured_form(mark: &str, quoted: &std::ffi::OsStr) -> OsString {
-    let mut remote = OsString::from(format!(
-        "exec 4>&2 2>/dev/null; set -m; STOAT_EXEC={mark} "
-    ));
+    let mut remote = OsString::from(format!("exec 4>&2 2>/dev/null; set -m; STOAT_EXEC={mark} "));
     remote.push(quoted);
     remote.push(" 2>&4 4>&- </dev/null");
     remote

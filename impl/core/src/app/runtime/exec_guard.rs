@@ -106,8 +106,7 @@ pub fn serve(stop: &[OsString]) -> std::io::Result<()> {
 fn guard(told: impl Read, stop: &[OsString]) -> std::io::Result<()> {
     let mut heard = Vec::new();
     // Up to the end of the pipe: `done`, or nothing when stoat is gone.
-    told.take(DONE.len() as u64 + 1)
-        .read_to_end(&mut heard)?;
+    told.take(DONE.len() as u64 + 1).read_to_end(&mut heard)?;
     if heard == DONE {
         return Ok(());
     }
