@@ -158,12 +158,13 @@ proptest! {
             .find(|call| call["tool"] == "ssh")
             .and_then(|call| call["remote_command"].as_str())
             .unwrap_or_default();
-        // The guest's shell writes the session mark, then starts the quoted argv in a
-        // session of its own (`sh -c '"$@"' sh <argv>`, its stdin /dev/null under --json),
-        // records its group (so a cancel can stop it) and passes the status on last.
+        // The guest's shell writes the session mark, then runs the quoted argv itself,
+        // marked (`STOAT_EXEC=<mark> <argv>`, so a cancel can find it), its stderr the
+        // session's and its stdin /dev/null under --json.
         let quoted = remote
-            .split_once(r#"sh -c '"$@"' sh "#)
-            .and_then(|(_, rest)| rest.rsplit_once(" 3<&- </dev/null & c=$!; "))
+            .split_once("STOAT_EXEC=")
+            .and_then(|(_, rest)| rest.split_once(' '))
+            .and_then(|(_, rest)| rest.rsplit_once(" 2>&4 4>&- </dev/null"))
             .map(|(quoted, _)| quoted)
             .unwrap_or_default();
         prop_assert_eq!(shell_words(quoted), guest);

@@ -748,7 +748,7 @@ fn exec_passes_bytes_and_status_by_the_contract() {
     let argv = last_argv(&env, "ssh");
     assert!(
         argv.last()
-            .is_some_and(|remote| remote.contains(" sh 'echo' 'it'\\''s' '--json' 3<&- ")),
+            .is_some_and(|remote| remote.contains(" 'echo' 'it'\\''s' '--json' 2>&4 ")),
         "{argv:?}"
     );
     assert!(argv.iter().any(|a| a == "root@127.0.0.1"), "{argv:?}");

@@ -279,8 +279,8 @@ fn setsid_form(mark: &str, quoted: &std::ffi::OsStr) -> OsString {
 /// The remote command that stops a cancelled exec: every process whose environment carries
 /// the mark, the groups they lead, the group of the login shell that ran the command (its
 /// command line holds the mark: [`captured_form`] where the login shell leads its group, as
-/// OpenSSH starts it), and everything below them (a child that
-/// cleared its environment, `sudo`'s for one, is still below a marked parent).
+/// OpenSSH starts it), and everything below them (a child that cleared its environment,
+/// `sudo`'s for one, is still below a marked parent).
 fn stop_marked(mark: &str) -> OsString {
     OsString::from(signal_marked(mark, "TERM"))
 }
