@@ -12,8 +12,8 @@
 # Both end at the same point: the first login that runs a command.
 # Then, on stoat's second boot, `stoat --json exec bench true` over the VM's master against a
 # fresh raw `ssh ... true` (aim 0.25x) and against a bare ssh client through the same master
-# (aim 1.3x; with its stdin ended as exec's is, and held open as a terminal exec's is),
-# medians of RUNS (default 15).
+# (aim 1.3x; that pair run turn about, PAIR_RUNS rounds, default 31; the client also with
+# its stdin held open, as a terminal exec's is), medians of RUNS (default 15).
 # Prints each pair and the ratio stoat/raw. Runs under flock /tmp/stoat-guest.lock.
 #
 #   DISTRO_GUEST=.guest-distro impl/cli/benches/distro_boot.sh   (make bench-distro)
@@ -106,6 +106,10 @@ mux_true=$(cd "$STOAT_HOME/bench" && bench_median "${mux_argv[@]}" true)
 # went through stoat's relay, core ssh/relay.rs, OpenSSH's answer to it came 20-40 ms later:
 # passt's Nagle, the host's delayed ack).
 mux_open=$(cd "$STOAT_HOME/bench" && STDIN_OPEN=1 bench_median "${mux_argv[@]}" true)
+# exec against the bare client, run turn about (PAIR_RUNS rounds, default 31): taken one
+# after the other, the two medians move with the host between them.
+pair=$(cd "$STOAT_HOME/bench" && RUNS="${PAIR_RUNS:-31}" bench_pair "$stoat" --json exec bench true -- "${mux_argv[@]}" true)
+read -r pair_exec pair_bare <<< "$pair"
 "$stoat" down bench >/dev/null
 
 # Raw QEMU on a fresh overlay made the way stoat makes it, with stoat's seed ISO.
@@ -125,5 +129,4 @@ row "stoat up + wait reachable (second boot)" "$stoat_second" "raw qemu + ssh po
 row "stoat --json exec true (median of ${RUNS:-15})" "$stoat_true" "fresh raw ssh true" "$fresh_true"
 row "  raw ssh true through the master" "$mux_true" "fresh raw ssh true" "$fresh_true"
 row "  the same, its stdin held open" "$mux_open" "fresh raw ssh true" "$fresh_true"
-row "stoat --json exec true vs the bare client" "$stoat_true" "raw ssh true through the master" "$mux_true"
-row "stoat --json exec true vs the bare client" "$stoat_true" "the same, its stdin held open" "$mux_open"
+row "stoat --json exec true vs the bare client" "$pair_exec" "raw ssh true through the master" "$pair_bare"

@@ -10,6 +10,9 @@
 #                               output is discarded and which must succeed; its stdin is
 #                               /dev/null, or with STDIN_OPEN=1 a pipe held open until it ends
 #                               (as exec holds its ssh's stdin, to learn if stoat is gone)
+#   bench_pair CMD... -- BASE...  the medians (two numbers on one line) of CMD and BASE run
+#                               turn about, RUNS rounds, stdin /dev/null: a drift of the
+#                               host's or the guest's speed during the run reaches both alike
 #   bench_ssh_argv VM           the VM's ssh argv (`ssh-command`), one argument a line
 #   bench_mux_argv VM           sets the array mux_argv: the array ssh_argv (the VM's ssh argv)
 #                               as a bare client of the VM's live master, never becoming one;
@@ -68,6 +71,24 @@ for _ in range(runs):
     if status != 0:
         sys.exit(f"bench_median: {argv[0]} exited {status}")
 print(f"{statistics.median(samples):.4f}")
+PY
+}
+
+bench_pair() {
+    python3 - "${RUNS:-15}" "$@" <<'PY'
+import statistics, subprocess, sys, time
+runs, argv = int(sys.argv[1]), sys.argv[2:]
+at = argv.index("--")
+pair = (argv[:at], argv[at + 1:])
+samples = ([], [])
+for _ in range(runs):
+    for command, times in zip(pair, samples):
+        started = time.perf_counter()
+        status = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL).returncode
+        times.append(time.perf_counter() - started)
+        if status != 0:
+            sys.exit(f"bench_pair: {command[0]} exited {status}")
+print(" ".join(f"{statistics.median(times):.4f}" for times in samples))
 PY
 }
 

@@ -30,6 +30,9 @@ RUNS="${RUNS:-15}"
 row() { printf '%-44s %8ss   %-30s %8ss   ratio %sx\n' "$1" "$2" "$3" "$4" "$(ratio "$2" "$4")"; }
 
 "$stoat" create bench --image "$image" --ram 256 --cpus 1 >/dev/null
+# A port the kernel hands out, pinned: an unpinned one is chosen afresh at every `up` when
+# another run holds it, and the raw runs below must use the one the argv names.
+"$stoat" update bench --ssh-port "$(bench_free_port)" >/dev/null
 mapfile -t ssh_argv < <(bench_ssh_argv bench)
 
 # 1. Boot to ssh. The first boot does cloud-init's once-per-instance work, so it is a warm-up;
@@ -85,7 +88,11 @@ row "  raw ssh true through the master" "$mux_true" "fresh raw ssh true" "$fresh
 mux_open=$(cd "$STOAT_HOME/bench" && STDIN_OPEN=1 bench_median "${mux_argv[@]}" true)
 row "  the same, its stdin held open" "$mux_open" "fresh raw ssh true" "$fresh_true"
 row "  raw ssh <exec's command> through the master" "$(cd "$STOAT_HOME/bench" && bench_median "${mux_argv[@]}" "$wrapped" 2>/dev/null)" "fresh raw ssh true" "$fresh_true"
-row "stoat --json exec true vs the bare client" "$stoat_true" "raw ssh true through the master" "$mux_true"
+# exec against the bare client, run turn about (PAIR_RUNS rounds, default 31): taken one
+# after the other, the two medians moved by a third between runs of this script.
+pair=$(cd "$STOAT_HOME/bench" && RUNS="${PAIR_RUNS:-31}" bench_pair "$stoat" --json exec bench true -- "${mux_argv[@]}" true)
+read -r pair_exec pair_bare <<< "$pair"
+row "stoat --json exec true vs the bare client" "$pair_exec" "raw ssh true through the master" "$pair_bare"
 row "  stoat --json version" "$(bench_median "$stoat" --json version)" "fresh raw ssh true" "$fresh_true"
 
 # 3. exec of 16 MiB (median of 3 runs each; peak RSS from one more run).
