@@ -113,21 +113,14 @@ fn guard(told: impl Read, stop: &[OsString]) -> std::io::Result<()> {
     let Some((program, args)) = stop.split_first() else {
         return Ok(());
     };
-    let mut ssh = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()?;
-    let deadline = Instant::now() + STOP_LIMIT;
-    while Instant::now() < deadline {
-        if ssh.try_wait()?.is_some() {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    let mut ssh = Command::new(program);
+    ssh.args(args).stdin(Stdio::null());
+    // Killed at the limit, like any stop of a cancelled command.
+    match crate::child::cleanup_output(&mut ssh, STOP_LIMIT) {
+        Ok(_) => Ok(()),
+        Err(crate::child::RunError::Spawn(e)) => Err(e),
+        Err(crate::child::RunError::Canceled) => Ok(()),
     }
-    ssh.kill()?;
-    ssh.wait().map(drop)
 }
 
 #[cfg(test)]
