@@ -86,6 +86,45 @@ fn ssh_runs_locally_like_sshd() {
 }
 
 #[test]
+fn a_held_ssh_ends_when_its_caller_is_gone() {
+    let sandbox = sandbox();
+    sandbox
+        .write_script(&FakeScript::default().rule(
+            "ssh",
+            Rule {
+                delay_ms: Some(60_000),
+                ..Default::default()
+            },
+        ))
+        .expect("script");
+    // A caller that starts the held ssh and ends once told, as a SUT killed mid-exec would.
+    let mut caller = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(r#""$0" root@127.0.0.1 echo held </dev/null >/dev/null 2>&1 & echo $!; read _"#)
+        .arg(sandbox.bin.join("ssh"))
+        .env_clear()
+        .envs(sandbox.env())
+        .current_dir(&sandbox.work)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run");
+    let mut pid = String::new();
+    BufReader::new(caller.stdout.take().expect("stdout"))
+        .read_line(&mut pid)
+        .expect("the caller's pid");
+    let pid = pid.trim().to_string();
+    eventually(Duration::from_secs(10), || sandbox.fake_calls().len() == 1);
+    assert!(
+        running(&pid),
+        "the held ssh ended while its caller was still there"
+    );
+    drop(caller.stdin.take());
+    caller.wait().expect("the caller ends");
+    eventually(Duration::from_secs(10), || !running(&pid));
+}
+
+#[test]
 fn ssh_run_locally_moves_mapped_guest_paths_in_the_command_and_its_stdin() {
     let sandbox = sandbox();
     let local = sandbox.data.join("guest-state");

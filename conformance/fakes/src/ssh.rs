@@ -48,6 +48,7 @@ pub fn split_ssh_args(args: &[String]) -> (Option<String>, Vec<String>) {
 }
 
 pub fn run_ssh(args: &[String]) -> i32 {
+    let caller = std::os::unix::process::parent_id();
     let script = FakeScript::load();
     let (_destination, command) = split_ssh_args(args);
     let remote_command = command.join(" ");
@@ -70,7 +71,9 @@ pub fn run_ssh(args: &[String]) -> i32 {
         eprintln!("ssh: {refused}");
         return 255;
     }
-    delay(&rule);
+    if !delay(&rule, caller) {
+        return 255;
+    }
     if rule.run_locally {
         // Like sshd: the words are joined with spaces and parsed again by the shell.
         let mut shell = std::process::Command::new("/bin/sh");
@@ -141,6 +144,7 @@ fn run_mapped(mut shell: std::process::Command, stdin: Option<Vec<u8>>, rule: &R
 }
 
 pub fn run_scp(args: &[String]) -> i32 {
+    let caller = std::os::unix::process::parent_id();
     let script = FakeScript::load();
     let rule = script.find("scp", args).cloned().unwrap_or_default();
     log::append(&FakeCall {
@@ -152,7 +156,9 @@ pub fn run_scp(args: &[String]) -> i32 {
         eprintln!("ssh: {refused}\r\nscp: Connection closed");
         return 255;
     }
-    delay(&rule);
+    if !delay(&rule, caller) {
+        return 255;
+    }
     // From the guest: write the scripted stdout bytes to the local destination.
     let operands: Vec<&String> = operands_after_options(args, "cFiJloPSX");
     if let (Some(source), Some(destination)) = (operands.first(), operands.last()) {
@@ -248,9 +254,23 @@ pub(crate) fn read_stdin_if(rule: &Rule) -> Option<Vec<u8>> {
     Some(buffer)
 }
 
-pub(crate) fn delay(rule: &Rule) {
-    if let Some(ms) = rule.delay_ms {
-        std::thread::sleep(std::time::Duration::from_millis(ms));
+/// Waits out a rule's delay. Returns false when `caller` (the parent the fake started under)
+/// went away meanwhile: nobody would read the answer, so the fake then ends as a dropped
+/// connection instead of outliving the test that started it (a held ssh waits up to a minute).
+pub(crate) fn delay(rule: &Rule, caller: u32) -> bool {
+    let Some(ms) = rule.delay_ms else {
+        return true;
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(ms);
+    loop {
+        if std::os::unix::process::parent_id() != caller {
+            return false;
+        }
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        std::thread::sleep(left.min(std::time::Duration::from_millis(50)));
     }
 }
 

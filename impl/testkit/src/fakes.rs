@@ -69,11 +69,14 @@ pub struct FakeRunningVm {
 impl FakeRunningVm {
     pub fn start(vm_dir: &Path) -> FakeRunningVm {
         let marker = vm_dir.join("marker");
-        // A compound script, so sh stays the process and keeps `marker` as its $0.
+        // sh itself stays the process (keeping `marker` as its $0) and waits in a builtin on
+        // a pipe only this test holds: killing it leaves no child behind, and it ends by
+        // itself if the test dies.
         let child = std::process::Command::new("sh")
             .arg("-c")
-            .arg("sleep 100; :")
+            .arg("read _; :")
             .arg(&marker)
+            .stdin(std::process::Stdio::piped())
             .spawn()
             .unwrap();
         let mut needle = vm_dir.as_os_str().as_encoded_bytes().to_vec();

@@ -511,8 +511,11 @@ mod tests {
         let vm_dir = dir.path().join("web");
         std::fs::create_dir(&vm_dir).expect("mkdir");
         let marker = format!("{}/qemu.pid", vm_dir.display());
+        // sh waits in a builtin on a pipe only this test holds, so stopping it leaves no
+        // child behind (a `sleep` it forked would outlive it).
         let mut sleeper = Command::new("sh")
-            .args(["-c", "sleep 30", &marker])
+            .args(["-c", "read _; :", &marker])
+            .stdin(std::process::Stdio::piped())
             .spawn()
             .expect("spawn sh");
         let pid = sleeper.id();
