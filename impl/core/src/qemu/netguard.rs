@@ -12,7 +12,8 @@
 //! address that is not 127.0.0.0/8, 0.0.0.0/8, `::1`, `::` or those addresses written in
 //! IPv6 form; everything else (other ethertypes, VLAN tags, cut frames) is dropped. Frames
 //! from passt to the guest pass whole and unchanged; a handshake of passt's among them that
-//! the booting guest could not hear yet is sent to it again ([`super::handshake`]). A VM with the `host_loopback` opt-in has no guard.
+//! the booting guest could not hear yet is sent to it again ([`super::handshake`]). A VM
+//! with the `host_loopback` opt-in has no guard.
 //!
 //! Why the note: a host connection to the guest's ssh port that passt cannot hand on (the
 //! guest has no address yet, so nothing answers passt's SYN) and that the host client closes
@@ -538,6 +539,51 @@ mod tests {
         (&guest).read_to_end(&mut rest).unwrap();
         assert!(rest.is_empty(), "{} bytes after the resend", rest.len());
         guard.join().unwrap().unwrap();
+    }
+
+    #[test]
+    fn a_guest_that_reads_nothing_still_has_its_frames_carried_while_a_syn_waits() {
+        use crate::qemu::handshake::tests::tcp_frame;
+        let dir = tempfile::tempdir().unwrap();
+        let (qemu, guest) = UnixStream::pair().unwrap();
+        let (passt, host) = UnixStream::pair().unwrap();
+        host.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let guard = {
+            let note = dir.path().join("net-state");
+            std::thread::spawn(move || carry(qemu, passt, &note))
+        };
+        let guest_mac = [0x52, 0x54, 0, 0x12, 0x34, 0x56];
+        let (host_end, guest_end) = (([10, 0, 2, 2], 40000), ([10, 0, 2, 15], 22));
+        send(&host, &tcp_frame([0xff; 6], [0x9a; 6], host_end, guest_end, 0x02));
+        // passt sends more than the sockets toward the guest hold, and the guest reads none of it,
+        // so the guard's writer to the guest is stuck while a SYN waits to be sent again.
+        let filler = {
+            let mut filler = Vec::new();
+            let frame = ipv4_to([10, 0, 2, 15]);
+            for _ in 0..(8 << 20) / (frame.len() + 4) {
+                filler.extend_from_slice(&u32::try_from(frame.len()).unwrap().to_be_bytes());
+                filler.extend_from_slice(&frame);
+            }
+            filler
+        };
+        let filling = {
+            let host = host.try_clone().unwrap();
+            std::thread::spawn(move || (&host).write_all(&filler))
+        };
+        // Each of the guest's frames shows its network further on, so a SYN is due each time;
+        // all of them still reach passt.
+        for source in [[0, 0, 0, 0], [10, 0, 2, 15], [10, 0, 2, 15]] {
+            let mut frame = ipv4_to([10, 0, 2, 2]);
+            frame[6..12].copy_from_slice(&guest_mac);
+            frame[ETHER_HEADER + 12..ETHER_HEADER + 16].copy_from_slice(&source);
+            send(&guest, &frame);
+            assert_eq!(receive(&host), frame);
+        }
+        // The guest's end closes: the guard ends without waiting on its stuck writer.
+        drop(guest);
+        guard.join().unwrap().unwrap();
+        drop(host);
+        let _ = filling.join();
     }
 
     #[test]
