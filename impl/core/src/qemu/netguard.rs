@@ -547,14 +547,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (qemu, guest) = UnixStream::pair().unwrap();
         let (passt, host) = UnixStream::pair().unwrap();
-        host.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        host.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
         let guard = {
             let note = dir.path().join("net-state");
             std::thread::spawn(move || carry(qemu, passt, &note))
         };
         let guest_mac = [0x52, 0x54, 0, 0x12, 0x34, 0x56];
         let (host_end, guest_end) = (([10, 0, 2, 2], 40000), ([10, 0, 2, 15], 22));
-        send(&host, &tcp_frame([0xff; 6], [0x9a; 6], host_end, guest_end, 0x02));
+        send(
+            &host,
+            &tcp_frame([0xff; 6], [0x9a; 6], host_end, guest_end, 0x02),
+        );
         // passt sends until the guard takes no more: the guest reads nothing, so the guard's
         // writer to the guest is stuck while the SYN waits to be sent again.
         host.set_write_timeout(Some(Duration::from_millis(500)))
