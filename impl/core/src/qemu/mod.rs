@@ -8,7 +8,6 @@ pub mod accel;
 pub mod argv;
 pub mod console;
 pub mod error;
-mod handshake;
 pub mod helper;
 pub mod launch;
 pub mod netguard;

@@ -11,9 +11,7 @@
 //! itself"). So frames from the guest pass only when they are ARP, or IPv4/IPv6 to an
 //! address that is not 127.0.0.0/8, 0.0.0.0/8, `::1`, `::` or those addresses written in
 //! IPv6 form; everything else (other ethertypes, VLAN tags, cut frames) is dropped. Frames
-//! from passt to the guest pass whole and unchanged; a handshake of passt's among them that
-//! the booting guest could not hear yet is sent to it again ([`super::handshake`]). A VM
-//! with the `host_loopback` opt-in has no guard.
+//! from passt to the guest pass unread. A VM with the `host_loopback` opt-in has no guard.
 //!
 //! Why the note: a host connection to the guest's ssh port that passt cannot hand on (the
 //! guest has no address yet, so nothing answers passt's SYN) and that the host client closes
@@ -27,15 +25,13 @@
 //! passt (`--one-off`) then ends too.
 
 use std::ffi::OsStr;
-use std::io::{BufReader, ErrorKind, Read, Write};
-use std::net::{Ipv4Addr, Ipv6Addr, Shutdown};
+use std::io::{BufReader, Read, Write};
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::error::QemuError;
-use super::handshake::Handshakes;
 use super::helper::{self, Helper};
 
 /// The first argument that makes the stoat binary the network guard (hidden: not a command).
@@ -45,14 +41,11 @@ pub const GUARD_ARG: &str = "__net-guard";
 /// length means the stream is not what the guard reads, and it ends the boot's network.
 const MAX_FRAME: usize = 1 << 20;
 
-/// How much is read from either side per step.
+/// How much is copied from passt to QEMU per step.
 const CHUNK: usize = 64 * 1024;
 
-/// How often the guard wakes to send a handshake again while one waits.
-const POLL: Duration = Duration::from_millis(100);
-
-pub(super) const ETHER_HEADER: usize = 14;
-pub(super) const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHER_HEADER: usize = 14;
+const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_ARP: u16 = 0x0806;
 const ETHERTYPE_IPV6: u16 = 0x86DD;
 
@@ -79,44 +72,30 @@ pub fn spawn(
 }
 
 /// The guard's body: waits for QEMU, connects to passt at `passt_socket`, then carries frames
-/// both ways until one side closes ([`carry`]).
+/// both ways until one side closes, noting in `net_state` what the guest's frames show.
 pub fn serve(passt_socket: &Path, net_state: &Path) -> std::io::Result<()> {
     let qemu = helper::accept_qemu()?;
     let passt = UnixStream::connect(passt_socket)?;
-    carry(qemu, passt, net_state)
-}
-
-/// Carries frames between QEMU and passt until either side closes, noting in `net_state` what
-/// the guest's frames show and sending the guest again a handshake of passt's it could not
-/// hear ([`Handshakes`]). The thread from passt is the only writer to QEMU, and no lock is
-/// held across a read or a write, so neither direction ever waits on the other.
-pub(super) fn carry(qemu: UnixStream, passt: UnixStream, net_state: &Path) -> std::io::Result<()> {
-    let handshakes = Arc::new(Mutex::new(Handshakes::default()));
-    let to_guest = {
-        let (passt, qemu) = (passt.try_clone()?, qemu.try_clone()?);
-        let handshakes = Arc::clone(&handshakes);
-        std::thread::spawn(move || {
-            let _ = pass_to_guest(&passt, &qemu, &handshakes);
-            // passt's end is the guard's end: the guest's side is closed under the reader below.
-            let _ = qemu.shutdown(Shutdown::Both);
-        })
-    };
-    let carried = pass_to_passt(&qemu, &passt, net_state, &handshakes);
-    // QEMU's end, or a failed write to passt: the thread from passt is ended through its read.
-    let _ = passt.shutdown(Shutdown::Both);
-    let _ = to_guest.join();
-    carried
-}
-
-/// The guest to passt: frame by frame, each whole frame in one write, those for the host's own
-/// loopback dropped.
-fn pass_to_passt(
-    qemu: &UnixStream,
-    mut passt: &UnixStream,
-    net_state: &Path,
-    handshakes: &Mutex<Handshakes>,
-) -> std::io::Result<()> {
-    let mut from_guest = BufReader::with_capacity(CHUNK, qemu);
+    let (qemu_in, mut passt_out) = (qemu.try_clone()?, passt.try_clone()?);
+    let (mut passt_in, mut qemu_out) = (passt, qemu);
+    // passt to the guest: passed as it comes. Its end is the guard's end.
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; CHUNK];
+        loop {
+            match passt_in.read(&mut buf) {
+                Ok(0) => std::process::exit(0),
+                Ok(n) => {
+                    if qemu_out.write_all(&buf[..n]).is_err() {
+                        std::process::exit(0);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => std::process::exit(0),
+            }
+        }
+    });
+    // The guest to passt: frame by frame, each whole frame in one write.
+    let mut from_guest = BufReader::with_capacity(CHUNK, qemu_in);
     let mut frame = Vec::with_capacity(CHUNK);
     let mut seen = Seen::Silent;
     loop {
@@ -126,116 +105,29 @@ fn pass_to_passt(
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
             Err(e) => return Err(e),
         }
-        let len = frame_length(length)?;
+        let len = u32::from_be_bytes(length) as usize;
+        if len > MAX_FRAME {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("a frame of {len} bytes"),
+            ));
+        }
         frame.clear();
         frame.extend_from_slice(&length);
         frame.resize(4 + len, 0);
         from_guest.read_exact(&mut frame[4..])?;
-        let mut advanced = false;
         if seen != Seen::Addressed {
             let now = classify(&frame[4..]);
             if now > seen {
                 seen = now;
-                advanced = true;
                 // A note that cannot be written only makes logins wait their fallback.
                 let _ = record(net_state, seen);
             }
         }
-        lock(handshakes).guest_sent(&frame[4..], advanced);
         if passes(&frame[4..]) {
-            passt.write_all(&frame)?;
+            passt_out.write_all(&frame)?;
         }
     }
-}
-
-/// passt to the guest: whole frames as they come, and the handshakes due again. While one
-/// waits, the read wakes every [`POLL`] to send it.
-fn pass_to_guest(
-    mut passt: &UnixStream,
-    mut qemu: &UnixStream,
-    handshakes: &Mutex<Handshakes>,
-) -> std::io::Result<()> {
-    let mut buf = vec![0u8; 2 * CHUNK];
-    let mut filled = 0;
-    let mut polling = false;
-    loop {
-        if buf.len() - filled < CHUNK {
-            buf.resize(filled + CHUNK, 0);
-        }
-        match passt.read(&mut buf[filled..]) {
-            Ok(0) => return Ok(()),
-            Ok(n) => filled += n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::Interrupted | ErrorKind::WouldBlock | ErrorKind::TimedOut
-                ) => {}
-            Err(e) => return Err(e),
-        }
-        // The whole frames read so far go on in one write; a cut one waits for its rest.
-        let mut whole = 0;
-        while let Some(length) = buf[..filled].get(whole..whole + 4) {
-            let len = frame_length([length[0], length[1], length[2], length[3]])?;
-            if filled < whole + 4 + len {
-                break;
-            }
-            let frame = &buf[whole + 4..whole + 4 + len];
-            if might_shake(frame) {
-                lock(handshakes).passt_sent(frame, Instant::now());
-            }
-            whole += 4 + len;
-        }
-        if whole > 0 {
-            qemu.write_all(&buf[..whole])?;
-            buf.copy_within(whole..filled, 0);
-            filled -= whole;
-        }
-        let (again, waiting) = {
-            let mut handshakes = lock(handshakes);
-            (handshakes.due(Instant::now()), handshakes.any_waiting())
-        };
-        for frame in again {
-            let length = u32::try_from(frame.len()).unwrap_or(u32::MAX).to_be_bytes();
-            qemu.write_all(&[&length[..], &frame].concat())?;
-        }
-        if waiting != polling {
-            passt.set_read_timeout(waiting.then_some(POLL))?;
-            polling = waiting;
-        }
-    }
-}
-
-/// Whether a frame from passt could open or end a handshake: IPv4 TCP with SYN, RST or FIN.
-/// Read without the lock, so the data of a transfer never takes it.
-fn might_shake(frame: &[u8]) -> bool {
-    const TCP: u8 = 6;
-    frame.get(12..14) == Some(&ETHERTYPE_IPV4.to_be_bytes()[..])
-        && frame.get(ETHER_HEADER + 9) == Some(&TCP)
-        && frame
-            .get(ETHER_HEADER)
-            .map(|b| ETHER_HEADER + usize::from(b & 0x0f) * 4 + 13)
-            .and_then(|at| frame.get(at))
-            .is_some_and(|flags| flags & 0x07 != 0)
-}
-
-/// A frame's length from the stream's 4 bytes, refused past [`MAX_FRAME`].
-fn frame_length(length: [u8; 4]) -> std::io::Result<usize> {
-    let len = u32::from_be_bytes(length) as usize;
-    if len > MAX_FRAME {
-        return Err(std::io::Error::new(
-            ErrorKind::InvalidData,
-            format!("a frame of {len} bytes"),
-        ));
-    }
-    Ok(len)
-}
-
-/// The handshakes' lock; a thread that panicked holding it left nothing half-written that
-/// matters more than carrying on.
-fn lock(handshakes: &Mutex<Handshakes>) -> std::sync::MutexGuard<'_, Handshakes> {
-    handshakes
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Whether a guest's Ethernet frame may go on to passt: ARP, and IPv4 or IPv6 for any
@@ -478,117 +370,6 @@ mod tests {
         assert_eq!(GuestNetwork::read(&path), GuestNetwork::Addressed);
         std::fs::write(&path, "garbage").unwrap();
         assert_eq!(GuestNetwork::read(&path), GuestNetwork::Unwatched);
-    }
-
-    fn send(mut stream: &UnixStream, frame: &[u8]) {
-        let length = u32::try_from(frame.len()).unwrap().to_be_bytes();
-        stream.write_all(&[&length[..], frame].concat()).unwrap();
-    }
-
-    fn receive(mut stream: &UnixStream) -> Vec<u8> {
-        let mut length = [0u8; 4];
-        stream.read_exact(&mut length).unwrap();
-        let mut frame = vec![0u8; u32::from_be_bytes(length) as usize];
-        stream.read_exact(&mut frame).unwrap();
-        frame
-    }
-
-    #[test]
-    fn the_guard_carries_both_ways_and_sends_an_unheard_syn_again_once_the_guest_speaks() {
-        use crate::qemu::handshake::tests::tcp_frame;
-        let dir = tempfile::tempdir().unwrap();
-        let note = dir.path().join("net-state");
-        let (qemu, guest) = UnixStream::pair().unwrap();
-        let (passt, host) = UnixStream::pair().unwrap();
-        for end in [&guest, &host] {
-            end.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        }
-        let guard = {
-            let note = note.clone();
-            std::thread::spawn(move || carry(qemu, passt, &note))
-        };
-        let guest_mac = [0x52, 0x54, 0, 0x12, 0x34, 0x56];
-        let passt_mac = [0x9a, 0x55, 0x9a, 0x55, 0x9a, 0x55];
-        let (host_end, guest_end) = (([10, 0, 2, 2], 40000), ([10, 0, 2, 15], 22));
-        // passt's SYN before the guest has spoken: to the broadcast address, passed unchanged.
-        let syn = tcp_frame([0xff; 6], passt_mac, host_end, guest_end, 0x02);
-        send(&host, &syn);
-        assert_eq!(receive(&guest), syn);
-        // The guest's first frame goes on to passt, and the SYN comes again to its own MAC.
-        let arp_probe = {
-            let mut frame = vec![0xff; 6];
-            frame.extend_from_slice(&guest_mac);
-            frame.extend_from_slice(&ETHERTYPE_ARP.to_be_bytes());
-            frame.extend_from_slice(&[0; 28]);
-            frame
-        };
-        send(&guest, &arp_probe);
-        assert_eq!(receive(&host), arp_probe);
-        let again = receive(&guest);
-        assert_eq!(again[..6], guest_mac);
-        assert_eq!(again[6..], syn[6..]);
-        assert!(matches!(GuestNetwork::read(&note), GuestNetwork::Link(_)));
-        // The guest's answer goes on and ends the wait; a frame for the host's loopback does not.
-        let answer = tcp_frame(passt_mac, guest_mac, guest_end, host_end, 0x12);
-        send(&guest, &ipv4_to([127, 0, 0, 1]));
-        send(&guest, &answer);
-        assert_eq!(receive(&host), answer);
-        // passt's end ends the guard, and the guest's side sees it closed.
-        drop(host);
-        let mut rest = Vec::new();
-        (&guest).read_to_end(&mut rest).unwrap();
-        assert!(rest.is_empty(), "{} bytes after the resend", rest.len());
-        guard.join().unwrap().unwrap();
-    }
-
-    #[test]
-    fn a_guest_that_reads_nothing_still_has_its_frames_carried_while_a_syn_waits() {
-        use crate::qemu::handshake::tests::tcp_frame;
-        let dir = tempfile::tempdir().unwrap();
-        let (qemu, guest) = UnixStream::pair().unwrap();
-        let (passt, host) = UnixStream::pair().unwrap();
-        host.set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        let guard = {
-            let note = dir.path().join("net-state");
-            std::thread::spawn(move || carry(qemu, passt, &note))
-        };
-        let guest_mac = [0x52, 0x54, 0, 0x12, 0x34, 0x56];
-        let (host_end, guest_end) = (([10, 0, 2, 2], 40000), ([10, 0, 2, 15], 22));
-        send(
-            &host,
-            &tcp_frame([0xff; 6], [0x9a; 6], host_end, guest_end, 0x02),
-        );
-        // passt sends until the guard takes no more: the guest reads nothing, so the guard's
-        // writer to the guest is stuck while the SYN waits to be sent again.
-        host.set_write_timeout(Some(Duration::from_millis(500)))
-            .unwrap();
-        let filler = ipv4_to([10, 0, 2, 15]);
-        let length = u32::try_from(filler.len()).unwrap().to_be_bytes();
-        let mut sent = 0usize;
-        while (&host).write_all(&[&length[..], &filler].concat()).is_ok() {
-            sent += 1;
-            assert!(sent < 1 << 20, "the guard kept taking frames no one reads");
-        }
-        // Each of the guest's frames shows its network further on, so a SYN is due each time;
-        // all of them still reach passt.
-        for source in [[0, 0, 0, 0], [10, 0, 2, 15], [10, 0, 2, 15]] {
-            let mut frame = ipv4_to([10, 0, 2, 2]);
-            frame[6..12].copy_from_slice(&guest_mac);
-            frame[ETHER_HEADER + 12..ETHER_HEADER + 16].copy_from_slice(&source);
-            send(&guest, &frame);
-            assert_eq!(receive(&host), frame);
-        }
-        // The guest's end closes (with frames unread: a reset): the guard ends without waiting
-        // on its stuck writer.
-        drop(guest);
-        let ended = guard.join().unwrap();
-        assert!(
-            ended
-                .as_ref()
-                .map_or_else(|e| e.kind() == ErrorKind::ConnectionReset, |()| true),
-            "{ended:?}"
-        );
     }
 
     #[test]

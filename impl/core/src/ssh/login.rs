@@ -13,9 +13,7 @@
 //! it ([`GuestNetwork`]), and an attempt never gives up on a connection before passt does:
 //! Debian 12's passt spins a host core while a connection it could not hand on to a guest
 //! without an address waits out its 10 s handshake, if the host client closed it first
-//! (docs/decisions/runtime.md "reaching a booting guest"). An attempt started before the
-//! guest's network was up is not lost: the guard sends passt's SYN again once the guest can
-//! hear it (qemu/handshake.rs), so the attempt logs in as soon as sshd listens.
+//! (docs/decisions/runtime.md "reaching a booting guest").
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
